@@ -1,0 +1,60 @@
+/**
+ * @file atomic.hpp
+ * Device-wide atomics on plain memory, the same calls on host and device. With the CUDA
+ * toolkit's libcu++ they go through `cuda::atomic_ref`; without it, through
+ * `std::atomic_ref` (host only).
+ */
+#pragma once
+
+#include "ecs/macros.hpp"
+
+#if defined(MV_HAS_CCCL) || defined(__CUDACC__)
+#include <cuda/atomic>
+#define MV_ATOMIC_REF(T, x) ::cuda::atomic_ref<T, ::cuda::thread_scope_device>(x)
+#define MV_RELAXED ::cuda::std::memory_order_relaxed
+#else
+#include <atomic>
+#define MV_ATOMIC_REF(T, x) ::std::atomic_ref<T>(x)
+#define MV_RELAXED ::std::memory_order_relaxed
+#endif
+
+namespace mv {
+
+/// Adds `v` to `*p` and returns the previous value.
+template <class T>
+MV_HD MV_INLINE T atomicFetchAdd(T* p, T v) {
+  return MV_ATOMIC_REF(T, *p).fetch_add(v, MV_RELAXED);
+}
+
+/// Stores `v` into `*p` and returns the previous value.
+template <class T>
+MV_HD MV_INLINE T atomicExchange(T* p, T v) {
+  return MV_ATOMIC_REF(T, *p).exchange(v, MV_RELAXED);
+}
+
+/// Lowers `*p` to `v` if `v` is smaller. Order-independent, hence deterministic.
+template <class T>
+MV_HD MV_INLINE void atomicFetchMin(T* p, T v) {
+  auto ref = MV_ATOMIC_REF(T, *p);
+  T cur = ref.load(MV_RELAXED);
+  while (v < cur && !ref.compare_exchange_weak(cur, v, MV_RELAXED)) {
+  }
+}
+
+/// Sets the bits of `v` in `*p`.
+template <class T>
+MV_HD MV_INLINE void atomicFetchOr(T* p, T v) {
+  MV_ATOMIC_REF(T, *p).fetch_or(v, MV_RELAXED);
+}
+
+template <class T>
+MV_HD MV_INLINE T atomicLoad(T* p) {
+  return MV_ATOMIC_REF(T, *p).load(MV_RELAXED);
+}
+
+template <class T>
+MV_HD MV_INLINE void atomicStore(T* p, T v) {
+  MV_ATOMIC_REF(T, *p).store(v, MV_RELAXED);
+}
+
+}  // namespace mv

@@ -1,0 +1,98 @@
+/**
+ * @file engine.hpp
+ * Engine nodes of the system graph: commit of created and destroyed rows, and the clock
+ * advance with done detection. Written once over an execution policy.
+ */
+#pragma once
+
+#include <cstdint>
+
+#include "ecs/macros.hpp"
+#include "ecs/policy.hpp"
+#include "ecs/type_list.hpp"
+#include "ecs/world.hpp"
+
+namespace mv {
+
+/// Commits creations and destructions of every table, all tables in lockstep phases.
+struct CommitAll {
+  static constexpr const char* kName = "commit";
+  static constexpr const char* kWhy = "make rows created and destroyed this step real, compacted and grouped by experiment";
+  static constexpr bool kEngine = true;
+  using After = TypeList<>;
+
+  template <class WV>
+  MV_HD static int phaseCount(const WV& world) {
+    return maxPhases(world, typename WV::Archetypes{});
+  }
+
+  template <class Policy, class WV>
+  MV_HD static void runPhase(const Policy& policy, WV& world, int phase) {
+    runTables(policy, world, phase, typename WV::Archetypes{});
+  }
+
+ private:
+  template <class WV, class... As>
+  MV_HD static int maxPhases(const WV& world, TypeList<As...>) {
+    int n = 0;
+    ((n = world.template table<As>().commitPhaseCount() > n ? world.template table<As>().commitPhaseCount() : n),
+     ...);
+    return n;
+  }
+  template <class Policy, class WV, class... As>
+  MV_HD static void runTables(const Policy& policy, WV& world, int phase, TypeList<As...>) {
+    ((phase < world.template table<As>().commitPhaseCount()
+          ? world.template table<As>().commitPhase(policy, phase)
+          : void()),
+     ...);
+  }
+};
+
+/**
+ * Ends a step: each running experiment's clock moves to max(now + lookahead, earliest
+ * reported event); an experiment with no reported event has drained and is done, one whose
+ * clock reaches its end time stops there. Then decides, once for all threads, whether the
+ * run goes on (some experiment running and no error raised).
+ */
+struct AdvanceClocks {
+  static constexpr const char* kName = "advance_clocks";
+  static constexpr const char* kWhy = "move each experiment to its next window, skipping idle time, and detect the end";
+  static constexpr bool kEngine = true;
+  using After = TypeList<>;
+
+  template <class WV>
+  MV_HD static int phaseCount(const WV&) {
+    return 2;
+  }
+
+  template <class Policy, class WV>
+  MV_HD static void runPhase(const Policy& policy, WV& world, int phase) {
+    const int parity = static_cast<int>(world.steps_run & 1);
+    if (phase == 0) {
+      int64_t running = 0;
+      parallelFor(policy, world.num_exps, [&](int64_t e) {
+        ExperimentClock& c = world.clocks[e];
+        if (c.done()) return;
+        const int64_t next_window = c.now_ps + c.lookahead_ps;
+        c.now_ps = c.next_wake_ps > next_window ? c.next_wake_ps : next_window;
+        c.steps += 1;
+        if (c.next_wake_ps == INT64_MAX) {
+          c.outcome = Outcome::kDrained;
+        } else if (c.now_ps >= c.end_ps) {
+          c.now_ps = c.end_ps;
+          c.outcome = Outcome::kTimeLimit;
+        } else {
+          ++running;
+        }
+        c.next_wake_ps = INT64_MAX;
+      });
+      if (running > 0) atomicFetchAdd<int64_t>(&world.active[parity], running);
+    } else if (policy.rank() == 0) {
+      world.stop[parity] = (world.active[parity] == 0 || world.allStatus() != 0) ? 1u : 0u;
+      world.active[parity ^ 1] = 0;
+      world.steps_run += 1;
+    }
+  }
+};
+
+}  // namespace mv

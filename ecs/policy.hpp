@@ -1,0 +1,47 @@
+/**
+ * @file policy.hpp
+ * Execution policies: the three primitives (my rank, thread count, barrier across all
+ * threads) plus a parallel loop built on them. The engine, commit and step loop are written
+ * once against this interface; `kernels/` supplies the OpenMP and CUDA policies.
+ */
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+
+#include "ecs/macros.hpp"
+
+namespace mv {
+
+/// What an execution policy provides to single-source engine code.
+template <class P>
+concept ExecutionPolicy = requires(P p) {
+  { p.rank() } -> std::convertible_to<int64_t>;
+  { p.count() } -> std::convertible_to<int64_t>;
+  p.barrier();
+};
+
+/// Runs f(i) for i in [0, n) on the calling thread's share: a contiguous static block on
+/// the CPU (deterministic partitioning), a grid-stride loop on the GPU.
+template <class Policy, class F>
+MV_HD MV_INLINE void parallelFor(const Policy& policy, int64_t n, F&& f) {
+#if MV_ON_DEVICE
+  for (int64_t i = policy.rank(); i < n; i += policy.count()) f(i);
+#else
+  const int64_t t = policy.rank();
+  const int64_t k = policy.count();
+  const int64_t begin = n * t / k;
+  const int64_t end = n * (t + 1) / k;
+  for (int64_t i = begin; i < end; ++i) f(i);
+#endif
+}
+
+/// One thread that runs everything, with a barrier that does nothing. Used on the host for
+/// set-up (committing rows created before a run) and in tests.
+struct SerialPolicy {
+  MV_HD int64_t rank() const { return 0; }
+  MV_HD int64_t count() const { return 1; }
+  MV_HD void barrier() const {}
+};
+
+}  // namespace mv

@@ -1,0 +1,131 @@
+/**
+ * @file system.hpp
+ * Systems: free functions over one row's components, and the context they receive.
+ *
+ * A system is a struct with a name, a one-line reason, its dependencies and a static
+ * `run(const Ctx&, const In&..., Out&...)`. The components it touches are deduced from
+ * `run`'s parameters (const = read); the system then runs on every row of every archetype
+ * that has all of them (the query), across all experiments still running.
+ */
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "ecs/entity.hpp"
+#include "ecs/macros.hpp"
+#include "ecs/policy.hpp"
+#include "ecs/rng.hpp"
+#include "ecs/type_list.hpp"
+#include "ecs/units.hpp"
+#include "ecs/world.hpp"
+
+namespace mv {
+
+/// What a system sees of its row and its experiment.
+template <class WorldViewT>
+struct RowContext {
+  WorldViewT* world;
+  ExpId exp;
+  int64_t row;
+  Entity self;
+  uint64_t key;            ///< the row's creation key, unique within its experiment
+  Picoseconds now;         ///< start of this step's window
+  Picoseconds window_end;  ///< events before this time are processed this step
+
+  MV_HD const typename WorldViewT::ConfigType& config() const { return world->configs[exp]; }
+  /// The experiment will not skip past `t` (report every pending event each step).
+  MV_HD void wakeAt(Picoseconds t) const { world->wakeAt(exp, t); }
+  /// This row's random stream, keyed by (experiment seed, stable experiment id, the row's
+  /// creation key); counters are the caller's (e.g. a draw count kept in a component).
+  MV_HD RandomStream random() const {
+    const ExperimentClock& c = world->clocks[exp];
+    return RandomStream{c.seed, c.stable_id, key};
+  }
+  template <class A>
+  MV_HD TableView<A>& table() const {
+    return world->template table<A>();
+  }
+};
+
+namespace detail {
+
+template <class F>
+struct SystemSignature;
+template <class Ctx, class... Params>
+struct SystemSignature<void (*)(const Ctx&, Params...)> {
+  using Context = Ctx;
+  using Components = TypeList<std::remove_cvref_t<Params>...>;
+  static_assert((std::is_reference_v<Params> && ...),
+                "system parameters are component references: const C& to read, C& to write");
+};
+
+template <class S>
+concept HasAfter = requires { typename S::After; };
+template <class S>
+struct AfterOf {
+  using type = TypeList<>;
+};
+template <class S>
+  requires HasAfter<S>
+struct AfterOf<S> {
+  using type = typename S::After;
+};
+
+}  // namespace detail
+
+/// Components a system reads or writes, deduced from its `run`.
+template <class S>
+using SystemComponents = typename detail::SystemSignature<decltype(&S::run)>::Components;
+
+/// True when archetype A has every component system S touches (the system's query).
+template <class S, class A>
+inline constexpr bool kSystemMatches = kContainsAll<SystemComponents<S>, typename A::Components>;
+
+/// Graph node that runs system S over every matching row of every running experiment.
+template <class S>
+struct System {
+  static constexpr const char* kName = S::kName;
+  static constexpr const char* kWhy = S::kWhy;
+  static constexpr bool kEngine = false;
+  using After = typename detail::AfterOf<S>::type;
+  using Inner = S;
+
+  template <class WV>
+  MV_HD static int phaseCount(const WV&) {
+    return 1;
+  }
+
+  template <class Policy, class WV>
+  MV_HD static void runPhase(const Policy& policy, WV& world, int) {
+    runTables(policy, world, typename WV::Archetypes{});
+  }
+
+ private:
+  template <class Policy, class WV, class... As>
+  MV_HD static void runTables(const Policy& policy, WV& world, TypeList<As...>) {
+    (runTable<As>(policy, world), ...);
+  }
+
+  template <class A, class Policy, class WV>
+  MV_HD static void runTable(const Policy& policy, WV& world) {
+    if constexpr (kSystemMatches<S, A>) {
+      TableView<A>& t = world.template table<A>();
+      parallelFor(policy, t.rows, [&](int64_t row) {
+        const ExpId e = t.exp[row];
+        const ExperimentClock& c = world.clocks[e];
+        if (c.done()) return;
+        const RowContext<WV> ctx{&world, e, row, t.entity[row], t.key[row], Picoseconds{c.now_ps},
+                                 Picoseconds{c.now_ps + c.lookahead_ps}};
+        callRun(ctx, t, row, SystemComponents<S>{});
+      });
+    }
+  }
+
+  template <class Ctx, class A, class... Cs>
+  MV_HD static void callRun(const Ctx& ctx, TableView<A>& t, int64_t row, TypeList<Cs...>) {
+    S::run(ctx, t.template get<Cs>(row)...);
+  }
+};
+
+}  // namespace mv

@@ -1,0 +1,120 @@
+/**
+ * @file units.hpp
+ * Strong unit types: simulated time in integer picoseconds, sizes in bytes, rates in bits
+ * per second. No floating-point time anywhere; conversions are named.
+ */
+#pragma once
+
+#include <cstdint>
+#include <limits>
+
+#include "ecs/macros.hpp"
+
+namespace mv {
+
+/// 128-bit intermediate for exact rate arithmetic (a GCC/nvcc extension on both sides).
+__extension__ using Int128 = __int128;
+__extension__ using UInt128 = unsigned __int128;
+
+/// A span or instant of simulated time, in integer picoseconds.
+struct Picoseconds {
+  int64_t ps = 0;
+
+  MV_HD constexpr Picoseconds() = default;
+  MV_HD constexpr explicit Picoseconds(int64_t v) : ps(v) {}
+
+  MV_HD static constexpr Picoseconds infinity() {
+    return Picoseconds{std::numeric_limits<int64_t>::max()};
+  }
+  MV_HD constexpr bool isInfinite() const { return ps == std::numeric_limits<int64_t>::max(); }
+  MV_HD constexpr double toMicroseconds() const { return static_cast<double>(ps) * 1e-6; }
+  MV_HD constexpr double toSeconds() const { return static_cast<double>(ps) * 1e-12; }
+
+  MV_HD constexpr Picoseconds operator+(Picoseconds o) const { return Picoseconds{ps + o.ps}; }
+  MV_HD constexpr Picoseconds operator-(Picoseconds o) const { return Picoseconds{ps - o.ps}; }
+  MV_HD constexpr Picoseconds operator*(int64_t k) const { return Picoseconds{ps * k}; }
+  MV_HD constexpr Picoseconds operator/(int64_t k) const { return Picoseconds{ps / k}; }
+  MV_HD constexpr Picoseconds& operator+=(Picoseconds o) {
+    ps += o.ps;
+    return *this;
+  }
+  MV_HD constexpr Picoseconds& operator-=(Picoseconds o) {
+    ps -= o.ps;
+    return *this;
+  }
+  MV_HD constexpr auto operator<=>(const Picoseconds&) const = default;
+};
+
+MV_HD constexpr Picoseconds picoseconds(int64_t v) { return Picoseconds{v}; }
+MV_HD constexpr Picoseconds nanoseconds(int64_t v) { return Picoseconds{v * 1000}; }
+MV_HD constexpr Picoseconds microseconds(int64_t v) { return Picoseconds{v * 1000 * 1000}; }
+MV_HD constexpr Picoseconds milliseconds(int64_t v) { return Picoseconds{v * 1000 * 1000 * 1000}; }
+MV_HD constexpr Picoseconds minTime(Picoseconds a, Picoseconds b) { return a < b ? a : b; }
+MV_HD constexpr Picoseconds maxTime(Picoseconds a, Picoseconds b) { return a < b ? b : a; }
+
+/// A number of bytes.
+struct Bytes {
+  int64_t count = 0;
+
+  MV_HD constexpr Bytes() = default;
+  MV_HD constexpr explicit Bytes(int64_t v) : count(v) {}
+
+  MV_HD constexpr int64_t bits() const { return count * 8; }
+  MV_HD constexpr Bytes operator+(Bytes o) const { return Bytes{count + o.count}; }
+  MV_HD constexpr Bytes operator-(Bytes o) const { return Bytes{count - o.count}; }
+  MV_HD constexpr Bytes operator*(int64_t k) const { return Bytes{count * k}; }
+  MV_HD constexpr Bytes& operator+=(Bytes o) {
+    count += o.count;
+    return *this;
+  }
+  MV_HD constexpr Bytes& operator-=(Bytes o) {
+    count -= o.count;
+    return *this;
+  }
+  MV_HD constexpr auto operator<=>(const Bytes&) const = default;
+};
+
+MV_HD constexpr Bytes bytes(int64_t v) { return Bytes{v}; }
+MV_HD constexpr Bytes kibibytes(int64_t v) { return Bytes{v * 1024}; }
+MV_HD constexpr Bytes mebibytes(int64_t v) { return Bytes{v * 1024 * 1024}; }
+
+/// A bit rate in bits per second.
+struct BitsPerSecond {
+  int64_t bps = 0;
+
+  MV_HD constexpr BitsPerSecond() = default;
+  MV_HD constexpr explicit BitsPerSecond(int64_t v) : bps(v) {}
+
+  MV_HD constexpr double toGbps() const { return static_cast<double>(bps) * 1e-9; }
+  MV_HD constexpr auto operator<=>(const BitsPerSecond&) const = default;
+};
+
+MV_HD constexpr BitsPerSecond bitsPerSecond(int64_t v) { return BitsPerSecond{v}; }
+MV_HD constexpr BitsPerSecond megabitsPerSecond(int64_t v) { return BitsPerSecond{v * 1000 * 1000}; }
+MV_HD constexpr BitsPerSecond gigabitsPerSecond(int64_t v) {
+  return BitsPerSecond{v * 1000 * 1000 * 1000};
+}
+
+/**
+ * Time to put `size` on a wire of `rate`, rounded up to the next picosecond so that a
+ * sender never finishes early. Exact in integers for every rate up to 1.8 Tb/s.
+ */
+MV_HD constexpr Picoseconds serializationTime(Bytes size, BitsPerSecond rate) {
+  // bits * 1e12 / bps; split to avoid overflow: size <= ~2^63 / 8e12 would be too small.
+  const int64_t bits = size.bits();
+  const int64_t whole = bits / rate.bps;
+  const int64_t rest = bits % rate.bps;
+  constexpr int64_t kPsPerSecond = 1000LL * 1000 * 1000 * 1000;
+  // rest < bps <= 2^41 for 2 Tb/s, so rest * 1e12 may overflow; use 128-bit on host and device.
+  const Int128 frac = (static_cast<Int128>(rest) * kPsPerSecond + rate.bps - 1) / rate.bps;
+  return Picoseconds{whole * kPsPerSecond + static_cast<int64_t>(frac)};
+}
+
+/// Bytes a wire of `rate` carries in `span` (rounded down).
+MV_HD constexpr Bytes bytesInTime(Picoseconds span, BitsPerSecond rate) {
+  constexpr int64_t kPsPerSecond = 1000LL * 1000 * 1000 * 1000;
+  const Int128 bits = static_cast<Int128>(span.ps) * rate.bps / kPsPerSecond;
+  return Bytes{static_cast<int64_t>(bits / 8)};
+}
+
+}  // namespace mv

@@ -1,0 +1,306 @@
+/**
+ * @file world.hpp
+ * The batch of experiments: one table per archetype (all experiments in each), one clock
+ * and one configuration row per experiment. `WorldView` is the device-compatible part
+ * (pointers and counters); `World` owns its buffers on the host, grows tables between
+ * runs, and lists every pointer field so a backend can mirror the view in device memory.
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ecs/entity.hpp"
+#include "ecs/macros.hpp"
+#include "ecs/policy.hpp"
+#include "ecs/table.hpp"
+#include "ecs/type_list.hpp"
+#include "ecs/units.hpp"
+
+namespace mv {
+
+/// Why an experiment stopped.
+enum class Outcome : uint32_t {
+  kRunning = 0,
+  kDrained = 1,    ///< no event pending anywhere in the experiment
+  kTimeLimit = 2,  ///< its clock reached its end time
+};
+
+/// Per-experiment clock. A step covers [now, now + lookahead); the clock then jumps to
+/// max(now + lookahead, earliest pending event) so idle windows cost nothing.
+struct ExperimentClock {
+  int64_t now_ps = 0;
+  int64_t lookahead_ps = 1;
+  int64_t end_ps = INT64_MAX;       ///< stop when the clock reaches this time
+  int64_t next_wake_ps = INT64_MAX; ///< earliest pending event reported during this step
+  int64_t steps = 0;
+  uint64_t seed = 0;                ///< root of the experiment's random streams
+  Outcome outcome = Outcome::kRunning;
+  uint32_t stable_id = 0;  ///< the experiment's id in its sweep, independent of its batch slot
+
+  MV_HD bool done() const { return outcome != Outcome::kRunning; }
+};
+static_assert(sizeof(ExperimentClock) == 56);
+
+/// World-level status bits (in addition to the table bits of table.hpp).
+enum WorldStatus : uint32_t {
+  kWorldStepLimit = 1u << 8,  ///< the run stopped at its step budget with work left
+};
+
+namespace detail {
+template <class... Archs>
+struct TableSet : TableView<Archs>... {};
+}  // namespace detail
+
+/// Device-compatible state of a batch. One instance is shared by all threads of a run.
+template <class Config, class... Archs>
+struct WorldView {
+  using Archetypes = TypeList<Archs...>;
+  using ConfigType = Config;
+  static_assert(AllDistinct<Archetypes>::value, "each archetype is declared once");
+  static_assert(std::is_trivially_copyable_v<Config>, "config rows must be trivially copyable");
+
+  detail::TableSet<Archs...> tables;
+  ExperimentClock* clocks = nullptr;
+  Config* configs = nullptr;
+  uint32_t num_exps = 0;
+  uint32_t status = 0;     ///< union of WorldStatus and every table's TableStatus
+  int64_t active[2] = {0, 0};  ///< experiments still running, per step parity
+  uint32_t stop[2] = {0, 0};   ///< the run must stop after this step, per step parity
+  int64_t steps_run = 0;       ///< steps run since the world was made
+
+  template <class A>
+  MV_HD TableView<A>& table() {
+    static_assert(kContains<A, Archetypes>, "archetype not declared in this world");
+    return static_cast<TableView<A>&>(tables);
+  }
+  template <class A>
+  MV_HD const TableView<A>& table() const {
+    static_assert(kContains<A, Archetypes>, "archetype not declared in this world");
+    return static_cast<const TableView<A>&>(tables);
+  }
+  /// Reports that experiment `e` has an event at `t`: the clock will not jump past it.
+  MV_HD void wakeAt(ExpId e, Picoseconds t) { atomicFetchMin<int64_t>(&clocks[e].next_wake_ps, t.ps); }
+  /// Union of the status bits of the world and all its tables.
+  MV_HD uint32_t allStatus() const { return (status | ... | table<Archs>().status); }
+};
+
+/// Sizes of one table.
+struct TableCapacity {
+  int64_t rows = 1024;           ///< live rows over all experiments
+  int64_t pending_per_step = 1024;  ///< creations per step over all experiments
+};
+
+/**
+ * Host owner of a `WorldView`'s buffers. Not copyable; tables keep their capacity during a
+ * run and grow only between runs (`grow`, or automatically in `createHost`).
+ */
+template <class Config, class... Archs>
+class World {
+ public:
+  using View = WorldView<Config, Archs...>;
+  using Archetypes = TypeList<Archs...>;
+
+  /// Creates a batch of `num_exps` experiments; every table starts with `capacity`.
+  explicit World(uint32_t num_exps, TableCapacity capacity = {}) {
+    if (num_exps == 0) throw std::invalid_argument("a world needs at least one experiment");
+    view_.num_exps = num_exps;
+    allocate(view_.clocks, num_exps);
+    allocate(view_.configs, num_exps);
+    for (uint32_t e = 0; e < num_exps; ++e) {
+      view_.clocks[e] = ExperimentClock{};
+      view_.clocks[e].stable_id = e;
+      view_.configs[e] = Config{};
+    }
+    (allocateTable<Archs>(capacity), ...);
+  }
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
+
+  View& view() { return view_; }
+  const View& view() const { return view_; }
+  uint32_t numExperiments() const { return view_.num_exps; }
+  Config& config(ExpId e) { return view_.configs[checkExp(e)]; }
+  ExperimentClock& clock(ExpId e) { return view_.clocks[checkExp(e)]; }
+  template <class A>
+  TableView<A>& table() {
+    return view_.template table<A>();
+  }
+
+  /// Creates a row from the host (set-up), committing and growing the table as needed.
+  template <class A, class... Cs>
+  void createHost(ExpId e, uint64_t key, const Cs&... values) {
+    checkExp(e);
+    TableView<A>& t = table<A>();
+    if (t.pending >= t.pending_capacity) commitHost<A>();
+    if (t.rows + t.pending >= t.capacity) {
+      commitHost<A>();
+      grow<A>(TableCapacity{t.capacity * 2, t.pending_capacity});
+    }
+    t.create(e, key, values...);
+  }
+
+  /// Commits pending creations and destructions of table A on the calling thread.
+  template <class A>
+  void commitHost() {
+    TableView<A>& t = table<A>();
+    const SerialPolicy serial;
+    const int phases = t.commitPhaseCount();
+    for (int p = 0; p < phases; ++p) t.commitPhase(serial, p);
+    if (t.status != kStatusOk) throw std::runtime_error(statusMessage(t.status, A::kName));
+  }
+  /// Commits every table.
+  void commitAllHost() { (commitHost<Archs>(), ...); }
+
+  /// Grows table A to at least `capacity` (rows are kept; pending rows must be committed).
+  template <class A>
+  void grow(TableCapacity capacity) {
+    TableView<A>& t = table<A>();
+    if (t.pending != 0 || t.destroyed != 0) commitHost<A>();
+    if (capacity.rows <= t.capacity && capacity.pending_per_step <= t.pending_capacity) return;
+    const TableView<A> old = t;
+    std::vector<uint32_t> free_indices;
+    for (int64_t i = 0; i < old.capacity - old.rows; ++i) {
+      free_indices.push_back(old.free_ring[(old.free_head + i) % old.capacity]);
+    }
+    const int64_t rows = capacity.rows > old.capacity ? capacity.rows : old.capacity;
+    const int64_t pend = capacity.pending_per_step > old.pending_capacity ? capacity.pending_per_step
+                                                                         : old.pending_capacity;
+    allocateTable<A>(TableCapacity{rows, pend});
+    copyColumns(t, old, typename A::Components{});
+    std::memcpy(t.entity, old.entity, sizeof(Entity) * old.rows);
+    std::memcpy(t.exp, old.exp, sizeof(ExpId) * old.rows);
+    std::memcpy(t.key, old.key, sizeof(uint64_t) * old.rows);
+    std::memcpy(t.slot_row, old.slot_row, sizeof(uint32_t) * old.capacity);
+    std::memcpy(t.slot_gen, old.slot_gen, sizeof(uint32_t) * old.capacity);
+    std::memcpy(t.exp_begin, old.exp_begin, sizeof(int64_t) * (view_.num_exps + 1));
+    for (int64_t i = old.capacity; i < rows; ++i) free_indices.push_back(static_cast<uint32_t>(i));
+    std::memcpy(t.free_ring, free_indices.data(), sizeof(uint32_t) * free_indices.size());
+    t.free_head = 0;
+    t.rows = old.rows;
+    t.status = old.status;
+    releaseTable(old);
+  }
+
+  /// Byte offsets (within the view) of every pointer field that refers to a buffer.
+  const std::vector<std::size_t>& pointerFields() const { return fields_; }
+  /// Size in bytes of the buffer a view pointer refers to.
+  std::size_t bufferBytes(const void* p) const { return buffers_.at(p).bytes; }
+  /// Bytes held by all buffers of the world.
+  std::size_t totalBytes() const {
+    std::size_t n = 0;
+    for (const auto& [p, b] : buffers_) n += b.bytes;
+    return n;
+  }
+
+  /// Explains table status bits for the user.
+  static std::string statusMessage(uint32_t status, const char* table_name) {
+    std::string m = std::string("table ") + table_name + ":";
+    if (status & kStatusPendingOverflow) m += " more rows created in one step than its pending capacity;";
+    if (status & kStatusCapacityOverflow) m += " live rows exceed its capacity;";
+    if (status & kStatusDuplicateKey) m += " two rows of one experiment were created with the same key;";
+    return m;
+  }
+
+ private:
+  struct Buffer {
+    std::unique_ptr<std::byte[]> data;
+    std::size_t bytes = 0;
+  };
+
+  ExpId checkExp(ExpId e) const {
+    if (e >= view_.num_exps) throw std::out_of_range("experiment id out of range");
+    return e;
+  }
+
+  template <class T>
+  void allocate(T*& field, int64_t count) {
+    const std::size_t offset = reinterpret_cast<const std::byte*>(&field) - reinterpret_cast<const std::byte*>(&view_);
+    bool known = false;
+    for (std::size_t f : fields_) known = known || f == offset;
+    if (!known) fields_.push_back(offset);
+    const std::size_t bytes = sizeof(T) * static_cast<std::size_t>(count > 0 ? count : 1);
+    Buffer b{std::make_unique<std::byte[]>(bytes), bytes};
+    std::memset(b.data.get(), 0, bytes);
+    field = reinterpret_cast<T*>(b.data.get());
+    buffers_.emplace(b.data.get(), std::move(b));
+  }
+  /// Calls f(pointer field, element count) for every buffer of table A.
+  template <class A, class F>
+  void visitTableBuffers(TableView<A>& t, int64_t rows, int64_t pend, F&& f) {
+    const int64_t exps = view_.num_exps;
+    const int64_t blocks = (rows + kCommitBlockRows - 1) / kCommitBlockRows;
+    visitColumns(t, rows, pend, f, typename A::Components{});
+    f(t.entity, rows);
+    f(t.entity_alt, rows);
+    f(t.exp, rows);
+    f(t.exp_alt, rows);
+    f(t.key, rows);
+    f(t.key_alt, rows);
+    f(t.dead, rows);
+    f(t.pending_exp, pend);
+    f(t.pending_key, pend);
+    f(t.pending_dest, pend);
+    f(t.sort_a, pend);
+    f(t.sort_b, pend);
+    f(t.slot_row, rows);
+    f(t.slot_gen, rows);
+    f(t.free_ring, rows);
+    f(t.exp_begin, exps + 1);
+    f(t.exp_begin_alt, exps + 1);
+    f(t.exp_pending, exps);
+    f(t.exp_destroyed, exps);
+    f(t.exp_survivors_before, exps + 1);
+    f(t.exp_pending_before, exps + 1);
+    f(t.block_alive, blocks);
+    f(t.block_dead, blocks);
+  }
+  template <class A, class F, class... Cs>
+  void visitColumns(TableView<A>& t, int64_t rows, int64_t pend, F& f, TypeList<Cs...>) {
+    ((f(static_cast<detail::ColumnSlot<Cs>&>(t.columns).cur, rows),
+      f(static_cast<detail::ColumnSlot<Cs>&>(t.columns).alt, rows),
+      f(static_cast<detail::ColumnSlot<Cs>&>(t.columns).pending, pend)),
+     ...);
+  }
+  template <class A, class... Cs>
+  void copyColumns(TableView<A>& to, const TableView<A>& from, TypeList<Cs...>) {
+    (std::memcpy(to.template column<Cs>(), from.template column<Cs>(), sizeof(Cs) * from.rows), ...);
+  }
+
+  template <class A>
+  void allocateTable(TableCapacity capacity) {
+    if (capacity.rows <= 0 || capacity.pending_per_step <= 0 || capacity.rows >= (int64_t{1} << 32)) {
+      throw std::invalid_argument(std::string("bad capacity for table ") + A::kName);
+    }
+    TableView<A>& t = table<A>();
+    const int64_t rows = capacity.rows;
+    const int64_t pend = capacity.pending_per_step;
+    visitTableBuffers(t, rows, pend, [this](auto*& field, int64_t count) { allocate(field, count); });
+    for (int64_t i = 0; i < rows; ++i) t.free_ring[i] = static_cast<uint32_t>(i);
+    t.capacity = rows;
+    t.pending_capacity = pend;
+    t.rows = 0;
+    t.pending = 0;
+    t.destroyed = 0;
+    t.free_head = 0;
+    t.num_exps = view_.num_exps;
+    t.status = kStatusOk;
+  }
+
+  template <class A>
+  void releaseTable(TableView<A> t) {
+    visitTableBuffers(t, 0, 0, [this](auto* field, int64_t) { buffers_.erase(field); });
+  }
+
+  View view_;
+  std::vector<std::size_t> fields_;
+  std::unordered_map<const void*, Buffer> buffers_;
+};
+
+}  // namespace mv
