@@ -74,11 +74,14 @@ struct AdvanceClocks {
         ExperimentClock& c = world.clocks[e];
         if (c.done()) return;
         const int64_t next_window = c.now_ps + c.lookahead_ps;
-        c.now_ps = c.next_wake_ps > next_window ? c.next_wake_ps : next_window;
         c.steps += 1;
         if (c.next_wake_ps == INT64_MAX) {
+          c.now_ps = next_window;  // the end of the last window it simulated
           c.outcome = Outcome::kDrained;
-        } else if (c.now_ps >= c.end_ps) {
+          return;
+        }
+        c.now_ps = c.next_wake_ps > next_window ? c.next_wake_ps : next_window;
+        if (c.now_ps >= c.end_ps) {
           c.now_ps = c.end_ps;
           c.outcome = Outcome::kTimeLimit;
         } else {
