@@ -26,6 +26,7 @@ struct CommitAll {
     return maxPhases(world, typename WV::Archetypes{});
   }
 
+  MV_EXEC_CHECK_DISABLE
   template <class Policy, class WV>
   MV_HD static void runPhase(const Policy& policy, WV& world, int phase) {
     runTables(policy, world, phase, typename WV::Archetypes{});
@@ -39,6 +40,7 @@ struct CommitAll {
      ...);
     return n;
   }
+  MV_EXEC_CHECK_DISABLE
   template <class Policy, class WV, class... As>
   MV_HD static void runTables(const Policy& policy, WV& world, int phase, TypeList<As...>) {
     ((phase < world.template table<As>().commitPhaseCount()
@@ -65,6 +67,7 @@ struct AdvanceClocks {
     return 2;
   }
 
+  MV_EXEC_CHECK_DISABLE
   template <class Policy, class WV>
   MV_HD static void runPhase(const Policy& policy, WV& world, int phase) {
     const int parity = static_cast<int>(world.steps_run & 1);

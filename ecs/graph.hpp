@@ -54,6 +54,7 @@ std::string formatGraphDot(const std::vector<NodeInfo>& nodes);
 template <class... Nodes>
 struct Graph {
   using NodeList = TypeList<Nodes...>;
+  using NodeTuple = std::tuple<Nodes...>;
   using Keys = TypeList<typename detail::NodeKey<Nodes>::type...>;
   static constexpr std::size_t kSize = sizeof...(Nodes);
   static_assert(kSize > 0, "a graph has nodes");
@@ -117,8 +118,8 @@ struct Graph {
       return true;
     } else {
       return kLevels[I] != kLevels[I + 1] ||
-             std::tuple_element_t<I, std::tuple<Nodes...>>::kEngine ||
-             std::tuple_element_t<I + 1, std::tuple<Nodes...>>::kEngine;
+             std::tuple_element_t<I, NodeTuple>::kEngine ||
+             std::tuple_element_t<I + 1, NodeTuple>::kEngine;
     }
   }
 
@@ -131,7 +132,7 @@ struct Graph {
     std::vector<NodeInfo> out;
     (
         [&] {
-          using N = std::tuple_element_t<Is, std::tuple<Nodes...>>;
+          using N = std::tuple_element_t<Is, NodeTuple>;
           NodeInfo n{N::kName, N::kWhy, N::kEngine, kLevels[Is], barrierAfter<Is>(), {}};
           forEachType(typename N::After{}, [&](auto t) { n.after.push_back(decltype(t)::type::kName); });
           out.push_back(std::move(n));
@@ -141,25 +142,31 @@ struct Graph {
   }
 };
 
+/// Runs node I of graph G for one step: all its phases, with the barriers it needs.
+MV_EXEC_CHECK_DISABLE
+template <class G, std::size_t I, class Policy, class WV>
+MV_HD MV_INLINE void runNode(const Policy& policy, WV& world) {
+  using Node = std::tuple_element_t<I, typename G::NodeTuple>;
+  const int phases = Node::phaseCount(world);
+  for (int p = 0; p < phases; ++p) {
+    Node::runPhase(policy, world, p);
+    if (p + 1 < phases || G::template barrierAfter<I>()) policy.barrier();
+  }
+}
+
 namespace detail {
-template <class G, class Policy, class WV, class... Nodes, std::size_t... Is>
-MV_HD MV_INLINE void runStepImpl(const Policy& policy, WV& world, TypeList<Nodes...>, std::index_sequence<Is...>) {
-  (
-      [&] {
-        const int phases = Nodes::phaseCount(world);
-        for (int p = 0; p < phases; ++p) {
-          Nodes::runPhase(policy, world, p);
-          if (p + 1 < phases || G::template barrierAfter<Is>()) policy.barrier();
-        }
-      }(),
-      ...);
+MV_EXEC_CHECK_DISABLE
+template <class G, class Policy, class WV, std::size_t... Is>
+MV_HD MV_INLINE void runStepImpl(const Policy& policy, WV& world, std::index_sequence<Is...>) {
+  (runNode<G, Is>(policy, world), ...);
 }
 }  // namespace detail
 
 /// Runs every node of graph G once: one simulation step of every running experiment.
+MV_EXEC_CHECK_DISABLE
 template <class G, class Policy, class WV>
 MV_HD void runStep(const Policy& policy, WV& world) {
-  detail::runStepImpl<G>(policy, world, typename G::NodeList{}, std::make_index_sequence<G::kSize>{});
+  detail::runStepImpl<G>(policy, world, std::make_index_sequence<G::kSize>{});
 }
 
 /**
@@ -167,6 +174,7 @@ MV_HD void runStep(const Policy& policy, WV& world) {
  * this; all of them leave together, after the step in which every experiment finished or
  * an error was raised.
  */
+MV_EXEC_CHECK_DISABLE
 template <class G, class Policy, class WV>
 MV_HD int64_t runSteps(const Policy& policy, WV& world, int64_t max_steps) {
   int64_t k = 0;

@@ -20,6 +20,14 @@
 #define MV_INLINE inline
 #endif
 
+/// Put before a host-device template that calls a policy or functor which may be
+/// host-only (the CPU policy): nvcc then checks the call only where it is instantiated.
+#if defined(__CUDACC__)
+#define MV_EXEC_CHECK_DISABLE _Pragma("nv_exec_check_disable")
+#else
+#define MV_EXEC_CHECK_DISABLE
+#endif
+
 #if defined(__CUDA_ARCH__)
 #define MV_ON_DEVICE 1
 #else

@@ -23,6 +23,7 @@ concept ExecutionPolicy = requires(P p) {
 
 /// Runs f(i) for i in [0, n) on the calling thread's share: a contiguous static block on
 /// the CPU (deterministic partitioning), a grid-stride loop on the GPU.
+MV_EXEC_CHECK_DISABLE
 template <class Policy, class F>
 MV_HD MV_INLINE void parallelFor(const Policy& policy, int64_t n, F&& f) {
 #if MV_ON_DEVICE

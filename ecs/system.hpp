@@ -96,17 +96,20 @@ struct System {
     return 1;
   }
 
+  MV_EXEC_CHECK_DISABLE
   template <class Policy, class WV>
   MV_HD static void runPhase(const Policy& policy, WV& world, int) {
     runTables(policy, world, typename WV::Archetypes{});
   }
 
  private:
+  MV_EXEC_CHECK_DISABLE
   template <class Policy, class WV, class... As>
   MV_HD static void runTables(const Policy& policy, WV& world, TypeList<As...>) {
     (runTable<As>(policy, world), ...);
   }
 
+  MV_EXEC_CHECK_DISABLE
   template <class A, class Policy, class WV>
   MV_HD static void runTable(const Policy& policy, WV& world) {
     if constexpr (kSystemMatches<S, A>) {

@@ -213,6 +213,7 @@ struct TableView {
    * Runs phase `phase` of the commit on the calling thread. Every thread of the policy
    * must call every phase in order with a barrier in between.
    */
+  MV_EXEC_CHECK_DISABLE
   template <class Policy>
   MV_HD void commitPhase(const Policy& policy, int phase) {
     const int rounds = detail::ceilLog2(pending_capacity);
@@ -246,6 +247,7 @@ struct TableView {
                                             : pending_key[a] < pending_key[b];
   }
 
+  MV_EXEC_CHECK_DISABLE
   template <class Policy>
   MV_HD void commitPrepare(const Policy& policy) {
     parallelFor(policy, pendingCount(), [&](int64_t i) { sort_a[i] = static_cast<uint32_t>(i); });
@@ -260,6 +262,7 @@ struct TableView {
 
   /// Merges runs of width 2^round; each element finds its place by binary search in its
   /// partner run (left runs win ties, though keys are unique).
+  MV_EXEC_CHECK_DISABLE
   template <class Policy>
   MV_HD void commitMergeRound(const Policy& policy, int round) {
     const int64_t n = pendingCount();
@@ -350,6 +353,7 @@ struct TableView {
   }
 
   /// Moves survivors to their compacted place, frees destroyed slots, places new rows.
+  MV_EXEC_CHECK_DISABLE
   template <class Policy>
   MV_HD void commitScatter(const Policy& policy) {
     if (status & kStatusCapacityOverflow) return;
@@ -394,6 +398,7 @@ struct TableView {
   }
 
   /// Hands free entity indices (oldest first) to the new rows in sorted order.
+  MV_EXEC_CHECK_DISABLE
   template <class Policy>
   MV_HD void commitAssignEntities(const Policy& policy) {
     if (status & kStatusCapacityOverflow) return;

@@ -1,0 +1,22 @@
+/**
+ * @file cuda_check.hpp
+ * MV_CUDA_CHECK: every CUDA runtime call goes through it; a failure becomes an exception
+ * naming the call, the file and the line (library code never exits).
+ */
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace mv::detail {
+inline void cudaCheck(cudaError_t err, const char* call, const char* file, int line) {
+  if (err != cudaSuccess) {
+    throw std::runtime_error(std::string("CUDA error ") + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) +
+                             ") in " + call + " at " + file + ":" + std::to_string(line));
+  }
+}
+}  // namespace mv::detail
+
+#define MV_CUDA_CHECK(call) ::mv::detail::cudaCheck((call), #call, __FILE__, __LINE__)

@@ -1,0 +1,136 @@
+/**
+ * @file cuda_executor.cuh
+ * The CUDA backend. Megakernel mode: one cooperative persistent kernel runs the whole
+ * system graph for up to K steps, grid-wide sync between nodes, and leaves early when
+ * every experiment is done; the host only starts the launch and reads the result.
+ * Kernel-per-node mode (for the megakernel-versus-not ablation): one launch per graph
+ * phase, done detection read back by the host after every step. Both run exactly the
+ * single-source code the CPU backend runs (ecs/graph.hpp).
+ */
+#pragma once
+
+#include <cuda_runtime.h>
+#include <nvtx3/nvtx3.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+#include "ecs/graph.hpp"
+#include "kernels/cpu/cpu_executor.hpp"
+#include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/cuda_policy.cuh"
+#include "kernels/cuda/device_world.cuh"
+
+namespace mv {
+
+template <class G, class WV>
+__global__ void megakernel(WV* world, int64_t max_steps, int64_t* steps_out) {
+  const CudaGridPolicy policy;
+  const int64_t k = runSteps<G>(policy, *world, max_steps);
+  if (policy.rank() == 0) *steps_out = k;
+}
+
+template <class Node, class WV>
+__global__ void nodePhaseKernel(WV* world, int phase) {
+  const CudaKernelPolicy policy;
+  Node::runPhase(policy, *world, phase);
+}
+
+/// How the CUDA backend drives the graph.
+enum class CudaMode { kMegakernel, kKernelPerNode };
+
+/// Runs a world's graph on one GPU.
+class CudaExecutor {
+ public:
+  explicit CudaExecutor(int device = 0, CudaMode mode = CudaMode::kMegakernel, int block_size = 256)
+      : device_(device), mode_(mode), block_size_(block_size) {}
+
+  /// Uploads `world`, runs up to `max_steps` steps on the device, downloads the result.
+  template <class G, class WorldT>
+  RunReport run(WorldT& world, int64_t max_steps) const {
+    nvtx3::scoped_range range{"mv::CudaExecutor::run"};
+    const auto start = std::chrono::steady_clock::now();
+    MV_CUDA_CHECK(cudaSetDevice(device_));
+    prepareRun(world.view());
+    DeviceWorld<WorldT> dev(world);
+    const int64_t steps = mode_ == CudaMode::kMegakernel ? runMegakernel<G>(dev, max_steps)
+                                                          : runKernelPerNode<G>(dev, world.view(), max_steps);
+    dev.download();
+    auto& view = world.view();
+    RunReport r;
+    r.steps = steps;
+    r.finished = steps > 0 && view.stop[(view.steps_run - 1) & 1] != 0u;
+    r.status = view.allStatus();
+    r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return r;
+  }
+
+ private:
+  template <class G, class WorldT>
+  int64_t runMegakernel(DeviceWorld<WorldT>& dev, int64_t max_steps) const {
+    using WV = typename WorldT::View;
+    nvtx3::scoped_range range{"mv::megakernel"};
+    int sms = 0;
+    int per_sm = 0;
+    MV_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_));
+    MV_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, megakernel<G, WV>, block_size_, 0));
+    const dim3 grid(static_cast<unsigned>(sms * (per_sm > 0 ? per_sm : 1)));
+    const dim3 block(static_cast<unsigned>(block_size_));
+    int64_t* steps_dev = nullptr;
+    MV_CUDA_CHECK(cudaMalloc(&steps_dev, sizeof(int64_t)));
+    WV* view = dev.deviceView();
+    void* args[] = {&view, &max_steps, &steps_dev};
+    MV_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(megakernel<G, WV>), grid, block, args, 0, nullptr));
+    MV_CUDA_CHECK(cudaDeviceSynchronize());
+    int64_t steps = 0;
+    MV_CUDA_CHECK(cudaMemcpy(&steps, steps_dev, sizeof(int64_t), cudaMemcpyDeviceToHost));
+    MV_CUDA_CHECK(cudaFree(steps_dev));
+    return steps;
+  }
+
+  template <class G, class WorldT, class... Nodes>
+  void launchStep(DeviceWorld<WorldT>& dev, const typename WorldT::View& host_view, TypeList<Nodes...>) const {
+    using WV = typename WorldT::View;
+    int sms = 0;
+    MV_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_));
+    const dim3 grid(static_cast<unsigned>(sms * 4));
+    const dim3 block(static_cast<unsigned>(block_size_));
+    (
+        [&] {
+          // Phase counts depend only on capacities, which the host view shares.
+          const int phases = Nodes::phaseCount(host_view);
+          for (int p = 0; p < phases; ++p) nodePhaseKernel<Nodes, WV><<<grid, block>>>(dev.deviceView(), p);
+          MV_CUDA_CHECK(cudaGetLastError());
+        }(),
+        ...);
+  }
+
+  template <class G, class WorldT>
+  int64_t runKernelPerNode(DeviceWorld<WorldT>& dev, const typename WorldT::View& host_view, int64_t max_steps) const {
+    nvtx3::scoped_range range{"mv::kernel_per_node"};
+    int64_t k = 0;
+    while (k < max_steps) {
+      launchStep<G>(dev, host_view, typename G::NodeList{});
+      ++k;
+      const auto steps_run = dev.template readField<int64_t>(offsetWithin(host_view, host_view.steps_run));
+      const auto stop = dev.template readField<uint32_t>(offsetWithin(host_view, host_view.stop[(steps_run - 1) & 1]));
+      if (stop != 0u) break;
+    }
+    MV_CUDA_CHECK(cudaDeviceSynchronize());
+    return k;
+  }
+
+  /// Byte offset of a member within the view (the view is not standard-layout).
+  template <class WV, class T>
+  static std::size_t offsetWithin(const WV& view, const T& member) {
+    return static_cast<std::size_t>(reinterpret_cast<const std::byte*>(&member) - reinterpret_cast<const std::byte*>(&view));
+  }
+
+  int device_;
+  CudaMode mode_;
+  int block_size_;
+};
+
+}  // namespace mv

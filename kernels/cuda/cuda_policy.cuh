@@ -1,0 +1,30 @@
+/**
+ * @file cuda_policy.cuh
+ * Execution policies of the CUDA backend: the only CUDA-specific code the single-source
+ * engine needs. In the megakernel every thread of the cooperative grid is one worker and
+ * the barrier is a grid-wide sync; in kernel-per-node mode kernel boundaries are the
+ * barriers.
+ */
+#pragma once
+
+#include <cooperative_groups.h>
+
+#include <cstdint>
+
+namespace mv {
+
+/// One persistent cooperative grid; barrier = grid.sync().
+struct CudaGridPolicy {
+  __device__ int64_t rank() const { return int64_t{blockIdx.x} * blockDim.x + threadIdx.x; }
+  __device__ int64_t count() const { return int64_t{gridDim.x} * blockDim.x; }
+  __device__ void barrier() const { cooperative_groups::this_grid().sync(); }
+};
+
+/// One kernel per graph phase; the barrier between phases is the next launch.
+struct CudaKernelPolicy {
+  __device__ int64_t rank() const { return int64_t{blockIdx.x} * blockDim.x + threadIdx.x; }
+  __device__ int64_t count() const { return int64_t{gridDim.x} * blockDim.x; }
+  __device__ void barrier() const {}
+};
+
+}  // namespace mv
