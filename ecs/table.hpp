@@ -13,8 +13,9 @@
  * number of phases separated by barriers:
  *   - sorts pending rows by (experiment, creation key) with a parallel merge sort, so the
  *     result does not depend on which thread reserved first;
- *   - compacts surviving rows and appends the new ones behind their experiment's survivors,
- *     keeping rows grouped by experiment and in a deterministic order;
+ *   - compacts surviving rows and merges the new ones in, so that rows stay grouped by
+ *     experiment and, within one experiment, sorted by creation key (row order therefore
+ *     depends only on which rows exist, not on when they were created);
  *   - recycles destroyed slots (FIFO, generation bumped) and hands them to new rows in
  *     sorted order, so entity handles are deterministic too.
  * Creation keys must be unique within an experiment (e.g. creator id and a counter);
@@ -115,10 +116,9 @@ struct TableView {
   int64_t* exp_begin_alt = nullptr;
   int64_t* exp_pending = nullptr;   ///< per experiment: creations this step
   int64_t* exp_destroyed = nullptr; ///< per experiment: destructions this step
-  int64_t* exp_survivors_before = nullptr;  ///< scratch: survivors of experiments < e
   int64_t* exp_pending_before = nullptr;    ///< scratch: creations of experiments < e
   int64_t* block_alive = nullptr;  ///< scratch: survivors per block, then their prefix
-  int64_t* block_dead = nullptr;   ///< scratch: destroyed per block, then their prefix
+  int64_t* alive_before = nullptr; ///< scratch: per row (and one past the end), survivors before it
 
   // --- sizes and counters ----------------------------------------------------------
   int64_t capacity = 0;
@@ -204,7 +204,7 @@ struct TableView {
 
   // --- commit (an engine node) -----------------------------------------------------
   /// Number of barrier-separated phases of `commitPhase`; fixed by the capacities.
-  MV_HD int commitPhaseCount() const { return detail::ceilLog2(pending_capacity) + 5; }
+  MV_HD int commitPhaseCount() const { return detail::ceilLog2(pending_capacity) + 6; }
 
   /// True when this step created or destroyed nothing (every phase is then a no-op).
   MV_HD bool commitIsNoop() const { return pending == 0 && destroyed == 0; }
@@ -218,7 +218,7 @@ struct TableView {
   MV_HD void commitPhase(const Policy& policy, int phase) {
     const int rounds = detail::ceilLog2(pending_capacity);
     // The last phase resets the counters commitIsNoop() reads: only its one writer runs it.
-    if (phase == rounds + 4 && policy.rank() != 0) return;
+    if (phase == rounds + 5 && policy.rank() != 0) return;
     if (commitIsNoop()) return;
     if (phase == 0) {
       commitPrepare(policy);
@@ -227,10 +227,12 @@ struct TableView {
     } else if (phase == rounds + 1) {
       if (policy.rank() == 0) commitScan();
     } else if (phase == rounds + 2) {
-      commitScatter(policy);
+      commitRankRows(policy);
     } else if (phase == rounds + 3) {
+      commitScatter(policy);
+    } else if (phase == rounds + 4) {
       commitAssignEntities(policy);
-    } else if (policy.rank() == 0) {
+    } else {
       commitFinish();
     }
   }
@@ -238,6 +240,9 @@ struct TableView {
  private:
   MV_HD int64_t pendingCount() const { return pending < pending_capacity ? pending : pending_capacity; }
   MV_HD int64_t blockCount() const { return (rows + kCommitBlockRows - 1) / kCommitBlockRows; }
+  MV_HD int64_t blockEnd(int64_t b) const {
+    return (b + 1) * kCommitBlockRows < rows ? (b + 1) * kCommitBlockRows : rows;
+  }
   /// The permutation holding the sorted pending slots once all merge rounds ran.
   MV_HD uint32_t* sortedPending() const {
     return detail::ceilLog2(pendingCount()) % 2 == 0 ? sort_a : sort_b;
@@ -252,11 +257,9 @@ struct TableView {
   MV_HD void commitPrepare(const Policy& policy) {
     parallelFor(policy, pendingCount(), [&](int64_t i) { sort_a[i] = static_cast<uint32_t>(i); });
     parallelFor(policy, blockCount(), [&](int64_t b) {
-      const int64_t end = (b + 1) * kCommitBlockRows < rows ? (b + 1) * kCommitBlockRows : rows;
       int64_t n_dead = 0;
-      for (int64_t r = b * kCommitBlockRows; r < end; ++r) n_dead += dead[r];
-      block_dead[b] = n_dead;
-      block_alive[b] = (end - b * kCommitBlockRows) - n_dead;
+      for (int64_t r = b * kCommitBlockRows; r < blockEnd(b); ++r) n_dead += dead[r];
+      block_alive[b] = (blockEnd(b) - b * kCommitBlockRows) - n_dead;
     });
   }
 
@@ -299,32 +302,75 @@ struct TableView {
 
   /// Serial prefix sums over experiments and blocks (one thread; sizes are small).
   MV_HD void commitScan() {
-    int64_t survivors = 0;
     int64_t created = 0;
     int64_t begin = 0;
     for (uint32_t e = 0; e < num_exps; ++e) {
       const int64_t alive = (exp_begin[e + 1] - exp_begin[e]) - exp_destroyed[e];
-      exp_survivors_before[e] = survivors;
       exp_pending_before[e] = created;
       exp_begin_alt[e] = begin;
-      survivors += alive;
       created += exp_pending[e];
       begin += alive + exp_pending[e];
     }
-    exp_survivors_before[num_exps] = survivors;
     exp_pending_before[num_exps] = created;
     exp_begin_alt[num_exps] = begin;
     if (begin > capacity) status |= kStatusCapacityOverflow;
     int64_t alive_prefix = 0;
-    int64_t dead_prefix = 0;
     for (int64_t b = 0; b < blockCount(); ++b) {
       const int64_t a = block_alive[b];
-      const int64_t d = block_dead[b];
       block_alive[b] = alive_prefix;
-      block_dead[b] = dead_prefix;
       alive_prefix += a;
-      dead_prefix += d;
     }
+    alive_before[rows] = alive_prefix;
+  }
+
+  /// Per row: survivors before it; destroyed rows free their slot (FIFO, generation bumped).
+  template <class Policy>
+  MV_HD void commitRankRows(const Policy& policy) {
+    if (status & kStatusCapacityOverflow) return;
+    const int64_t free_tail = free_head + (capacity - rows);
+    parallelFor(policy, blockCount(), [&](int64_t b) {
+      int64_t alive_rank = block_alive[b];
+      for (int64_t r = b * kCommitBlockRows; r < blockEnd(b); ++r) {
+        alive_before[r] = alive_rank;
+        if (dead[r] != 0u) {
+          const uint32_t index = entity[r].index;
+          slot_gen[index] += 1;
+          free_ring[(free_tail + (r - alive_rank)) % capacity] = index;
+        } else {
+          ++alive_rank;
+        }
+      }
+    });
+  }
+
+  /// Sorted pending positions of experiment e whose key is below `k`.
+  MV_HD int64_t newRowsBelow(const uint32_t* sorted, ExpId e, uint64_t k) const {
+    int64_t lo = exp_pending_before[e];
+    int64_t hi = exp_pending_before[e + 1];
+    const int64_t first = lo;
+    while (lo < hi) {
+      const int64_t mid = (lo + hi) / 2;
+      if (pending_key[sorted[mid]] < k) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo - first;
+  }
+  /// First row of experiment e (old order) whose key is not below `k`.
+  MV_HD int64_t firstOldRowNotBelow(ExpId e, uint64_t k) const {
+    int64_t lo = exp_begin[e];
+    int64_t hi = exp_begin[e + 1];
+    while (lo < hi) {
+      const int64_t mid = (lo + hi) / 2;
+      if (key[mid] < k) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
   }
 
   template <class C>
@@ -352,47 +398,40 @@ struct TableView {
      ...);
   }
 
-  /// Moves survivors to their compacted place, frees destroyed slots, places new rows.
-  MV_EXEC_CHECK_DISABLE
+  /// Moves survivors and new rows to their merged place: within an experiment, rows are
+  /// ordered by creation key.
   template <class Policy>
   MV_HD void commitScatter(const Policy& policy) {
     if (status & kStatusCapacityOverflow) return;
-    const int64_t free_tail = free_head + (capacity - rows);
+    const uint32_t* sorted = sortedPending();
     parallelFor(policy, blockCount(), [&](int64_t b) {
-      int64_t alive_rank = block_alive[b];
-      int64_t dead_rank = block_dead[b];
-      const int64_t end = (b + 1) * kCommitBlockRows < rows ? (b + 1) * kCommitBlockRows : rows;
-      for (int64_t r = b * kCommitBlockRows; r < end; ++r) {
-        const Entity h = entity[r];
+      for (int64_t r = b * kCommitBlockRows; r < blockEnd(b); ++r) {
         if (dead[r] != 0u) {
           dead[r] = 0u;
-          slot_gen[h.index] += 1;
-          free_ring[(free_tail + dead_rank) % capacity] = h.index;
-          ++dead_rank;
           continue;
         }
         const ExpId e = exp[r];
-        const int64_t dest = exp_begin_alt[e] + (alive_rank - exp_survivors_before[e]);
+        const int64_t dest = exp_begin_alt[e] + (alive_before[r] - alive_before[exp_begin[e]]) +
+                             newRowsBelow(sorted, e, key[r]);
         copyRow(Components{}, r, dest);
-        entity_alt[dest] = h;
+        entity_alt[dest] = entity[r];
         exp_alt[dest] = e;
         key_alt[dest] = key[r];
-        slot_row[h.index] = static_cast<uint32_t>(dest);
-        ++alive_rank;
+        slot_row[entity[r].index] = static_cast<uint32_t>(dest);
       }
     });
-    const uint32_t* sorted = sortedPending();
     parallelFor(policy, pendingCount(), [&](int64_t j) {
       const uint32_t s = sorted[j];
       const ExpId e = pending_exp[s];
-      if (j > 0 && pending_exp[sorted[j - 1]] == e && pending_key[sorted[j - 1]] == pending_key[s]) {
-        atomicFetchOr<uint32_t>(&status, kStatusDuplicateKey);
-      }
-      const int64_t survivors = (exp_survivors_before[e + 1] - exp_survivors_before[e]);
-      const int64_t dest = exp_begin_alt[e] + survivors + (j - exp_pending_before[e]);
+      const uint64_t k = pending_key[s];
+      const bool twin_new = j > 0 && pending_exp[sorted[j - 1]] == e && pending_key[sorted[j - 1]] == k;
+      const int64_t p = firstOldRowNotBelow(e, k);
+      const bool twin_old = p < exp_begin[e + 1] && key[p] == k && alive_before[p + 1] > alive_before[p];
+      if (twin_new || twin_old) atomicFetchOr<uint32_t>(&status, kStatusDuplicateKey);
+      const int64_t dest = exp_begin_alt[e] + (j - exp_pending_before[e]) + (alive_before[p] - alive_before[exp_begin[e]]);
       copyPendingRow(Components{}, s, dest);
       exp_alt[dest] = e;
-      key_alt[dest] = pending_key[s];
+      key_alt[dest] = k;
       pending_dest[j] = dest;
     });
   }

@@ -256,10 +256,9 @@ class World {
     f(t.exp_begin_alt, exps + 1);
     f(t.exp_pending, exps);
     f(t.exp_destroyed, exps);
-    f(t.exp_survivors_before, exps + 1);
     f(t.exp_pending_before, exps + 1);
     f(t.block_alive, blocks);
-    f(t.block_dead, blocks);
+    f(t.alive_before, rows + 1);
   }
   template <class A, class F, class... Cs>
   void visitColumns(TableView<A>& t, int64_t rows, int64_t pend, F& f, TypeList<Cs...>) {

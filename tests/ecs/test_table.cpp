@@ -98,11 +98,14 @@ TEST_CASE("destroyed rows disappear, survivors keep order and handles, stale han
   CHECK(valuesOf(w, 0) == std::vector<int64_t>{1, 2, 4, 5, 7, 8});
   CHECK(valuesOf(w, 1) == std::vector<int64_t>{10, 11, 13, 14, 16, 17, 19});
 
-  // A recycled slot gets a new generation: the old handle stays dead.
+  // A recycled slot gets a new generation: the old handle stays dead. New rows are merged
+  // in creation-key order among the survivors.
   w.createHost<Item>(0, 100, Value{100}, Tag{0});
+  w.createHost<Item>(0, 3, Value{-3}, Tag{0});
   w.commitAllHost();
   for (int i = 0; i < 20; i += 3) CHECK_FALSE(t.isAlive(handles[static_cast<size_t>(i)]));
-  CHECK(valuesOf(w, 0).back() == 100);
+  CHECK(valuesOf(w, 0) == std::vector<int64_t>{1, 2, -3, 4, 5, 7, 8, 100});
+  for (int64_t r = 0; r < t.rows; ++r) CHECK(t.rowOf(t.entity[r]) == r);
 }
 
 TEST_CASE("concurrent creation and destruction lose and duplicate nothing, for any thread count", "[table]") {
@@ -178,6 +181,14 @@ TEST_CASE("overflow and duplicate keys raise status bits instead of corrupting r
     w.commitHost<Item>();
     CHECK(t.create(0, 9, Value{3}, Tag{0}));
     CHECK(t.create(0, 9, Value{4}, Tag{0}));
+    CHECK_THROWS_WITH(w.commitHost<Item>(), Catch::Contains("same key"));
+  }
+  SECTION("a new row with the key of a live row") {
+    ItemWorld w(1, TableCapacity{16, 16});
+    auto& t = w.table<Item>();
+    CHECK(t.create(0, 5, Value{1}, Tag{0}));
+    w.commitHost<Item>();
+    CHECK(t.create(0, 5, Value{2}, Tag{0}));
     CHECK_THROWS_WITH(w.commitHost<Item>(), Catch::Contains("same key"));
   }
 }
