@@ -49,6 +49,7 @@ enum TableStatus : uint32_t {
   kStatusPendingOverflow = 1u << 0,  ///< more creations in one step than the pending area holds
   kStatusCapacityOverflow = 1u << 1, ///< live rows would exceed the table capacity
   kStatusDuplicateKey = 1u << 2,     ///< two creations of one experiment used the same key
+  kStatusStaticTable = 1u << 3,      ///< a row of a static (host-filled) table was destroyed
 };
 
 /// Rows per block of the compaction's prefix sums.
@@ -159,6 +160,10 @@ struct TableView {
    * pending area is full. `key` orders the new rows of one experiment and must be unique.
    */
   MV_HD int64_t reserve(ExpId e, uint64_t creation_key) {
+    if (pending_capacity == 0) {
+      atomicFetchOr<uint32_t>(&status, kStatusStaticTable);
+      return -1;
+    }
     const int64_t slot = atomicFetchAdd<int64_t>(&pending, 1);
     if (slot >= pending_capacity) {
       atomicFetchOr<uint32_t>(&status, kStatusPendingOverflow);
@@ -189,6 +194,10 @@ struct TableView {
 
   /// Marks a row for destruction at the next commit. Destroying twice is harmless.
   MV_HD void destroyRow(int64_t row) {
+    if (pending_capacity == 0) {
+      atomicFetchOr<uint32_t>(&status, kStatusStaticTable);
+      return;
+    }
     if (atomicExchange<uint32_t>(&dead[row], 1u) == 0u) {
       atomicFetchAdd<int64_t>(&exp_destroyed[exp[row]], 1);
       atomicFetchAdd<int64_t>(&destroyed, 1);

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -146,6 +147,37 @@ class World {
     t.create(e, key, values...);
   }
 
+  /**
+   * Appends `count` zeroed rows of experiment `e` to a static table (one made with
+   * `pending_per_step = 0`: pooled storage filled by the host, never resized in a run).
+   * Experiments must be filled in increasing order. Row keys are their index within the
+   * experiment. Returns the first new row.
+   */
+  template <class A>
+  int64_t appendStatic(ExpId e, int64_t count) {
+    checkExp(e);
+    TableView<A>& t = table<A>();
+    if (t.pending_capacity != 0) throw std::logic_error(std::string("table ") + A::kName + " is not static");
+    if (t.rows != t.exp_begin[view_.num_exps]) throw std::logic_error("static table out of sync");
+    if (t.rows > t.exp_begin[e + 1]) throw std::logic_error("static rows must be appended in experiment order");
+    if (t.rows + count > t.capacity) grow<A>(TableCapacity{(t.rows + count) * 2, 0});
+    const int64_t first = t.rows;
+    const int64_t local0 = first - t.exp_begin[e];
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t r = first + i;
+      const uint32_t index = t.free_ring[(t.free_head + i) % t.capacity];
+      t.entity[r] = Entity{index, t.slot_gen[index]};
+      t.slot_row[index] = static_cast<uint32_t>(r);
+      t.exp[r] = e;
+      t.key[r] = static_cast<uint64_t>(local0 + i);
+    }
+    zeroRows(t, first, count, typename A::Components{});
+    t.free_head += count;
+    t.rows += count;
+    for (uint32_t x = e + 1; x <= view_.num_exps; ++x) t.exp_begin[x] = t.rows;
+    return first;
+  }
+
   /// Commits pending creations and destructions of table A on the calling thread.
   template <class A>
   void commitHost() {
@@ -205,6 +237,7 @@ class World {
     if (status & kStatusPendingOverflow) m += " more rows created in one step than its pending capacity;";
     if (status & kStatusCapacityOverflow) m += " live rows exceed its capacity;";
     if (status & kStatusDuplicateKey) m += " two rows of one experiment were created with the same key;";
+    if (status & kStatusStaticTable) m += " rows of this static table were created or destroyed inside a run;";
     return m;
   }
 
@@ -231,18 +264,20 @@ class World {
     field = reinterpret_cast<T*>(b.data.get());
     buffers_.emplace(b.data.get(), std::move(b));
   }
-  /// Calls f(pointer field, element count) for every buffer of table A.
+  /// Calls f(pointer field, element count) for every buffer of table A. Static tables
+  /// (no creations per step) get no compaction or pending buffers.
   template <class A, class F>
   void visitTableBuffers(TableView<A>& t, int64_t rows, int64_t pend, F&& f) {
     const int64_t exps = view_.num_exps;
-    const int64_t blocks = (rows + kCommitBlockRows - 1) / kCommitBlockRows;
-    visitColumns(t, rows, pend, f, typename A::Components{});
+    const int64_t moving = pend > 0 ? rows : 0;
+    const int64_t blocks = (moving + kCommitBlockRows - 1) / kCommitBlockRows;
+    visitColumns(t, rows, moving, pend, f, typename A::Components{});
     f(t.entity, rows);
-    f(t.entity_alt, rows);
+    f(t.entity_alt, moving);
     f(t.exp, rows);
-    f(t.exp_alt, rows);
+    f(t.exp_alt, moving);
     f(t.key, rows);
-    f(t.key_alt, rows);
+    f(t.key_alt, moving);
     f(t.dead, rows);
     f(t.pending_exp, pend);
     f(t.pending_key, pend);
@@ -258,14 +293,18 @@ class World {
     f(t.exp_destroyed, exps);
     f(t.exp_pending_before, exps + 1);
     f(t.block_alive, blocks);
-    f(t.alive_before, rows + 1);
+    f(t.alive_before, moving + 1);
   }
   template <class A, class F, class... Cs>
-  void visitColumns(TableView<A>& t, int64_t rows, int64_t pend, F& f, TypeList<Cs...>) {
+  void visitColumns(TableView<A>& t, int64_t rows, int64_t moving, int64_t pend, F& f, TypeList<Cs...>) {
     ((f(static_cast<detail::ColumnSlot<Cs>&>(t.columns).cur, rows),
-      f(static_cast<detail::ColumnSlot<Cs>&>(t.columns).alt, rows),
+      f(static_cast<detail::ColumnSlot<Cs>&>(t.columns).alt, moving),
       f(static_cast<detail::ColumnSlot<Cs>&>(t.columns).pending, pend)),
      ...);
+  }
+  template <class A, class... Cs>
+  void zeroRows(TableView<A>& t, int64_t first, int64_t count, TypeList<Cs...>) {
+    ((std::fill(t.template column<Cs>() + first, t.template column<Cs>() + first + count, Cs{})), ...);
   }
   template <class A, class... Cs>
   void copyColumns(TableView<A>& to, const TableView<A>& from, TypeList<Cs...>) {
@@ -274,7 +313,7 @@ class World {
 
   template <class A>
   void allocateTable(TableCapacity capacity) {
-    if (capacity.rows <= 0 || capacity.pending_per_step <= 0 || capacity.rows >= (int64_t{1} << 32)) {
+    if (capacity.rows <= 0 || capacity.pending_per_step < 0 || capacity.rows >= (int64_t{1} << 32)) {
       throw std::invalid_argument(std::string("bad capacity for table ") + A::kName);
     }
     TableView<A>& t = table<A>();

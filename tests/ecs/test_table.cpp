@@ -223,3 +223,20 @@ TEST_CASE("the world lists every buffer so a backend can mirror it", "[table]") 
   CHECK(bytes == w.totalBytes());
   CHECK(w.totalBytes() > 100 * (sizeof(Value) + sizeof(Tag)) * 2);
 }
+
+TEST_CASE("static tables are pooled storage filled by the host in experiment order", "[table]") {
+  ItemWorld w(3, TableCapacity{4, 0});
+  auto& t = w.table<Item>();
+  CHECK(w.appendStatic<Item>(0, 3) == 0);
+  CHECK(w.appendStatic<Item>(2, 5) == 3);  // experiment 1 has none
+  CHECK(t.rows == 8);
+  CHECK(t.capacity >= 8);
+  CHECK(t.expRows(0) == 3);
+  CHECK(t.expRows(1) == 0);
+  CHECK(t.expBegin(2) == 3);
+  CHECK(t.key[4] == 1);  // keys are indices within the experiment
+  CHECK_THROWS(w.appendStatic<Item>(1, 1));
+  t.destroyRow(0);  // not allowed inside a run: flagged, nothing removed
+  CHECK((t.status & kStatusStaticTable) != 0u);
+  CHECK(t.rows == 8);
+}
