@@ -1,0 +1,280 @@
+/**
+ * @file ns3_topology.cpp
+ * Loader for the ns-3/HPCC `topology.txt` link-list format (declared in generators.hpp).
+ * Every error names the file, the line and the offending token.
+ */
+#include <array>
+#include <charconv>
+#include <cstdint>
+#include <fstream>
+#include <limits>
+#include <span>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "topologies/generators.hpp"
+
+namespace mv {
+
+namespace {
+
+/// A unit suffix and the power of ten that converts it to the base unit (bit/s or ps).
+struct Unit {
+  std::string_view suffix;
+  int exponent;
+};
+
+constexpr std::array<Unit, 5> kRateUnits{{{"bps", 0}, {"Kbps", 3}, {"Mbps", 6}, {"Gbps", 9}, {"Tbps", 12}}};
+constexpr std::array<Unit, 5> kDelayUnits{{{"s", 12}, {"ms", 9}, {"us", 6}, {"ns", 3}, {"ps", 0}}};
+
+/// Outcome of parsing "<decimal><unit>".
+enum class ScaledStatus : uint8_t { kOk, kMalformed, kTooFine, kTooLarge };
+
+/**
+ * Parses "<digits>[.<digits>]<unit>" exactly into base units (no floating point), so that
+ * "0.001ms" is 1'000'000 ps and "2.5Gbps" is 2'500'000'000 bps.
+ */
+ScaledStatus parseScaled(std::string_view token, std::span<const Unit> units, int64_t& value) {
+  constexpr uint64_t kLimit = std::numeric_limits<int64_t>::max();
+  uint64_t mantissa = 0;
+  int digits = 0;
+  int fraction_digits = 0;
+  bool seen_dot = false;
+  size_t i = 0;
+  for (; i < token.size(); ++i) {
+    const char c = token[i];
+    if (c == '.' && !seen_dot) {
+      seen_dot = true;
+      continue;
+    }
+    if (c < '0' || c > '9') break;
+    if (mantissa > (kLimit - 9) / 10) return ScaledStatus::kTooLarge;
+    mantissa = mantissa * 10 + static_cast<uint64_t>(c - '0');
+    ++digits;
+    if (seen_dot) ++fraction_digits;
+  }
+  if (digits == 0) return ScaledStatus::kMalformed;
+  const std::string_view suffix = token.substr(i);
+  const Unit* unit = nullptr;
+  for (const auto& u : units) {
+    if (u.suffix == suffix) unit = &u;
+  }
+  if (unit == nullptr) return ScaledStatus::kMalformed;
+  for (int shift = unit->exponent - fraction_digits; shift > 0; --shift) {
+    if (mantissa > kLimit / 10) return ScaledStatus::kTooLarge;
+    mantissa *= 10;
+  }
+  for (int shift = fraction_digits - unit->exponent; shift > 0; --shift) {
+    if (mantissa % 10 != 0) return ScaledStatus::kTooFine;
+    mantissa /= 10;
+  }
+  value = static_cast<int64_t>(mantissa);
+  return ScaledStatus::kOk;
+}
+
+/// One non-blank line of the file, split on whitespace.
+struct Line {
+  uint32_t number = 0;
+  std::vector<std::string> tokens;
+};
+
+/// The file as non-blank lines plus the context every error message needs.
+class Ns3Reader {
+ public:
+  explicit Ns3Reader(const std::filesystem::path& path) : file_(path.string()) {
+    std::ifstream in(path);
+    if (!in) throw TopologyError(file_ + ": cannot open the topology file");
+    std::string text;
+    uint32_t number = 0;
+    while (std::getline(in, text)) {
+      ++number;
+      std::istringstream fields(text);
+      Line line{number, {}};
+      for (std::string token; fields >> token;) line.tokens.push_back(std::move(token));
+      if (!line.tokens.empty()) lines_.push_back(std::move(line));
+    }
+    if (in.bad()) throw TopologyError(file_ + ": read error");
+    last_line_ = number;
+  }
+
+  /// The non-blank lines in file order.
+  const std::vector<Line>& lines() const { return lines_; }
+  /// Number of the file's last line, for errors at the end of the file.
+  uint32_t lastLine() const { return last_line_; }
+
+  /// Throws "<file>:<line>: <message>".
+  [[noreturn]] void fail(uint32_t line, const std::string& message) const {
+    throw TopologyError(file_ + ":" + std::to_string(line) + ": " + message);
+  }
+
+  /// A non-negative integer field; `what` names it in the error.
+  uint64_t count(const Line& line, const std::string& token, const char* what) const {
+    uint64_t value = 0;
+    const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
+    if (ec != std::errc() || end != token.data() + token.size()) {
+      fail(line.number, std::string("bad ") + what + " '" + token + "' (expected a non-negative integer)");
+    }
+    return value;
+  }
+
+  /// A node id below `nodes`.
+  uint32_t nodeId(const Line& line, const std::string& token, const char* what, uint64_t nodes) const {
+    const std::string expected = "(expected an integer from 0 to " + std::to_string(nodes - 1) + ")";
+    uint64_t value = 0;
+    const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
+    if (ec != std::errc() || end != token.data() + token.size()) {
+      fail(line.number, std::string("bad ") + what + " '" + token + "' " + expected);
+    }
+    if (value >= nodes) {
+      fail(line.number, std::string(what) + " '" + token + "' is out of range " + expected);
+    }
+    return static_cast<uint32_t>(value);
+  }
+
+  /// A positive rate such as "100Gbps" or "2.5Gbps".
+  BitsPerSecond rate(const Line& line, const std::string& token) const {
+    int64_t bps = 0;
+    switch (parseScaled(token, kRateUnits, bps)) {
+      case ScaledStatus::kOk:
+        break;
+      case ScaledStatus::kMalformed:
+        fail(line.number, "bad rate '" + token + "' (expected a number with bps, Kbps, Mbps, Gbps or Tbps)");
+      case ScaledStatus::kTooFine:
+        fail(line.number, "bad rate '" + token + "' (not a whole number of bits per second)");
+      case ScaledStatus::kTooLarge:
+        fail(line.number, "bad rate '" + token + "' (too large)");
+    }
+    if (bps == 0) fail(line.number, "rate '" + token + "' must be positive");
+    return BitsPerSecond{bps};
+  }
+
+  /// A positive delay such as "0.001ms", "1us" or "500ns".
+  Picoseconds delay(const Line& line, const std::string& token) const {
+    int64_t ps = 0;
+    switch (parseScaled(token, kDelayUnits, ps)) {
+      case ScaledStatus::kOk:
+        break;
+      case ScaledStatus::kMalformed:
+        fail(line.number, "bad delay '" + token + "' (expected a number with s, ms, us, ns or ps)");
+      case ScaledStatus::kTooFine:
+        fail(line.number, "bad delay '" + token + "' (finer than one picosecond)");
+      case ScaledStatus::kTooLarge:
+        fail(line.number, "bad delay '" + token + "' (too large)");
+    }
+    if (ps == 0) fail(line.number, "delay '" + token + "' must be positive");
+    return Picoseconds{ps};
+  }
+
+  /// The error-rate column: must read as a number, and only 0 is supported.
+  void errorRate(const Line& line, const std::string& token) const {
+    double value = 0.0;
+    const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
+    if (ec != std::errc() || end != token.data() + token.size() || !(value >= 0.0 && value <= 1.0)) {
+      fail(line.number, "bad error rate '" + token + "' (expected a number from 0 to 1)");
+    }
+    if (value != 0.0) {
+      fail(line.number, "error rate '" + token + "' is not supported (random link loss is not modelled; use 0)");
+    }
+  }
+
+ private:
+  std::string file_;
+  std::vector<Line> lines_;
+  uint32_t last_line_ = 0;
+};
+
+}  // namespace
+
+Topology loadNs3Topology(const std::filesystem::path& path) {
+  const Ns3Reader reader(path);
+  const auto& lines = reader.lines();
+  if (lines.empty()) reader.fail(1, "empty file (expected 'nodes switches links' on the first line)");
+
+  const Line& header = lines[0];
+  constexpr std::array<const char*, 3> kHeaderFields{"node count", "switch count", "link count"};
+  if (header.tokens.size() < kHeaderFields.size()) {
+    reader.fail(header.number, std::string("missing ") + kHeaderFields[header.tokens.size()] + " after '" +
+                                   header.tokens.back() + "' (expected 'nodes switches links')");
+  }
+  if (header.tokens.size() > kHeaderFields.size()) {
+    reader.fail(header.number, "unexpected token '" + header.tokens[3] + "' after 'nodes switches links'");
+  }
+  const uint64_t nodes = reader.count(header, header.tokens[0], kHeaderFields[0]);
+  const uint64_t switches = reader.count(header, header.tokens[1], kHeaderFields[1]);
+  const uint64_t links = reader.count(header, header.tokens[2], kHeaderFields[2]);
+  if (nodes == 0 || nodes > kMaxNodes) {
+    reader.fail(header.number, "node count '" + header.tokens[0] + "' must be from 1 to " + std::to_string(kMaxNodes));
+  }
+  if (switches > nodes) {
+    reader.fail(header.number,
+                "switch count '" + header.tokens[1] + "' exceeds the node count '" + header.tokens[0] + "'");
+  }
+  const std::string announced = " announced on line " + std::to_string(header.number);
+
+  // Switch ids: the next `switches` tokens, possibly spread over several lines.
+  std::vector<bool> is_switch(nodes, false);
+  uint64_t seen = 0;
+  size_t next = 1;
+  for (; seen < switches; ++next) {
+    if (next == lines.size()) {
+      reader.fail(reader.lastLine(), "file ends after " + std::to_string(seen) + " of " + std::to_string(switches) +
+                                         " switch ids" + announced);
+    }
+    const Line& line = lines[next];
+    for (const auto& token : line.tokens) {
+      if (seen == switches) {
+        reader.fail(line.number, "unexpected token '" + token + "' after the " + std::to_string(switches) +
+                                     " switch ids" + announced);
+      }
+      const uint32_t id = reader.nodeId(line, token, "switch id", nodes);
+      if (is_switch[id]) reader.fail(line.number, "switch id '" + token + "' is listed twice");
+      is_switch[id] = true;
+      ++seen;
+    }
+  }
+
+  Topology topo;
+  topo.setName(path.filename().string());
+  for (uint64_t n = 0, server = 0; n < nodes; ++n) {
+    if (is_switch[n]) {
+      topo.addSwitch(0);
+    } else {
+      topo.addNic(static_cast<uint32_t>(server++));
+    }
+  }
+
+  constexpr std::array<const char*, 5> kLinkFields{"source node id", "destination node id", "rate", "delay",
+                                                   "error rate"};
+  uint64_t loaded = 0;
+  for (; next < lines.size(); ++next) {
+    const Line& line = lines[next];
+    const auto& t = line.tokens;
+    if (loaded == links) {
+      reader.fail(line.number, "unexpected '" + t[0] + "' after the " + std::to_string(links) + " links" + announced);
+    }
+    if (t.size() < kLinkFields.size()) {
+      reader.fail(line.number, std::string("missing ") + kLinkFields[t.size()] + " after '" + t.back() +
+                                   "' (expected 'src dst rate delay error_rate')");
+    }
+    if (t.size() > kLinkFields.size()) {
+      reader.fail(line.number, "unexpected token '" + t[5] + "' after 'src dst rate delay error_rate'");
+    }
+    const uint32_t src = reader.nodeId(line, t[0], kLinkFields[0], nodes);
+    const uint32_t dst = reader.nodeId(line, t[1], kLinkFields[1], nodes);
+    if (src == dst) reader.fail(line.number, "link from node '" + t[0] + "' to itself");
+    const BitsPerSecond rate = reader.rate(line, t[2]);
+    const Picoseconds delay = reader.delay(line, t[3]);
+    reader.errorRate(line, t[4]);
+    topo.addLink(src, dst, rate, delay);
+    ++loaded;
+  }
+  if (loaded < links) {
+    reader.fail(reader.lastLine(),
+                "file ends after " + std::to_string(loaded) + " of " + std::to_string(links) + " links" + announced);
+  }
+  return topo;
+}
+
+}  // namespace mv
