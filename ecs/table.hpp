@@ -43,6 +43,11 @@ struct Archetype {
   static_assert((std::is_trivially_copyable_v<Cs> && ...), "components must be trivially copyable");
 };
 
+/// True for archetypes declared with `static constexpr bool kStatic = true`: pooled
+/// storage filled by the host (`World::appendStatic`), never created or destroyed in a run.
+template <class A>
+concept StaticArchetype = requires { requires A::kStatic; };
+
 /// Status bits a table (or world) raises during a run; the host turns them into errors.
 enum TableStatus : uint32_t {
   kStatusOk = 0,

@@ -51,6 +51,16 @@ template <class Head, class... Tail>
 struct AllDistinct<TypeList<Head, Tail...>>
     : std::bool_constant<!kContains<Head, TypeList<Tail...>> && AllDistinct<TypeList<Tail...>>::value> {};
 
+/// The types of two lists, in order.
+template <class A, class B>
+struct Concat;
+template <class... As, class... Bs>
+struct Concat<TypeList<As...>, TypeList<Bs...>> {
+  using type = TypeList<As..., Bs...>;
+};
+template <class A, class B>
+using ConcatT = typename Concat<A, B>::type;
+
 /// Calls f(std::type_identity<T>{}) for each T of the list, in order.
 template <class... Ts, class F>
 constexpr void forEachType(TypeList<Ts...>, F&& f) {

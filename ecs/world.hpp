@@ -318,7 +318,7 @@ class World {
     }
     TableView<A>& t = table<A>();
     const int64_t rows = capacity.rows;
-    const int64_t pend = capacity.pending_per_step;
+    const int64_t pend = StaticArchetype<A> ? 0 : capacity.pending_per_step;
     visitTableBuffers(t, rows, pend, [this](auto*& field, int64_t count) { allocate(field, count); });
     for (int64_t i = 0; i < rows; ++i) t.free_ring[i] = static_cast<uint32_t>(i);
     t.capacity = rows;
@@ -340,5 +340,15 @@ class World {
   std::vector<std::size_t> fields_;
   std::unordered_map<const void*, Buffer> buffers_;
 };
+
+/// World<Config, As...> for a TypeList<As...> of archetypes (composing modules' lists).
+template <class Config, class List>
+struct WorldOf;
+template <class Config, class... As>
+struct WorldOf<Config, TypeList<As...>> {
+  using type = World<Config, As...>;
+};
+template <class Config, class List>
+using WorldOfT = typename WorldOf<Config, List>::type;
 
 }  // namespace mv

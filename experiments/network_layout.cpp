@@ -1,0 +1,72 @@
+/**
+ * @file network_layout.cpp
+ * Topology + routing -> network layout, and the idle RTT that sizes CC windows.
+ */
+#include "experiments/network_layout.hpp"
+
+#include <algorithm>
+
+#include "ecs/units.hpp"
+
+namespace mv {
+
+namespace {
+
+/// Idle RTT over the first-choice path: 2 × Σ delay + Σ payload serialisation (network.md).
+int64_t pathRtt(const Topology& topo, const Routing& routing, uint32_t src, uint32_t dst, int32_t payload) {
+  int64_t rtt = 0;
+  for (uint32_t l : routing.firstPath(src, dst)) {
+    const TopoLink& link = topo.link(l);
+    rtt += 2 * link.delay.ps + serializationTime(Bytes{payload}, link.rate).ps;
+  }
+  return rtt;
+}
+
+}  // namespace
+
+net::NetworkLayout makeNetworkLayout(const Topology& topo, const Routing& routing, int32_t payload_bytes) {
+  net::NetworkLayout layout;
+  layout.edge_count = routing.edgeCount();
+  const auto& switch_of_node = routing.switchOfNode();
+  for (uint32_t i = 0; i < topo.nicCount(); ++i) {
+    const TopoLink& link = topo.link(routing.nicLink()[i]);
+    layout.nics.push_back(net::LayoutNic{switch_of_node[topo.nicSwitch(i)], routing.nicPort()[i], routing.nicEdge()[i],
+                                         link.rate.bps, link.delay.ps});
+  }
+  const auto& switches = topo.switches();
+  for (uint32_t s = 0; s < switches.size(); ++s) {
+    net::LayoutSwitch ls;
+    ls.node = switches[s];
+    for (const TopoPort& p : topo.ports(switches[s])) {
+      const TopoLink& link = topo.link(p.link);
+      const bool to_nic = topo.isNic(p.peer);
+      ls.ports.push_back(net::LayoutPort{to_nic, to_nic ? topo.nicIndex(p.peer) : switch_of_node[p.peer],
+                                         to_nic ? 0u : p.peer_port, link.rate.bps, link.delay.ps});
+    }
+    for (uint32_t g = routing.switchSetBegin()[s]; g < routing.switchSetBegin()[s + 1]; ++g) {
+      ls.sets.emplace_back(routing.setPorts().begin() + routing.setOffset()[g],
+                           routing.setPorts().begin() + routing.setOffset()[g + 1]);
+    }
+    for (uint32_t edge = 0; edge < layout.edge_count; ++edge) {
+      const uint16_t local = routing.setIndex()[s * layout.edge_count + edge];
+      ls.set_of_edge.push_back(local == Routing::kDeliver ? 0u : local);
+    }
+    layout.switches.push_back(std::move(ls));
+  }
+  // The longest idle RTT: one representative NIC per edge switch covers every path shape.
+  std::vector<uint32_t> representative(layout.edge_count, kNoIndex);
+  for (uint32_t i = 0; i < topo.nicCount(); ++i) {
+    if (representative[layout.nics[i].edge] == kNoIndex) representative[layout.nics[i].edge] = i;
+  }
+  for (uint32_t a : representative) {
+    for (uint32_t b : representative) {
+      const uint32_t dst = a == b ? (topo.nicCount() > 1 ? (a + 1) % topo.nicCount() : a) : b;
+      if (dst != a) layout.max_rtt_ps = std::max(layout.max_rtt_ps, pathRtt(topo, routing, a, dst, payload_bytes));
+    }
+  }
+  layout.min_delay_ps = INT64_MAX;
+  for (const TopoLink& link : topo.links()) layout.min_delay_ps = std::min(layout.min_delay_ps, link.delay.ps);
+  return layout;
+}
+
+}  // namespace mv

@@ -1,0 +1,211 @@
+/**
+ * @file builder.hpp
+ * Host-side construction of one experiment's network in a world: NIC, switch, port and
+ * link rows, packet pools sized from the rates and delays, routing rows, counters. Static
+ * tables must be filled experiment by experiment in increasing order.
+ */
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ecs/units.hpp"
+#include "ecs/world.hpp"
+#include "network/components.hpp"
+#include "network/layout.hpp"
+#include "network/nic_system.hpp"
+
+namespace mv::net {
+
+/// Sizing knobs of pooled packet storage (per experiment).
+struct PoolSizing {
+  int32_t link_ring_factor = 2;     ///< ring slots = factor × packets of max size in (delay + 2Δ) + 8
+  int32_t nic_control_slots = 64;   ///< ACK/NACK waiting at a NIC
+};
+
+/// Slots of a link ring: what the link can carry in its delay plus two windows.
+inline uint32_t ringCapacity(int64_t rate_bps, int64_t delay_ps, int64_t lookahead_ps, int32_t min_wire_bytes,
+                             int32_t factor) {
+  const int64_t span = delay_ps + 2 * lookahead_ps;
+  const int64_t per_packet = serializationTime(Bytes{min_wire_bytes}, BitsPerSecond{rate_bps}).ps;
+  return static_cast<uint32_t>(factor * ((span + per_packet - 1) / per_packet) + 8);
+}
+
+/// Idle RTT and BDP of an experiment for CC (network.md: T = max RTT, W_init = T × rate).
+inline NetExperiment pathQuantities(const NetworkLayout& layout, const NetworkConfig& cfg) {
+  NetExperiment ne;
+  ne.network = cfg;
+  ne.base_rtt_ps = cfg.hpcc.base_rtt_ps > 0 ? cfg.hpcc.base_rtt_ps : layout.max_rtt_ps;
+  int64_t line = 0;
+  for (const LayoutNic& n : layout.nics) line = std::max(line, n.rate_bps);
+  ne.bdp_bytes = bytesInTime(Picoseconds{ne.base_rtt_ps}, BitsPerSecond{line}).count;
+  return ne;
+}
+
+/// Fills the network rows of experiment `e` (call for e = 0, 1, ... in order).
+template <class WorldT>
+void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const NetworkConfig& cfg,
+                  int64_t lookahead_ps, const PoolSizing& sizing = {}) {
+  if (layout.nics.empty() || layout.switches.empty()) throw std::invalid_argument("network layout is empty");
+  const int32_t max_wire = dataWireBytes(cfg.payload_bytes, cfg.cc);
+  const uint32_t nic_count = static_cast<uint32_t>(layout.nics.size());
+  const uint32_t sw_count = static_cast<uint32_t>(layout.switches.size());
+
+  // Directed links: NIC uplinks first (2i: NIC->switch, 2i+1: switch->NIC), then one per
+  // switch port towards another switch.
+  std::vector<uint32_t> port_base(sw_count + 1, 0);
+  for (uint32_t s = 0; s < sw_count; ++s) port_base[s + 1] = port_base[s] + static_cast<uint32_t>(layout.switches[s].ports.size());
+  auto outLinkOfSwitchPort = [&](uint32_t s, uint32_t p) -> uint32_t {
+    const LayoutPort& lp = layout.switches[s].ports[p];
+    if (lp.peer_is_nic) return 2 * lp.peer + 1;
+    return 2 * nic_count + port_base[s] + p;
+  };
+  auto inLinkOfSwitchPort = [&](uint32_t s, uint32_t p) -> uint32_t {
+    const LayoutPort& lp = layout.switches[s].ports[p];
+    if (lp.peer_is_nic) return 2 * lp.peer;
+    return 2 * nic_count + port_base[lp.peer] + lp.peer_port;
+  };
+  const uint32_t link_count = 2 * nic_count + port_base[sw_count];
+
+  auto& links = world.template table<Link>();
+  const int64_t link0 = world.template appendStatic<Link>(e, link_count);
+  uint32_t slots = 0;
+  auto setLink = [&](uint32_t l, int64_t rate, int64_t delay) {
+    LinkInfo& li = links.template get<LinkInfo>(link0 + l);
+    li.rate_bps = rate;
+    li.delay_ps = delay;
+    li.slot_base = slots;
+    li.capacity = ringCapacity(rate, delay, lookahead_ps, max_wire, sizing.link_ring_factor);
+    slots += li.capacity;
+  };
+  for (uint32_t i = 0; i < nic_count; ++i) {
+    setLink(2 * i, layout.nics[i].rate_bps, layout.nics[i].delay_ps);
+    setLink(2 * i + 1, layout.nics[i].rate_bps, layout.nics[i].delay_ps);
+  }
+  for (uint32_t s = 0; s < sw_count; ++s) {
+    for (uint32_t p = 0; p < layout.switches[s].ports.size(); ++p) {
+      const LayoutPort& lp = layout.switches[s].ports[p];
+      if (!lp.peer_is_nic) setLink(2 * nic_count + port_base[s] + p, lp.rate_bps, lp.delay_ps);
+    }
+  }
+  world.template appendStatic<LinkSlot>(e, slots);
+
+  // NICs, their control rings and where they attach.
+  auto& nics = world.template table<Nic>();
+  const int64_t nic0 = world.template appendStatic<Nic>(e, nic_count);
+  auto& routes = world.template table<NicRouteTable>();
+  const int64_t route0 = world.template appendStatic<NicRouteTable>(e, nic_count);
+  for (uint32_t i = 0; i < nic_count; ++i) {
+    const LayoutNic& ln = layout.nics[i];
+    NicInfo& ni = nics.template get<NicInfo>(nic0 + i);
+    ni.nic = i;
+    ni.tor = ln.tor;
+    ni.tor_port = ln.tor_port;
+    ni.tx_link = 2 * i;
+    ni.rx_link = 2 * i + 1;
+    ni.ctrl_base = i * static_cast<uint32_t>(sizing.nic_control_slots);
+    ni.ctrl_capacity = static_cast<uint32_t>(sizing.nic_control_slots);
+    ni.rate_bps = ln.rate_bps;
+    ni.delay_ps = ln.delay_ps;
+    routes.template get<NicRoute>(route0 + i) = NicRoute{ln.edge, ln.tor, ln.tor_port};
+  }
+  world.template appendStatic<NicSlot>(e, int64_t{nic_count} * sizing.nic_control_slots);
+
+  // Switches, ports, packet pools, routing.
+  auto& switches = world.template table<Switch>();
+  const int64_t sw0 = world.template appendStatic<Switch>(e, sw_count);
+  auto& ports = world.template table<Port>();
+  const int64_t port0 = world.template appendStatic<Port>(e, port_base[sw_count]);
+  int64_t nic_rate = 0;
+  for (const LayoutNic& n : layout.nics) nic_rate = std::max(nic_rate, n.rate_bps);
+  uint32_t set_rows = 0;
+  uint32_t port_rows = 0;
+  for (const LayoutSwitch& ls : layout.switches) {
+    set_rows += static_cast<uint32_t>(ls.sets.size());
+    for (const auto& set : ls.sets) port_rows += static_cast<uint32_t>(set.size());
+  }
+  auto& idx = world.template table<RouteIndexTable>();
+  const int64_t idx0 = world.template appendStatic<RouteIndexTable>(e, int64_t{sw_count} * layout.edge_count);
+  auto& sets = world.template table<RouteSetTable>();
+  const int64_t set0 = world.template appendStatic<RouteSetTable>(e, set_rows);
+  auto& rports = world.template table<RoutePortTable>();
+  const int64_t rport0 = world.template appendStatic<RoutePortTable>(e, port_rows);
+  uint32_t set_next = 0;
+  uint32_t rport_next = 0;
+  for (uint32_t s = 0; s < sw_count; ++s) {
+    const LayoutSwitch& ls = layout.switches[s];
+    SwitchInfo& si = switches.template get<SwitchInfo>(sw0 + s);
+    SwitchState& ss = switches.template get<SwitchState>(sw0 + s);
+    si.node = ls.node;
+    si.port_base = port_base[s];
+    si.port_count = static_cast<uint32_t>(ls.ports.size());
+    si.slot_base = s * static_cast<uint32_t>(cfg.switch_packet_slots);
+    si.slot_count = static_cast<uint32_t>(cfg.switch_packet_slots);
+    si.route_base = s * layout.edge_count;
+    ss.free_head = 0;
+    ss.free_count = si.slot_count;
+    for (uint32_t p = 0; p < ls.ports.size(); ++p) {
+      const LayoutPort& lp = ls.ports[p];
+      PortInfo& pi = ports.template get<PortInfo>(port0 + port_base[s] + p);
+      PortQueue& pq = ports.template get<PortQueue>(port0 + port_base[s] + p);
+      pi.out_link = outLinkOfSwitchPort(s, p);
+      pi.in_link = inLinkOfSwitchPort(s, p);
+      pi.peer_nic = lp.peer_is_nic ? lp.peer : kNone32;
+      pi.rate_bps = lp.rate_bps;
+      pi.delay_ps = lp.delay_ps;
+      const int64_t ratio = nic_rate > 0 ? lp.rate_bps / nic_rate : 1;
+      pi.pfc_shift = ratio >= 4 ? 1u : (ratio >= 2 ? 2u : 3u);
+      pi.headroom_bytes =
+          cfg.pfc.headroom_rtts * bytesInTime(Picoseconds{lp.delay_ps}, BitsPerSecond{lp.rate_bps}).count;
+      if (cfg.cc == CcKind::kDctcp) {
+        pi.kmin_bytes = pi.kmax_bytes = static_cast<int64_t>(
+            (static_cast<Int128>(cfg.dctcp.k_per_10g_bytes) * lp.rate_bps) / 10'000'000'000LL);
+      } else {
+        pi.kmin_bytes = static_cast<int64_t>((static_cast<Int128>(cfg.ecn.kmin_per_25g_bytes) * lp.rate_bps) /
+                                             25'000'000'000LL);
+        pi.kmax_bytes = static_cast<int64_t>((static_cast<Int128>(cfg.ecn.kmax_per_25g_bytes) * lp.rate_bps) /
+                                             25'000'000'000LL);
+      }
+      for (int c = 0; c < kPriorities; ++c) {
+        pq.head[c] = kNone32;
+        pq.tail[c] = kNone32;
+      }
+      si.total_headroom += pi.headroom_bytes;
+      si.total_reserve += cfg.pfc.reserve_bytes * (kPriorities - 1);
+    }
+    for (uint32_t k = 0; k < ls.sets.size(); ++k) {
+      sets.template get<RouteSet>(set0 + set_next + k) = RouteSet{rport_next, static_cast<uint32_t>(ls.sets[k].size())};
+      for (uint32_t port : ls.sets[k]) rports.template get<RoutePort>(rport0 + rport_next++) = RoutePort{port};
+    }
+    for (uint32_t edge = 0; edge < layout.edge_count; ++edge) {
+      const uint32_t k = edge < ls.set_of_edge.size() ? ls.set_of_edge[edge] : 0;
+      idx.template get<RouteIndex>(idx0 + si.route_base + edge) = RouteIndex{set_next + k};
+    }
+    set_next += static_cast<uint32_t>(ls.sets.size());
+  }
+  auto& pool = world.template table<SwitchSlot>();
+  const int64_t pool0 = world.template appendStatic<SwitchSlot>(e, int64_t{sw_count} * cfg.switch_packet_slots);
+  for (uint32_t s = 0; s < sw_count; ++s) {
+    for (int32_t k = 0; k < cfg.switch_packet_slots; ++k) {
+      pool.template get<Packet>(pool0 + int64_t{s} * cfg.switch_packet_slots + k).next =
+          k + 1 < cfg.switch_packet_slots ? static_cast<uint32_t>(k + 1) : kNone32;
+    }
+  }
+  world.template appendStatic<NetStats>(e, 1);
+}
+
+/// Adds a flow of experiment `e` from the host. `id` must be unique among the flows of
+/// its source NIC; bytes > 0.
+template <class WorldT>
+void addFlow(WorldT& world, ExpId e, uint32_t src, uint32_t dst, int64_t bytes, int64_t start_ps, uint64_t id,
+             uint32_t prio = 3) {
+  if (bytes <= 0) throw std::invalid_argument("a flow carries at least one byte");
+  if (prio == kControlPriority || prio >= kPriorities) throw std::invalid_argument("flow priority must be 1..7");
+  world.template createHost<Flow>(e, flowKey(src, id), FlowSpec{src, dst, bytes, start_ps, id, prio, 0}, FlowSend{},
+                                  FlowCc{}, FlowRecv{});
+}
+
+}  // namespace mv::net

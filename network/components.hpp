@@ -1,0 +1,285 @@
+/**
+ * @file components.hpp
+ * Network components and archetypes. NICs, switches, switch ports and directed links are
+ * static tables (built by the host from a topology); packets live in static pools (link
+ * rings, switch pools, NIC control rings); flows and flow records are dynamic rows.
+ * Indices named `*_base`, `*_link`, `*_row` are local to the experiment: the global row is
+ * `table.expBegin(exp) + local`.
+ */
+#pragma once
+
+#include <cstdint>
+
+#include "ecs/table.hpp"
+#include "ecs/type_list.hpp"
+#include "network/config.hpp"
+#include "network/packet.hpp"
+
+namespace mv::net {
+
+inline constexpr uint32_t kNone32 = 0xFFFFFFFFu;
+/// Flow creation keys are (source NIC << kFlowKeyShift) | id, so a NIC finds its flows by
+/// binary search (rows are sorted by key within an experiment).
+inline constexpr int kFlowKeyShift = 40;
+MV_HD constexpr uint64_t flowKey(uint32_t src_nic, uint64_t id) { return (uint64_t{src_nic} << kFlowKeyShift) | id; }
+
+// --- NIC --------------------------------------------------------------------------------
+struct NicInfo {
+  uint32_t nic = 0;          ///< index of this NIC in the experiment
+  uint32_t tor = 0;          ///< local switch row it attaches to
+  uint32_t tor_port = 0;     ///< port number on that switch
+  uint32_t tx_link = 0;      ///< local link row: NIC -> switch
+  uint32_t rx_link = 0;      ///< local link row: switch -> NIC
+  uint32_t ctrl_base = 0;    ///< local NicSlot row of its control ring
+  uint32_t ctrl_capacity = 0;
+  uint32_t pad = 0;
+  int64_t rate_bps = 0;
+  int64_t delay_ps = 0;
+};
+struct NicState {
+  int64_t busy_until_ps = 0;
+  int64_t ctrl_head = 0;     ///< control ring (ACK/NACK waiting to be sent)
+  int64_t ctrl_tail = 0;
+  uint64_t rr_key = 0;       ///< key of the flow served last (round robin)
+  uint32_t paused = 0;       ///< priorities paused by the switch (PFC)
+  uint32_t pad = 0;
+};
+struct Nic : Archetype<NicInfo, NicState> {
+  static constexpr const char* kName = "Nic";
+  static constexpr bool kStatic = true;
+};
+
+// --- switch --------------------------------------------------------------------------------
+struct SwitchInfo {
+  uint32_t node = 0;         ///< topology node id (salts the ECMP hash)
+  uint32_t port_base = 0;    ///< local Port row of port 0
+  uint32_t port_count = 0;
+  uint32_t slot_base = 0;    ///< local SwitchSlot row of its packet pool
+  uint32_t slot_count = 0;
+  uint32_t route_base = 0;   ///< local RouteIndex row of (this switch, edge 0)
+  int64_t total_headroom = 0;///< Σ headroom over ports and priorities
+  int64_t total_reserve = 0; ///< Σ reserve over ports and priorities
+};
+struct SwitchState {
+  uint32_t free_head = 0;    ///< first free slot (local to the pool), kNone32 when empty
+  uint32_t free_count = 0;
+  int64_t buffer_bytes = 0;  ///< bytes buffered in the switch
+  int64_t shared_used = 0;   ///< bytes in the shared part (above reserves, below headroom)
+  uint64_t draws = 0;        ///< random numbers drawn (ECN, spraying)
+};
+struct Switch : Archetype<SwitchInfo, SwitchState> {
+  static constexpr const char* kName = "Switch";
+  static constexpr bool kStatic = true;
+};
+
+/// One port of a switch (egress queues towards the peer, ingress accounting from it).
+struct PortInfo {
+  uint32_t out_link = 0;     ///< local link row: this port -> peer
+  uint32_t in_link = 0;      ///< local link row: peer -> this port
+  uint32_t peer_nic = kNone32;  ///< NIC index when the peer is a NIC
+  uint32_t pfc_shift = 3;    ///< dynamic threshold divisor 2^shift (3 at NIC rate)
+  int64_t rate_bps = 0;
+  int64_t delay_ps = 0;
+  int64_t headroom_bytes = 0;///< per priority
+  int64_t kmin_bytes = 0;    ///< ECN thresholds for this port's rate and the CC
+  int64_t kmax_bytes = 0;
+};
+struct PortQueue {
+  uint32_t head[kPriorities];
+  uint32_t tail[kPriorities];
+  int64_t bytes[kPriorities];
+  int64_t busy_until_ps;
+  int64_t tx_bytes;          ///< cumulative bytes sent (INT)
+  uint32_t paused;           ///< priorities the peer paused
+  uint32_t send_pause;       ///< PFC pause frames to send upstream, per priority
+  uint32_t send_resume;      ///< PFC resume frames to send upstream, per priority
+  uint32_t xoff;             ///< priorities we paused upstream
+  uint32_t rr;               ///< round-robin cursor over priorities 1..7
+  uint32_t pad;
+  int64_t paused_since_ps[kPriorities];  ///< when each paused priority was paused
+  int64_t max_bytes;         ///< largest occupancy seen (all priorities)
+  int64_t last_change_ps;    ///< time of the last occupancy change
+  double byte_ps;            ///< ∫ occupancy dt, for the time average
+};
+struct PortIngress {
+  int64_t bytes[kPriorities];     ///< bytes admitted from this ingress, per priority
+  int64_t headroom[kPriorities];  ///< of which in headroom
+};
+struct Port : Archetype<PortInfo, PortQueue, PortIngress> {
+  static constexpr const char* kName = "Port";
+  static constexpr bool kStatic = true;
+};
+
+// --- links and packet pools ------------------------------------------------------------
+/// A directed link. Its ring holds the packets on the wire, in arrival order.
+struct LinkInfo {
+  uint32_t slot_base = 0;    ///< local LinkSlot row of the ring
+  uint32_t capacity = 0;
+  int64_t delay_ps = 0;
+  int64_t rate_bps = 0;
+};
+/// Ring positions, double-buffered by step parity: in step s the producer reads tail and
+/// head of parity s-1 and writes tail of parity s, the consumer reads tail of parity s-1
+/// and writes head of parity s. So producer and consumer never touch the same word in one
+/// step, and the consumer sees exactly the packets sent in earlier steps.
+struct LinkRing {
+  int64_t head[2];
+  int64_t tail[2];
+};
+struct Link : Archetype<LinkInfo, LinkRing> {
+  static constexpr const char* kName = "Link";
+  static constexpr bool kStatic = true;
+};
+struct LinkSlot : Archetype<Packet> {
+  static constexpr const char* kName = "LinkSlot";
+  static constexpr bool kStatic = true;
+};
+struct SwitchSlot : Archetype<Packet> {
+  static constexpr const char* kName = "SwitchSlot";
+  static constexpr bool kStatic = true;
+};
+struct NicSlot : Archetype<Packet> {
+  static constexpr const char* kName = "NicSlot";
+  static constexpr bool kStatic = true;
+};
+
+// --- routing (read-only) ---------------------------------------------------------------
+/// For (switch, destination edge switch): which next-hop set of that switch to use.
+struct RouteIndex {
+  uint32_t set = 0;          ///< local RouteSet row
+};
+struct RouteSet {
+  uint32_t offset = 0;       ///< local RoutePort row of the first port
+  uint32_t count = 0;
+};
+struct RoutePort {
+  uint32_t port = 0;
+};
+struct RouteIndexTable : Archetype<RouteIndex> {
+  static constexpr const char* kName = "RouteIndex";
+  static constexpr bool kStatic = true;
+};
+struct RouteSetTable : Archetype<RouteSet> {
+  static constexpr const char* kName = "RouteSet";
+  static constexpr bool kStatic = true;
+};
+struct RoutePortTable : Archetype<RoutePort> {
+  static constexpr const char* kName = "RoutePort";
+  static constexpr bool kStatic = true;
+};
+/// Where a NIC attaches, for routing towards it.
+struct NicRoute {
+  uint32_t edge = 0;         ///< index of its edge switch among edge switches
+  uint32_t tor = 0;          ///< local switch row
+  uint32_t tor_port = 0;
+};
+struct NicRouteTable : Archetype<NicRoute> {
+  static constexpr const char* kName = "NicRoute";
+  static constexpr bool kStatic = true;
+};
+
+// --- flows -----------------------------------------------------------------------------
+struct FlowSpec {
+  uint32_t src_nic = 0;
+  uint32_t dst_nic = 0;
+  int64_t bytes = 0;
+  int64_t start_ps = 0;
+  uint64_t id = 0;           ///< flow id (the low bits of its key); hashed by ECMP
+  uint32_t prio = 3;
+  uint32_t pad = 0;
+};
+/// Sender side, written only by the source NIC.
+struct FlowSend {
+  int64_t next_seq = 0;      ///< next byte to send
+  int64_t una = 0;           ///< first unacknowledged byte
+  int64_t max_sent = 0;      ///< highest byte ever sent (for retransmission counting)
+  int64_t next_send_ps = 0;  ///< pacing
+  int64_t rto_deadline_ps = 0;
+  int64_t rate_bps = 0;      ///< current sending rate
+  int64_t window_bytes = 0;  ///< 0 = no window
+  int64_t retransmits = 0;
+  uint32_t timeouts = 0;
+  uint32_t started = 0;
+};
+/// Congestion-control state (one layout for the three algorithms).
+struct FlowCc {
+  int64_t target_bps = 0;    ///< DCQCN Rt
+  int64_t committed_bps = 0; ///< HPCC Rc
+  double alpha = 1.0;        ///< DCQCN/DCTCP α
+  double u = 1.0;            ///< HPCC utilisation estimate
+  int64_t alpha_next_ps = 0; ///< DCQCN timers (0 = not started)
+  int64_t decrease_next_ps = 0;
+  int64_t increase_next_ps = 0;
+  int64_t update_seq = 0;    ///< HPCC: commit when an ACK passes this; DCTCP: window end
+  int64_t cut_seq = 0;       ///< DCTCP: no second cut before this
+  int64_t acked_in_window = 0;
+  int64_t marked_in_window = 0;
+  uint32_t stage = 0;
+  uint32_t flags = 0;        ///< DCQCN: CNP seen for α / for decrease; first CNP seen
+  uint32_t int_hops = 0;     ///< HPCC: hops of the previous INT sample
+  uint32_t pad = 0;
+  IntHop prev[kMaxIntHops];
+};
+/// Receiver side, written only by the destination NIC.
+struct FlowRecv {
+  int64_t expected = 0;      ///< next in-order byte
+  int64_t last_nack_ps = -1;
+  int64_t last_nack_seq = -1;
+  uint32_t since_ack = 0;
+  uint32_t pad = 0;
+  uint64_t ooo[4] = {0, 0, 0, 0};  ///< spraying: packets received beyond `expected` (bitmap)
+};
+inline constexpr int kOooPackets = 256;
+struct Flow : Archetype<FlowSpec, FlowSend, FlowCc, FlowRecv> {
+  static constexpr const char* kName = "Flow";
+};
+
+/// One completed flow (created when its last byte is acknowledged).
+struct FlowResult {
+  uint64_t id = 0;
+  uint32_t src_nic = 0;
+  uint32_t dst_nic = 0;
+  int64_t bytes = 0;
+  int64_t start_ps = 0;
+  int64_t finish_ps = 0;
+  int64_t retransmits = 0;
+};
+struct FlowRecord : Archetype<FlowResult> {
+  static constexpr const char* kName = "FlowRecord";
+};
+
+/// Per-experiment counters (one row per experiment), summed with atomics.
+struct NetCounters {
+  int64_t packets_sent = 0;   ///< data packets put on NIC links (with retransmissions)
+  int64_t packet_hops = 0;    ///< packets transmitted by any port (NIC or switch)
+  int64_t ecn_marks = 0;
+  int64_t cnps = 0;           ///< ECN-echo ACKs received by senders
+  int64_t pauses = 0;         ///< PFC pause frames sent
+  int64_t paused_ps = 0;      ///< time egress queues spent paused (at resume)
+  int64_t drops = 0;
+  int64_t retransmits = 0;    ///< data packets sent again
+  int64_t timeouts = 0;
+  int64_t nacks = 0;
+  int64_t flows_done = 0;
+  int64_t overflow = 0;       ///< pooled storage exhausted (a sizing problem, reported)
+};
+struct NetStats : Archetype<NetCounters> {
+  static constexpr const char* kName = "NetStats";
+  static constexpr bool kStatic = true;
+};
+
+/// Path quantities of an experiment that CC needs (computed by the host from the topology).
+struct NetExperiment {
+  NetworkConfig network;
+  int64_t base_rtt_ps = 0;   ///< T: maximum idle RTT over NIC pairs (HPCC default)
+  int64_t bdp_bytes = 0;     ///< T × NIC rate: the initial window
+};
+
+/// World status bit raised when pooled packet storage is exhausted (a sizing problem).
+inline constexpr uint32_t kStatusPacketPool = 1u << 16;
+
+/// Every network archetype, for composing a world.
+using NetworkArchetypes = TypeList<Nic, Switch, Port, Link, LinkSlot, SwitchSlot, NicSlot, RouteIndexTable,
+                                   RouteSetTable, RoutePortTable, NicRouteTable, Flow, FlowRecord, NetStats>;
+
+}  // namespace mv::net

@@ -1,0 +1,90 @@
+/**
+ * @file config.hpp
+ * Per-experiment network parameters: packet format, congestion control, ECN, PFC, load
+ * balancing and loss recovery. Defaults and semantics follow ../shared/reference/network.md
+ * (the HPCC authors' ns-3 code); every field is overridable per experiment.
+ */
+#pragma once
+
+#include <cstdint>
+
+#include "ecs/units.hpp"
+
+namespace mv::net {
+
+/// Congestion control of an experiment.
+enum class CcKind : uint8_t { kNone = 0, kDcqcn = 1, kHpcc = 2, kDctcp = 3 };
+
+/// How a switch picks among equal-cost next hops.
+enum class LoadBalance : uint8_t {
+  kEcmp = 0,   ///< per-flow hash of (src, dst, flow id) salted with the switch id
+  kSpray = 1,  ///< per-packet random choice; needs the out-of-order receiver
+};
+
+/// DCQCN (reaction point in the NIC-firmware variant of the reference). Rates in b/s.
+struct DcqcnParams {
+  double g = 1.0 / 256;                     ///< α gain
+  int64_t alpha_interval_ps = 1'000'000;    ///< α timer (1 µs)
+  int64_t decrease_interval_ps = 4'000'000; ///< rate-decrease timer (4 µs)
+  int64_t increase_interval_ps = 300'000'000;  ///< rate-increase timer (300 µs)
+  uint32_t fast_recovery_stages = 1;        ///< F
+  int64_t rai_per_25g_bps = 5'000'000;      ///< additive increase, scaled by line rate / 25 Gb/s
+  int64_t rhai_per_25g_bps = 50'000'000;    ///< hyper increase, scaled likewise
+  int64_t rmin_bps = 1'000'000'000;         ///< floor of the current rate
+};
+
+/// HPCC (rate-based form). The base RTT defaults to the maximum over NIC pairs.
+struct HpccParams {
+  double eta = 0.95;                 ///< target utilisation
+  uint32_t max_stage = 0;            ///< additive-increase stages before a multiplicative step
+  int64_t rai_bps = 50'000'000;      ///< additive increase per update
+  int64_t rmin_bps = 100'000'000;    ///< floor of the rate
+  int64_t base_rtt_ps = 0;           ///< T; 0 = computed from the topology
+};
+
+/// DCTCP in the hardware (rate and window) form of the reference.
+struct DctcpParams {
+  double g = 1.0 / 16;               ///< α gain
+  int64_t rai_bps = 615'000'000;     ///< additive increase per window
+  int64_t rmin_bps = 100'000'000;    ///< floor of the rate
+  int64_t k_per_10g_bytes = 30'000;  ///< marking threshold, scaled by port rate / 10 Gb/s
+};
+
+/// RED/ECN marking at switch egress (per port and priority, decided at dequeue).
+struct EcnParams {
+  bool enabled = true;
+  int64_t kmin_per_25g_bytes = 100'000;  ///< scaled by port rate / 25 Gb/s
+  int64_t kmax_per_25g_bytes = 400'000;
+  double pmax = 0.2;
+};
+
+/// Shared switch buffer and priority flow control.
+struct PfcParams {
+  bool enabled = true;
+  int64_t buffer_bytes = 32LL * 1024 * 1024;  ///< shared buffer per switch
+  int64_t reserve_bytes = 4 * 1024;           ///< guaranteed per ingress queue
+  int64_t resume_offset_bytes = 3 * 1024;     ///< XON hysteresis
+  int32_t headroom_rtts = 3;                  ///< headroom per port = this × rate × link delay
+  bool dynamic_threshold = true;              ///< else a static XOFF threshold
+  int64_t static_xoff_bytes = 256 * 1024;     ///< used when dynamic_threshold is false
+};
+
+/// Everything network-side that an experiment may set.
+struct NetworkConfig {
+  CcKind cc = CcKind::kDcqcn;
+  LoadBalance load_balance = LoadBalance::kEcmp;
+  int32_t payload_bytes = 1000;       ///< data payload per packet
+  int32_t ack_interval = 1;           ///< ACK every this many data packets
+  bool ack_high_priority = true;      ///< ACK/NACK in the strict-priority queue 0
+  int64_t nack_interval_ps = 500'000'000;  ///< at most one NACK per gap per this time (500 µs)
+  int64_t rto_ps = 1'000'000'000;     ///< retransmission timeout (1 ms)
+  bool window = false;                ///< window limit for DCQCN (HPCC and DCTCP always use one)
+  int32_t switch_packet_slots = 16384;///< packet records per switch (pooled storage)
+  DcqcnParams dcqcn;
+  HpccParams hpcc;
+  DctcpParams dctcp;
+  EcnParams ecn;
+  PfcParams pfc;
+};
+
+}  // namespace mv::net

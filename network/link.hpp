@@ -1,0 +1,91 @@
+/**
+ * @file link.hpp
+ * Hand-off of packets across a directed link through its ring (see LinkRing). One unit
+ * (a NIC or a switch) produces into a link, another consumes from it; they never write the
+ * same word in one step, so no lock is needed and the consumer sees exactly the packets
+ * sent in earlier steps, which all arrive at least one lookahead after they were sent.
+ */
+#pragma once
+
+#include <cstdint>
+
+#include "ecs/atomic.hpp"
+#include "ecs/macros.hpp"
+#include "ecs/table.hpp"
+#include "network/components.hpp"
+
+namespace mv::net {
+
+/// Access to the link rings of one experiment for one step.
+struct LinkRings {
+  TableView<Link>* links;
+  TableView<LinkSlot>* slots;
+  int64_t link_base;  ///< global row of the experiment's link 0
+  int64_t slot_base;  ///< global row of the experiment's slot 0
+  int par;            ///< this step's parity
+  int prev;           ///< the previous step's parity
+
+  MV_HD LinkInfo& info(uint32_t link) const { return links->get<LinkInfo>(link_base + link); }
+  MV_HD LinkRing& ring(uint32_t link) const { return links->get<LinkRing>(link_base + link); }
+
+  /// Producer, once per step before pushing: continue from last step's tail.
+  MV_HD void beginProduce(uint32_t link) const { ring(link).tail[par] = ring(link).tail[prev]; }
+  /// Consumer, once per step before popping: continue from last step's head.
+  MV_HD void beginConsume(uint32_t link) const { ring(link).head[par] = ring(link).head[prev]; }
+
+  /// Puts a packet on the wire. False when the ring is full (a sizing problem).
+  MV_HD bool push(uint32_t link, const Packet& p) const {
+    LinkRing& r = ring(link);
+    const LinkInfo& li = info(link);
+    if (r.tail[par] - r.head[prev] >= li.capacity) return false;
+    slots->get<Packet>(slot_base + li.slot_base + r.tail[par] % li.capacity) = p;
+    r.tail[par] += 1;
+    return true;
+  }
+  /// The next packet that arrived before `end`, or nullptr.
+  MV_HD const Packet* peek(uint32_t link, int64_t end) const {
+    const LinkRing& r = ring(link);
+    if (r.head[par] >= r.tail[prev]) return nullptr;
+    const LinkInfo& li = info(link);
+    const Packet& p = slots->get<Packet>(slot_base + li.slot_base + r.head[par] % li.capacity);
+    return p.time_ps < end ? &p : nullptr;
+  }
+  /// Arrival time of the next visible packet (any time), or INT64_MAX.
+  MV_HD int64_t nextArrival(uint32_t link) const {
+    const LinkRing& r = ring(link);
+    if (r.head[par] >= r.tail[prev]) return INT64_MAX;
+    const LinkInfo& li = info(link);
+    return slots->get<Packet>(slot_base + li.slot_base + r.head[par] % li.capacity).time_ps;
+  }
+  MV_HD void pop(uint32_t link) const { ring(link).head[par] += 1; }
+};
+
+/// The rings of experiment `e` of a world for the current step.
+template <class WV>
+MV_HD LinkRings linkRings(WV& world, ExpId e) {
+  TableView<Link>& links = world.template table<Link>();
+  TableView<LinkSlot>& slots = world.template table<LinkSlot>();
+  const int par = static_cast<int>(world.clocks[e].steps & 1);
+  return LinkRings{&links, &slots, links.expBegin(e), slots.expBegin(e), par, par ^ 1};
+}
+
+/// Per-step counter deltas of one unit, added to the experiment's row once at the end.
+struct CounterDelta {
+  NetCounters c;
+  MV_HD void flush(NetCounters& to) const {
+    if (c.packets_sent) atomicFetchAdd<int64_t>(&to.packets_sent, c.packets_sent);
+    if (c.packet_hops) atomicFetchAdd<int64_t>(&to.packet_hops, c.packet_hops);
+    if (c.ecn_marks) atomicFetchAdd<int64_t>(&to.ecn_marks, c.ecn_marks);
+    if (c.cnps) atomicFetchAdd<int64_t>(&to.cnps, c.cnps);
+    if (c.pauses) atomicFetchAdd<int64_t>(&to.pauses, c.pauses);
+    if (c.paused_ps) atomicFetchAdd<int64_t>(&to.paused_ps, c.paused_ps);
+    if (c.drops) atomicFetchAdd<int64_t>(&to.drops, c.drops);
+    if (c.retransmits) atomicFetchAdd<int64_t>(&to.retransmits, c.retransmits);
+    if (c.timeouts) atomicFetchAdd<int64_t>(&to.timeouts, c.timeouts);
+    if (c.nacks) atomicFetchAdd<int64_t>(&to.nacks, c.nacks);
+    if (c.flows_done) atomicFetchAdd<int64_t>(&to.flows_done, c.flows_done);
+    if (c.overflow) atomicFetchAdd<int64_t>(&to.overflow, c.overflow);
+  }
+};
+
+}  // namespace mv::net

@@ -1,0 +1,397 @@
+/**
+ * @file nic_system.hpp
+ * The NIC system: one invocation advances one NIC and all its flows through the step's
+ * window, event by event at exact picosecond times (pacing and arbitration couple them, so
+ * they are never split across threads). Events, in time order (ties: arrival, timeout,
+ * transmission):
+ *   - a packet arrives from the switch: data (receiver: ACK/NACK into the control ring),
+ *     ACK/NACK (sender: progress, congestion control, completion), PFC pause/resume;
+ *   - a retransmission timeout fires (go-back-N from the first unacknowledged byte);
+ *   - the link is free and something may be sent: control packets first, then the next
+ *     eligible flow in round-robin order of flow keys (eligible: started, bytes left,
+ *     window open, pacing time reached, priority not paused).
+ * A NIC writes its own row, the sender side of its flows (FlowSend, FlowCc) and the
+ * receiver side of flows towards it (FlowRecv): disjoint columns, one writer each.
+ */
+#pragma once
+
+#include <cstdint>
+
+#include "ecs/system.hpp"
+#include "network/cc.hpp"
+#include "network/components.hpp"
+#include "network/link.hpp"
+
+namespace mv::net {
+
+/// Wire bytes of a data packet with `payload` bytes under `cc`.
+MV_HD constexpr int32_t dataWireBytes(int32_t payload, CcKind cc) {
+  return payload + kDataHeaderBytes + (cc == CcKind::kHpcc ? kIntHeaderBytes : 0);
+}
+
+/// Row range [lo, hi) of the flows whose source is `nic` in experiment `e`.
+MV_HD inline void flowRangeOf(const TableView<Flow>& flows, ExpId e, uint32_t nic, int64_t& lo, int64_t& hi) {
+  const uint64_t first = flowKey(nic, 0);
+  const uint64_t last = flowKey(nic + 1, 0);
+  int64_t a = flows.expBegin(e);
+  int64_t b = flows.expEnd(e);
+  while (a < b) {
+    const int64_t m = (a + b) / 2;
+    if (flows.key[m] < first) a = m + 1; else b = m;
+  }
+  lo = a;
+  b = flows.expEnd(e);
+  while (a < b) {
+    const int64_t m = (a + b) / 2;
+    if (flows.key[m] < last) a = m + 1; else b = m;
+  }
+  hi = a;
+}
+
+/// Row of the flow with key `k` in experiment `e`, or -1.
+MV_HD inline int64_t flowRowByKey(const TableView<Flow>& flows, ExpId e, uint64_t k) {
+  int64_t a = flows.expBegin(e);
+  int64_t b = flows.expEnd(e);
+  while (a < b) {
+    const int64_t m = (a + b) / 2;
+    if (flows.key[m] < k) a = m + 1; else b = m;
+  }
+  return a < flows.expEnd(e) && flows.key[a] == k ? a : -1;
+}
+
+template <class WV>
+struct NicSystem {
+  static constexpr const char* kName = "nic";
+  static constexpr const char* kWhy =
+      "advance each NIC with its flows: receive, acknowledge, react (CC), pace and transmit at exact times";
+  using Ctx = RowContext<WV>;
+
+  MV_HD static void run(const Ctx& ctx, const NicInfo& info, NicState& st) {
+    Unit u{ctx, info, st};
+    u.step();
+  }
+
+ private:
+  struct Unit {
+    const Ctx& ctx;
+    const NicInfo& info;
+    NicState& st;
+
+    MV_HD void step() {
+      const NetExperiment& ne = ctx.config().net;
+      const LinkRings rings = linkRings(*ctx.world, ctx.exp);
+      TableView<Flow>& flows = ctx.template table<Flow>();
+      rings.beginProduce(info.tx_link);
+      rings.beginConsume(info.rx_link);
+      int64_t lo = 0;
+      int64_t hi = 0;
+      flowRangeOf(flows, ctx.exp, info.nic, lo, hi);
+      const CcPath path{info.rate_bps, ne.base_rtt_ps, ne.bdp_bytes};
+      CounterDelta delta;
+      int64_t first_push = INT64_MAX;
+      const int64_t end = ctx.window_end.ps;
+      for (;;) {
+        const Packet* arrival = rings.peek(info.rx_link, end);
+        const int64_t t_arr = arrival != nullptr ? arrival->time_ps : INT64_MAX;
+        int64_t rto_row = -1;
+        const int64_t t_rto = earliestTimeout(flows, lo, hi, rto_row);
+        int64_t flow_row = -1;
+        const int64_t t_tx = nextTransmit(ne.network, flows, lo, hi, flow_row);
+        const int64_t t = t_arr < t_rto ? (t_arr < t_tx ? t_arr : t_tx) : (t_rto < t_tx ? t_rto : t_tx);
+        if (t >= end) break;
+        if (t == t_arr) {
+          const Packet p = *arrival;
+          rings.pop(info.rx_link);
+          receive(ne, path, flows, p, delta);
+        } else if (t == t_rto) {
+          timeout(flows, rto_row, t, delta);
+        } else {
+          transmit(ne, path, rings, flows, flow_row, t, delta, first_push);
+        }
+      }
+      delta.flush(ctx.template table<NetStats>().template get<NetCounters>(ctx.template table<NetStats>().expBegin(ctx.exp)));
+      // Report every pending event: packets still on the incoming wire, timeouts, sends.
+      int64_t wake = first_push;
+      const int64_t next_arrival = rings.nextArrival(info.rx_link);
+      wake = next_arrival < wake ? next_arrival : wake;
+      int64_t unused = -1;
+      const int64_t next_rto = earliestTimeout(flows, lo, hi, unused);
+      wake = next_rto < wake ? next_rto : wake;
+      const int64_t next_tx = nextTransmit(ne.network, flows, lo, hi, unused);
+      wake = next_tx < wake ? next_tx : wake;
+      if (wake != INT64_MAX) ctx.wakeAt(Picoseconds{wake});
+    }
+
+    // --- sending ----------------------------------------------------------------------
+    MV_HD bool ctrlPending() const { return st.ctrl_head < st.ctrl_tail; }
+    MV_HD Packet& ctrlSlot(int64_t pos) const {
+      TableView<NicSlot>& slots = ctx.template table<NicSlot>();
+      return slots.template get<Packet>(slots.expBegin(ctx.exp) + info.ctrl_base + pos % info.ctrl_capacity);
+    }
+
+    /// Earliest time this flow may send its next packet, or INT64_MAX.
+    MV_HD int64_t flowReady(const NetworkConfig& cfg, const TableView<Flow>& flows, int64_t row) const {
+      const FlowSpec& spec = flows.template get<FlowSpec>(row);
+      const FlowSend& s = flows.template get<FlowSend>(row);
+      if (flows.dead[row] != 0u) return INT64_MAX;
+      if (s.next_seq >= spec.bytes) return INT64_MAX;
+      if (s.started != 0u && s.window_bytes > 0 && s.next_seq - s.una >= s.window_bytes) return INT64_MAX;
+      if ((st.paused >> spec.prio) & 1u) return INT64_MAX;
+      (void)cfg;
+      const int64_t t = s.started != 0u ? s.next_send_ps : spec.start_ps;
+      return t > spec.start_ps ? t : spec.start_ps;
+    }
+
+    /// When the link can next send something and which flow (-1: a control packet).
+    MV_HD int64_t nextTransmit(const NetworkConfig& cfg, const TableView<Flow>& flows, int64_t lo, int64_t hi,
+                               int64_t& row) const {
+      row = -1;
+      if (ctrlPending() && ((st.paused & 1u) == 0u)) {
+        const int64_t ready = ctrlSlot(st.ctrl_head).time_ps;
+        return ready > st.busy_until_ps ? ready : st.busy_until_ps;
+      }
+      int64_t earliest = INT64_MAX;
+      for (int64_t r = lo; r < hi; ++r) {
+        const int64_t t = flowReady(cfg, flows, r);
+        earliest = t < earliest ? t : earliest;
+      }
+      if (earliest == INT64_MAX) return INT64_MAX;
+      const int64_t when = earliest > st.busy_until_ps ? earliest : st.busy_until_ps;
+      // Round robin: the first flow after the last served key that is ready by `when`.
+      int64_t first_ready = -1;
+      for (int64_t r = lo; r < hi; ++r) {
+        if (flowReady(cfg, flows, r) > when) continue;
+        if (first_ready < 0) first_ready = r;
+        if (flows.key[r] > st.rr_key) {
+          row = r;
+          return when;
+        }
+      }
+      row = first_ready;
+      return when;
+    }
+
+    MV_HD void transmit(const NetExperiment& ne, const CcPath& path, const LinkRings& rings, TableView<Flow>& flows,
+                        int64_t row, int64_t t, CounterDelta& delta, int64_t& first_push) {
+      const NetworkConfig& cfg = ne.network;
+      Packet p;
+      if (row < 0) {
+        p = ctrlSlot(st.ctrl_head);
+        st.ctrl_head += 1;
+      } else {
+        const FlowSpec& spec = flows.template get<FlowSpec>(row);
+        FlowSend& s = flows.template get<FlowSend>(row);
+        FlowCc& cc = flows.template get<FlowCc>(row);
+        if (s.started == 0u) {
+          ccStart(cfg, path, cc, s);
+          s.started = 1;
+        }
+        if (cfg.cc == CcKind::kDcqcn) dcqcnAdvance(cfg.dcqcn, path, cc, s, t);
+        const int64_t left = spec.bytes - s.next_seq;
+        const int32_t payload = static_cast<int32_t>(left < cfg.payload_bytes ? left : cfg.payload_bytes);
+        p.kind = PacketKind::kData;
+        p.seq = s.next_seq;
+        p.flow_id = spec.id;
+        p.src_nic = spec.src_nic;
+        p.dst_nic = spec.dst_nic;
+        p.payload = static_cast<uint16_t>(payload);
+        p.prio = static_cast<uint8_t>(spec.prio);
+        p.wire_bytes = static_cast<uint32_t>(dataWireBytes(payload, cfg.cc));
+        if (s.next_seq < s.max_sent) {
+          p.flags |= kFlagRetransmit;
+          s.retransmits += 1;
+          delta.c.retransmits += 1;
+        }
+        if (s.una == s.next_seq) s.rto_deadline_ps = t + cfg.rto_ps;
+        s.next_seq += payload;
+        s.max_sent = s.next_seq > s.max_sent ? s.next_seq : s.max_sent;
+        s.next_send_ps = t + serializationTime(Bytes{p.wire_bytes}, BitsPerSecond{s.rate_bps}).ps;
+        st.rr_key = flows.key[row];
+        delta.c.packets_sent += 1;
+      }
+      const int64_t ser = serializationTime(Bytes{p.wire_bytes}, BitsPerSecond{info.rate_bps}).ps;
+      st.busy_until_ps = t + ser;
+      p.time_ps = t + ser + info.delay_ps;
+      delta.c.packet_hops += 1;
+      if (rings.push(info.tx_link, p)) {
+        first_push = p.time_ps < first_push ? p.time_ps : first_push;
+      } else {
+        delta.c.overflow += 1;
+        atomicFetchOr<uint32_t>(&ctx.world->status, kStatusPacketPool);
+      }
+    }
+
+    // --- timeouts -----------------------------------------------------------------------
+    MV_HD int64_t earliestTimeout(const TableView<Flow>& flows, int64_t lo, int64_t hi, int64_t& row) const {
+      int64_t best = INT64_MAX;
+      for (int64_t r = lo; r < hi; ++r) {
+        const FlowSend& s = flows.template get<FlowSend>(r);
+        if (flows.dead[r] != 0u || s.una >= s.next_seq || s.rto_deadline_ps == 0) continue;
+        if (s.rto_deadline_ps < best) {
+          best = s.rto_deadline_ps;
+          row = r;
+        }
+      }
+      return best;
+    }
+
+    MV_HD void timeout(TableView<Flow>& flows, int64_t row, int64_t t, CounterDelta& delta) {
+      FlowSend& s = flows.template get<FlowSend>(row);
+      s.next_seq = s.una;
+      s.next_send_ps = t;
+      s.rto_deadline_ps = 0;
+      s.timeouts += 1;
+      delta.c.timeouts += 1;
+    }
+
+    // --- receiving ----------------------------------------------------------------------
+    MV_HD void sendControl(const Packet& p, CounterDelta& delta) {
+      if (st.ctrl_tail - st.ctrl_head >= info.ctrl_capacity) {
+        delta.c.overflow += 1;
+        atomicFetchOr<uint32_t>(&ctx.world->status, kStatusPacketPool);
+        return;
+      }
+      ctrlSlot(st.ctrl_tail) = p;
+      st.ctrl_tail += 1;
+    }
+
+    MV_HD void receive(const NetExperiment& ne, const CcPath& path, TableView<Flow>& flows, const Packet& p,
+                       CounterDelta& delta) {
+      const NetworkConfig& cfg = ne.network;
+      if (p.kind == PacketKind::kPause) {
+        st.paused |= 1u << p.prio;
+        return;
+      }
+      if (p.kind == PacketKind::kResume) {
+        st.paused &= ~(1u << p.prio);
+        return;
+      }
+      if (p.kind == PacketKind::kData) {
+        const int64_t row = flowRowByKey(flows, ctx.exp, flowKey(p.src_nic, p.flow_id));
+        if (row < 0) return;  // a late duplicate of a finished flow
+        receiveData(cfg, flows, row, p, delta);
+        return;
+      }
+      const int64_t row = flowRowByKey(flows, ctx.exp, flowKey(p.dst_nic, p.flow_id));
+      if (row < 0 || flows.dead[row] != 0u) return;
+      receiveFeedback(cfg, path, flows, row, p, delta);
+    }
+
+    MV_HD void receiveData(const NetworkConfig& cfg, TableView<Flow>& flows, int64_t row, const Packet& p,
+                           CounterDelta& delta) {
+      const FlowSpec& spec = flows.template get<FlowSpec>(row);
+      FlowRecv& r = flows.template get<FlowRecv>(row);
+      const bool tolerant = cfg.load_balance == LoadBalance::kSpray;
+      bool ack = false;
+      if (p.seq == r.expected) {
+        r.expected += p.payload;
+        if (tolerant) absorbOutOfOrder(cfg, spec, r);
+        r.since_ack += 1;
+        ack = r.since_ack >= static_cast<uint32_t>(cfg.ack_interval) || r.expected >= spec.bytes;
+      } else if (p.seq > r.expected) {
+        if (tolerant) {
+          markOutOfOrder(cfg, r, p.seq);
+          ack = true;
+        } else if (r.last_nack_seq != r.expected || p.time_ps - r.last_nack_ps >= cfg.nack_interval_ps) {
+          r.last_nack_seq = r.expected;
+          r.last_nack_ps = p.time_ps;
+          Packet nack = feedback(cfg, p, PacketKind::kNack, r.expected);
+          delta.c.nacks += 1;
+          sendControl(nack, delta);
+        }
+      } else {
+        ack = true;  // a duplicate: tell the sender again where we are
+      }
+      if (ack) {
+        r.since_ack = 0;
+        sendControl(feedback(cfg, p, PacketKind::kAck, r.expected), delta);
+      }
+    }
+
+    /// An ACK or NACK for data packet `p`, echoing its CE mark and INT records.
+    MV_HD Packet feedback(const NetworkConfig& cfg, const Packet& p, PacketKind kind, int64_t expected) const {
+      Packet a;
+      a.kind = kind;
+      a.time_ps = p.time_ps;
+      a.seq = expected;
+      a.flow_id = p.flow_id;
+      a.src_nic = p.dst_nic;
+      a.dst_nic = p.src_nic;
+      a.prio = static_cast<uint8_t>(cfg.ack_high_priority ? kControlPriority : p.prio);
+      a.flags = static_cast<uint8_t>((p.flags & kFlagCe) != 0u ? uint32_t{kFlagEcnEcho} : 0u);
+      a.hops = p.hops;
+      for (int i = 0; i < p.hops; ++i) a.hop[i] = p.hop[i];
+      a.wire_bytes = static_cast<uint32_t>(cfg.cc == CcKind::kHpcc ? kAckIntBytes : kAckBytes);
+      return a;
+    }
+
+    MV_HD static void markOutOfOrder(const NetworkConfig& cfg, FlowRecv& r, int64_t seq) {
+      const int64_t k = (seq - r.expected) / cfg.payload_bytes - 1;
+      if (k >= 0 && k < kOooPackets) r.ooo[k / 64] |= uint64_t{1} << (k % 64);
+    }
+    /// After an in-order packet: consume buffered packets that are now in order.
+    MV_HD static void absorbOutOfOrder(const NetworkConfig& cfg, const FlowSpec& spec, FlowRecv& r) {
+      // The bitmap is relative to the old `expected`; shift it by one packet, then take the
+      // leading run of received packets.
+      shiftBitmap(r, 1);
+      while ((r.ooo[0] & 1u) != 0u && r.expected < spec.bytes) {
+        const int64_t left = spec.bytes - r.expected;
+        r.expected += left < cfg.payload_bytes ? left : cfg.payload_bytes;
+        shiftBitmap(r, 1);
+      }
+    }
+    MV_HD static void shiftBitmap(FlowRecv& r, int n) {
+      for (int s = 0; s < n; ++s) {
+        for (int w = 0; w < 4; ++w) r.ooo[w] = (r.ooo[w] >> 1) | (w < 3 ? (r.ooo[w + 1] & 1u) << 63 : 0u);
+      }
+    }
+
+    MV_HD void receiveFeedback(const NetworkConfig& cfg, const CcPath& path, TableView<Flow>& flows, int64_t row,
+                               const Packet& p, CounterDelta& delta) {
+      const FlowSpec& spec = flows.template get<FlowSpec>(row);
+      FlowSend& s = flows.template get<FlowSend>(row);
+      FlowCc& cc = flows.template get<FlowCc>(row);
+      const int64_t t = p.time_ps;
+      const bool marked = (p.flags & kFlagEcnEcho) != 0u;
+      const int64_t newly = p.seq > s.una ? p.seq - s.una : 0;
+      if (newly > 0) {
+        s.una = p.seq;
+        s.rto_deadline_ps = s.una < s.next_seq ? t + cfg.rto_ps : 0;
+      }
+      if (p.kind == PacketKind::kNack && p.seq < s.next_seq) {
+        s.next_seq = p.seq;  // go back N
+        s.next_send_ps = t;
+      }
+      if (marked) delta.c.cnps += 1;
+      switch (cfg.cc) {
+        case CcKind::kDcqcn:
+          if (marked) {
+            dcqcnOnCnp(cfg.dcqcn, path, cc, s, t);
+          } else {
+            dcqcnAdvance(cfg.dcqcn, path, cc, s, t);
+          }
+          break;
+        case CcKind::kHpcc:
+          hpccOnAck(cfg.hpcc, path, cc, s, p.hop, p.hops, p.seq);
+          break;
+        case CcKind::kDctcp:
+          dctcpOnAck(cfg.dctcp, path, cc, s, newly, marked, p.seq);
+          break;
+        case CcKind::kNone:
+          break;
+      }
+      if (s.una >= spec.bytes) finish(flows, row, t, delta);
+    }
+
+    MV_HD void finish(TableView<Flow>& flows, int64_t row, int64_t t, CounterDelta& delta) {
+      const FlowSpec& spec = flows.template get<FlowSpec>(row);
+      const FlowSend& s = flows.template get<FlowSend>(row);
+      FlowResult res{spec.id, spec.src_nic, spec.dst_nic, spec.bytes, spec.start_ps, t, s.retransmits};
+      ctx.template table<FlowRecord>().create(ctx.exp, flows.key[row], res);
+      flows.destroyRow(row);
+      delta.c.flows_done += 1;
+    }
+  };
+};
+
+}  // namespace mv::net

@@ -1,0 +1,66 @@
+/**
+ * @file packet.hpp
+ * The packet record that travels on links and waits in queues: a small fixed struct kept in
+ * pooled storage (link rings, switch packet pools, NIC control rings). Wire sizes follow
+ * ../shared/reference/network.md.
+ */
+#pragma once
+
+#include <cstdint>
+
+#include "ecs/macros.hpp"
+
+namespace mv::net {
+
+enum class PacketKind : uint8_t { kData = 0, kAck = 1, kNack = 2, kPause = 3, kResume = 4 };
+
+/// Packet flags.
+enum PacketFlag : uint8_t {
+  kFlagCe = 1u << 0,       ///< congestion experienced (set by a switch)
+  kFlagEcnEcho = 1u << 1,  ///< ACK echoes a CE mark (a CNP for DCQCN)
+  kFlagRetransmit = 1u << 2,
+};
+
+inline constexpr int kMaxIntHops = 5;
+inline constexpr int kPriorities = 8;
+inline constexpr int kControlPriority = 0;
+
+/// Wire sizes in bytes.
+inline constexpr int32_t kDataHeaderBytes = 48;  ///< L2 14 + IPv4 20 + UDP 8 + seq/prio 6
+inline constexpr int32_t kIntHeaderBytes = 42;   ///< HPCC INT: 2 + 8 per hop, 5 hops
+inline constexpr int32_t kAckBytes = 60;
+inline constexpr int32_t kAckIntBytes = 88;
+inline constexpr int32_t kPfcBytes = 43;
+
+/// One INT record pushed by a switch egress (HPCC). Counters wrap at 2^32; only their
+/// differences between consecutive ACKs are used.
+struct IntHop {
+  uint32_t ts_ps = 0;       ///< dequeue time, low 32 bits of picoseconds
+  uint32_t tx_bytes = 0;    ///< bytes the port sent before this packet (low 32 bits)
+  uint32_t qlen_bytes = 0;  ///< bytes queued on the port (all priorities) after removal
+  uint32_t rate_mbps = 0;   ///< port rate
+};
+
+/// A packet. `time_ps` is when it is fully received at the far end of its current link
+/// (in a link ring), or when it entered its queue (in a switch or NIC).
+struct Packet {
+  int64_t time_ps = 0;
+  int64_t seq = 0;          ///< data: first payload byte; ACK/NACK: next expected byte
+  uint64_t flow_id = 0;     ///< id of its flow (the flow's key is flowKey(data source, id))
+  uint32_t src_nic = 0;
+  uint32_t dst_nic = 0;
+  uint32_t next = 0;        ///< pool link (queue or free list)
+  uint16_t payload = 0;
+  uint16_t in_port = 0;     ///< ingress port at the current switch
+  PacketKind kind = PacketKind::kData;
+  uint8_t prio = 0;         ///< queue class; for PFC frames the class paused/resumed
+  uint8_t flags = 0;
+  uint8_t hops = 0;         ///< INT records carried
+  uint32_t wire_bytes = 0;
+  IntHop hop[kMaxIntHops];
+
+  MV_HD bool isControl() const { return kind != PacketKind::kData; }
+};
+static_assert(sizeof(Packet) == 128, "packets are fixed 128-byte records");
+
+}  // namespace mv::net

@@ -1,0 +1,364 @@
+/**
+ * @file switch_system.hpp
+ * The switch system: one invocation advances one switch through the step's window, event
+ * by event at exact picosecond times. All its ports are advanced together because they
+ * share state with zero delay (the shared buffer, the PFC thresholds): this is exact for
+ * any lookahead. Events (ties: arrivals before transmissions, then by port number):
+ *   - a packet arrives on port i: PFC frames pause or resume our egress on i; other
+ *     packets are routed (ECMP hash or spraying over the equal-cost next hops), admitted
+ *     into the shared buffer (ingress accounting per port and priority, dynamic threshold,
+ *     headroom, drops only when both are exceeded) and queued at their egress; an ingress
+ *     queue over its threshold sends a PFC pause upstream;
+ *   - port j is free and has something to send: a pending PFC frame, else queue 0 (strict
+ *     priority), else round robin over the unpaused data classes. At dequeue: ECN marking
+ *     (RED on the bytes left in that queue), INT record (HPCC), buffer release and, when an
+ *     ingress drains, a PFC resume.
+ * A switch writes only its own row, its ports and its packet pool; links connect it to
+ * other units.
+ */
+#pragma once
+
+#include <cstdint>
+
+#include "ecs/rng.hpp"
+#include "ecs/system.hpp"
+#include "network/components.hpp"
+#include "network/link.hpp"
+
+namespace mv::net {
+
+/// ECMP hash of a packet's (src, dst, flow) tuple salted with the switch id.
+MV_HD constexpr uint64_t ecmpHash(uint32_t src, uint32_t dst, uint64_t flow, uint32_t salt) {
+  return mix64((uint64_t{src} << 32 | dst) ^ mix64(flow ^ (uint64_t{salt} << 40)));
+}
+
+template <class WV>
+struct SwitchSystem {
+  static constexpr const char* kName = "switch";
+  static constexpr const char* kWhy =
+      "advance each switch: route, admit (shared buffer, PFC), queue, mark ECN, stamp INT and transmit at exact times";
+  using Ctx = RowContext<WV>;
+
+  MV_HD static void run(const Ctx& ctx, const SwitchInfo& info, SwitchState& st) {
+    Unit u{ctx, info, st, linkRings(*ctx.world, ctx.exp), ctx.template table<Port>(),
+           ctx.template table<Port>().expBegin(ctx.exp) + info.port_base};
+    u.step();
+  }
+
+ private:
+  struct Unit {
+    const Ctx& ctx;
+    const SwitchInfo& info;
+    SwitchState& st;
+    LinkRings rings;
+    TableView<Port>& ports;
+    int64_t port0;
+
+    MV_HD PortInfo& pinfo(uint32_t i) const { return ports.template get<PortInfo>(port0 + i); }
+    MV_HD PortQueue& pq(uint32_t i) const { return ports.template get<PortQueue>(port0 + i); }
+    MV_HD PortIngress& ping(uint32_t i) const { return ports.template get<PortIngress>(port0 + i); }
+    MV_HD Packet& slot(uint32_t s) const {
+      TableView<SwitchSlot>& pool = ctx.template table<SwitchSlot>();
+      return pool.template get<Packet>(pool.expBegin(ctx.exp) + info.slot_base + s);
+    }
+
+    MV_HD void step() {
+      const NetworkConfig& cfg = ctx.config().net.network;
+      for (uint32_t i = 0; i < info.port_count; ++i) {
+        rings.beginConsume(pinfo(i).in_link);
+        rings.beginProduce(pinfo(i).out_link);
+      }
+      CounterDelta delta;
+      int64_t first_push = INT64_MAX;
+      const int64_t end = ctx.window_end.ps;
+      for (;;) {
+        int64_t t_arr = INT64_MAX;
+        uint32_t arr_port = 0;
+        int64_t t_tx = INT64_MAX;
+        uint32_t tx_port = 0;
+        for (uint32_t i = 0; i < info.port_count; ++i) {
+          const Packet* p = rings.peek(pinfo(i).in_link, end);
+          if (p != nullptr && p->time_ps < t_arr) {
+            t_arr = p->time_ps;
+            arr_port = i;
+          }
+          if (hasWork(i) && pq(i).busy_until_ps < t_tx) {
+            t_tx = pq(i).busy_until_ps;
+            tx_port = i;
+          }
+        }
+        if (t_arr >= end && t_tx >= end) break;
+        if (t_arr <= t_tx) {
+          const Packet p = *rings.peek(pinfo(arr_port).in_link, end);
+          rings.pop(pinfo(arr_port).in_link);
+          arrive(cfg, arr_port, p, delta);
+        } else {
+          transmit(cfg, tx_port, t_tx, delta, first_push);
+        }
+      }
+      NetCounters& counters =
+          ctx.template table<NetStats>().template get<NetCounters>(ctx.template table<NetStats>().expBegin(ctx.exp));
+      delta.flush(counters);
+      int64_t wake = first_push;
+      for (uint32_t i = 0; i < info.port_count; ++i) {
+        const int64_t a = rings.nextArrival(pinfo(i).in_link);
+        wake = a < wake ? a : wake;
+        if (hasWork(i) && pq(i).busy_until_ps < wake) wake = pq(i).busy_until_ps;
+      }
+      if (wake != INT64_MAX) ctx.wakeAt(Picoseconds{wake});
+    }
+
+    /// Whether port i has a frame it may send now or when it is free.
+    MV_HD bool hasWork(uint32_t i) const {
+      const PortQueue& q = pq(i);
+      if ((q.send_pause | q.send_resume) != 0u) return true;
+      for (int c = 0; c < kPriorities; ++c) {
+        if (q.head[c] != kNone32 && (c == kControlPriority || ((q.paused >> c) & 1u) == 0u)) return true;
+      }
+      return false;
+    }
+
+    // --- buffer accounting (per ingress port and priority) ------------------------------
+    MV_HD int64_t threshold(const PfcParams& pfc, uint32_t port) const {
+      if (!pfc.dynamic_threshold) return pfc.static_xoff_bytes;
+      const int64_t free_shared = pfc.buffer_bytes - info.total_headroom - info.total_reserve - st.shared_used;
+      return (free_shared > 0 ? free_shared : 0) >> pinfo(port).pfc_shift;
+    }
+    MV_HD bool admit(const PfcParams& pfc, uint32_t port, int c, int64_t size) {
+      PortIngress& g = ping(port);
+      if (!pfc.enabled) {
+        if (st.buffer_bytes + size > pfc.buffer_bytes) return false;
+        g.bytes[c] += size;
+        return true;
+      }
+      const int64_t thr = threshold(pfc, port);
+      if (g.bytes[c] + size > pfc.reserve_bytes + thr && g.headroom[c] + size > pinfo(port).headroom_bytes) {
+        return false;
+      }
+      const int64_t new_bytes = g.bytes[c] + size;
+      if (new_bytes <= pfc.reserve_bytes) {
+        g.bytes[c] = new_bytes;
+      } else if (new_bytes - pfc.reserve_bytes > thr) {
+        g.headroom[c] += size;
+      } else {
+        const int64_t above = new_bytes - pfc.reserve_bytes;
+        st.shared_used += size < above ? size : above;
+        g.bytes[c] = new_bytes;
+      }
+      return true;
+    }
+    MV_HD void release(const PfcParams& pfc, uint32_t port, int c, int64_t size) {
+      PortIngress& g = ping(port);
+      if (!pfc.enabled) {
+        g.bytes[c] -= size;
+        return;
+      }
+      const int64_t from_headroom = g.headroom[c] < size ? g.headroom[c] : size;
+      const int64_t above = g.bytes[c] - pfc.reserve_bytes;
+      const int64_t rest = size - from_headroom;
+      const int64_t from_shared = above > 0 ? (rest < above ? rest : above) : 0;
+      g.headroom[c] -= from_headroom;
+      g.bytes[c] -= rest;
+      st.shared_used -= from_shared;
+    }
+    MV_HD bool shouldPause(const PfcParams& pfc, uint32_t port, int c) const {
+      const PortIngress& g = ping(port);
+      return g.headroom[c] > 0 || g.bytes[c] >= pfc.reserve_bytes + threshold(pfc, port);
+    }
+    MV_HD bool shouldResume(const PfcParams& pfc, uint32_t port, int c) const {
+      const PortIngress& g = ping(port);
+      const int64_t shared = g.bytes[c] > pfc.reserve_bytes ? g.bytes[c] - pfc.reserve_bytes : 0;
+      return g.headroom[c] == 0 && (shared == 0 || shared + pfc.resume_offset_bytes <= threshold(pfc, port));
+    }
+    /// Occupancy statistics of port `port`: called just before its queued bytes change.
+    MV_HD void accountOccupancy(PortQueue& q, int64_t t) const {
+      int64_t queued = 0;
+      for (int k = 0; k < kPriorities; ++k) queued += q.bytes[k];
+      q.byte_ps += static_cast<double>(queued) * static_cast<double>(t - q.last_change_ps);
+      q.last_change_ps = t;
+    }
+    MV_HD static void trackMax(PortQueue& q) {
+      int64_t queued = 0;
+      for (int k = 0; k < kPriorities; ++k) queued += q.bytes[k];
+      if (queued > q.max_bytes) q.max_bytes = queued;
+    }
+
+    MV_HD void wakePort(uint32_t port, int64_t t) {
+      if (pq(port).busy_until_ps < t) pq(port).busy_until_ps = t;
+    }
+
+    // --- arrival ------------------------------------------------------------------------
+    MV_HD uint32_t route(const NetworkConfig& cfg, const Packet& p) {
+      TableView<NicRouteTable>& nics = ctx.template table<NicRouteTable>();
+      const NicRoute& nr = nics.template get<NicRoute>(nics.expBegin(ctx.exp) + p.dst_nic);
+      if (nr.tor == static_cast<uint32_t>(ctx.row - ctx.template table<Switch>().expBegin(ctx.exp))) return nr.tor_port;
+      TableView<RouteIndexTable>& idx = ctx.template table<RouteIndexTable>();
+      TableView<RouteSetTable>& sets = ctx.template table<RouteSetTable>();
+      TableView<RoutePortTable>& rports = ctx.template table<RoutePortTable>();
+      const uint32_t set = idx.template get<RouteIndex>(idx.expBegin(ctx.exp) + info.route_base + nr.edge).set;
+      const RouteSet& rs = sets.template get<RouteSet>(sets.expBegin(ctx.exp) + set);
+      uint64_t pick = 0;
+      if (rs.count > 1) {
+        if (cfg.load_balance == LoadBalance::kSpray && p.kind == PacketKind::kData) {
+          pick = ctx.random().below(st.draws++, rs.count);
+        } else {
+          pick = ecmpHash(p.src_nic, p.dst_nic, p.flow_id, info.node) % rs.count;
+        }
+      }
+      return rports.template get<RoutePort>(rports.expBegin(ctx.exp) + rs.offset + pick).port;
+    }
+
+    MV_HD void arrive(const NetworkConfig& cfg, uint32_t port, const Packet& in, CounterDelta& delta) {
+      const int64_t t = in.time_ps;
+      PortQueue& q = pq(port);
+      if (in.kind == PacketKind::kPause || in.kind == PacketKind::kResume) {
+        const uint32_t bit = 1u << in.prio;
+        if (in.kind == PacketKind::kPause) {
+          if ((q.paused & bit) == 0u) q.paused_since_ps[in.prio] = t;
+          q.paused |= bit;
+        } else if ((q.paused & bit) != 0u) {
+          q.paused &= ~bit;
+          delta.c.paused_ps += t - q.paused_since_ps[in.prio];
+          wakePort(port, t);
+        }
+        return;
+      }
+      const uint32_t out = route(cfg, in);
+      const int c = in.prio;
+      const int64_t size = in.wire_bytes;
+      const bool control = c == kControlPriority;
+      if (!control && !admit(cfg.pfc, port, c, size)) {
+        delta.c.drops += 1;
+        return;
+      }
+      if (st.free_count == 0u) {
+        if (!control) release(cfg.pfc, port, c, size);
+        delta.c.overflow += 1;
+        atomicFetchOr<uint32_t>(&ctx.world->status, kStatusPacketPool);
+        return;
+      }
+      const uint32_t s = st.free_head;
+      Packet& p = slot(s);
+      st.free_head = p.next;
+      st.free_count -= 1;
+      p = in;
+      p.in_port = static_cast<uint16_t>(port);
+      p.next = kNone32;
+      st.buffer_bytes += size;
+      PortQueue& oq = pq(out);
+      accountOccupancy(oq, t);
+      if (oq.tail[c] == kNone32) {
+        oq.head[c] = s;
+      } else {
+        slot(oq.tail[c]).next = s;
+      }
+      oq.tail[c] = s;
+      oq.bytes[c] += size;
+      trackMax(oq);
+      wakePort(out, t);
+      if (!control && cfg.pfc.enabled && ((q.xoff >> c) & 1u) == 0u && shouldPause(cfg.pfc, port, c)) {
+        q.xoff |= 1u << c;
+        q.send_pause |= 1u << c;
+        q.send_resume &= ~(1u << c);
+        wakePort(port, t);
+      }
+    }
+
+    // --- transmission -------------------------------------------------------------------
+    MV_HD void transmit(const NetworkConfig& cfg, uint32_t port, int64_t t, CounterDelta& delta, int64_t& first_push) {
+      PortQueue& q = pq(port);
+      const PortInfo& pi = pinfo(port);
+      Packet p;
+      if ((q.send_pause | q.send_resume) != 0u) {
+        const bool pause = q.send_pause != 0u;
+        const uint32_t bits = pause ? q.send_pause : q.send_resume;
+        int c = 0;
+        while (((bits >> c) & 1u) == 0u) ++c;
+        (pause ? q.send_pause : q.send_resume) &= ~(1u << c);
+        p.kind = pause ? PacketKind::kPause : PacketKind::kResume;
+        p.prio = static_cast<uint8_t>(c);
+        p.wire_bytes = kPfcBytes;
+        if (pause) delta.c.pauses += 1;
+      } else {
+        const int c = pickQueue(q);
+        accountOccupancy(q, t);
+        const uint32_t s = q.head[c];
+        p = slot(s);
+        q.head[c] = p.next;
+        if (q.head[c] == kNone32) q.tail[c] = kNone32;
+        q.bytes[c] -= p.wire_bytes;
+        slot(s).next = st.free_head;
+        st.free_head = s;
+        st.free_count += 1;
+        st.buffer_bytes -= p.wire_bytes;
+        if (p.kind == PacketKind::kData) markAndStamp(cfg, port, c, p, t, delta);
+        if (c != kControlPriority) {
+          release(cfg.pfc, p.in_port, c, p.wire_bytes);
+          PortQueue& iq = pq(p.in_port);
+          if (((iq.xoff >> c) & 1u) != 0u && shouldResume(cfg.pfc, p.in_port, c)) {
+            iq.xoff &= ~(1u << c);
+            iq.send_resume |= 1u << c;
+            iq.send_pause &= ~(1u << c);
+            wakePort(p.in_port, t);
+          }
+        }
+      }
+      const int64_t ser = serializationTime(Bytes{p.wire_bytes}, BitsPerSecond{pi.rate_bps}).ps;
+      q.tx_bytes += p.wire_bytes;
+      q.busy_until_ps = t + ser;
+      p.time_ps = t + ser + pi.delay_ps;
+      delta.c.packet_hops += 1;
+      if (rings.push(pi.out_link, p)) {
+        first_push = p.time_ps < first_push ? p.time_ps : first_push;
+      } else {
+        delta.c.overflow += 1;
+        atomicFetchOr<uint32_t>(&ctx.world->status, kStatusPacketPool);
+      }
+    }
+
+    /// Queue 0 first; else round robin over unpaused non-empty classes 1..7.
+    MV_HD int pickQueue(PortQueue& q) const {
+      if (q.head[kControlPriority] != kNone32) return kControlPriority;
+      for (int k = 1; k < kPriorities; ++k) {
+        const int c = 1 + static_cast<int>((q.rr + static_cast<uint32_t>(k)) % (kPriorities - 1));
+        if (q.head[c] != kNone32 && ((q.paused >> c) & 1u) == 0u) {
+          q.rr = static_cast<uint32_t>(c - 1);
+          return c;
+        }
+      }
+      MV_ASSERT(false, "pickQueue called on a port without work");
+      return kControlPriority;
+    }
+
+    MV_HD void markAndStamp(const NetworkConfig& cfg, uint32_t port, int c, Packet& p, int64_t t, CounterDelta& delta) {
+      const PortInfo& pi = pinfo(port);
+      const PortQueue& q = pq(port);
+      if (cfg.ecn.enabled) {
+        const int64_t left = q.bytes[c];
+        double prob = 0;
+        if (left > pi.kmax_bytes) {
+          prob = 1;
+        } else if (left > pi.kmin_bytes) {
+          const double pmax = cfg.cc == CcKind::kDctcp ? 1.0 : cfg.ecn.pmax;
+          prob = pmax * static_cast<double>(left - pi.kmin_bytes) / static_cast<double>(pi.kmax_bytes - pi.kmin_bytes);
+        }
+        if (prob > 0 && (prob >= 1 || ctx.random().uniform(st.draws++) < prob)) {
+          p.flags |= kFlagCe;
+          delta.c.ecn_marks += 1;
+        }
+      }
+      if (cfg.cc == CcKind::kHpcc && p.hops < kMaxIntHops) {
+        int64_t queued = 0;
+        for (int k = 0; k < kPriorities; ++k) queued += q.bytes[k];
+        IntHop& h = p.hop[p.hops];
+        h.ts_ps = static_cast<uint32_t>(t);
+        h.tx_bytes = static_cast<uint32_t>(q.tx_bytes);
+        h.qlen_bytes = static_cast<uint32_t>(queued);
+        h.rate_mbps = static_cast<uint32_t>(pi.rate_bps / 1'000'000);
+        p.hops += 1;
+      }
+    }
+  };
+};
+
+}  // namespace mv::net
