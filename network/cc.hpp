@@ -131,25 +131,41 @@ MV_HD inline void hpccOnAck(const HpccParams& p, const CcPath& path, FlowCc& cc,
 }
 
 // --- DCTCP -------------------------------------------------------------------------------
-/// Per-ACK DCTCP reaction: `newly_acked` bytes, `marked` when the ACK echoes CE.
-MV_HD inline void dctcpOnAck(const DctcpParams& p, const CcPath& path, FlowCc& cc, FlowSend& s, int64_t newly_acked,
+enum DctcpFlag : uint32_t { kDctcpCwr = 1 };
+
+/**
+ * Per-ACK DCTCP reaction (hardware form of the reference). Every window of data (an ACK
+ * passing the sequence sent at the last update) α ← (1−g)α + g·F with F the fraction of
+ * the window's packets whose ACK echoed CE. A marked ACK outside congestion-window
+ * reduction cuts the rate by α/2 and starts a reduction that lasts until the data sent
+ * so far is acknowledged; a new window outside reduction adds R_AI. Window = BDP × rate / line.
+ */
+MV_HD inline void dctcpOnAck(const DctcpParams& p, const CcPath& path, int32_t mtu, FlowCc& cc, FlowSend& s,
                              bool marked, int64_t ack_seq) {
-  cc.acked_in_window += newly_acked;
-  if (marked) cc.marked_in_window += newly_acked;
-  if (marked && ack_seq > cc.cut_seq) {
+  bool new_window = false;
+  if (marked) cc.marked_in_window += 1;
+  if (ack_seq > cc.update_seq) {
+    new_window = true;
+    if (cc.update_seq > 0) {
+      double f = static_cast<double>(cc.marked_in_window) / static_cast<double>(cc.acked_in_window);
+      f = f < 1.0 ? f : 1.0;
+      cc.alpha = (1.0 - p.g) * cc.alpha + p.g * f;
+      cc.marked_in_window = 0;
+      cc.acked_in_window = (s.next_seq - ack_seq) / mtu + 1;
+    } else {
+      cc.acked_in_window = s.next_seq / mtu + 1;
+    }
+    cc.update_seq = s.next_seq;
+  }
+  if ((cc.flags & kDctcpCwr) != 0u && ack_seq > cc.cut_seq) cc.flags &= ~uint32_t{kDctcpCwr};
+  if (marked && (cc.flags & kDctcpCwr) == 0u) {
+    cc.flags |= kDctcpCwr;
+    cc.cut_seq = s.next_seq;
     const double cut = static_cast<double>(s.rate_bps) * (1.0 - cc.alpha / 2.0);
     s.rate_bps = clampRate(static_cast<int64_t>(cut), p.rmin_bps, path.line_bps);
-    cc.cut_seq = s.next_seq;
   }
-  if (ack_seq > cc.update_seq) {
-    const double f = cc.acked_in_window > 0
-                         ? static_cast<double>(cc.marked_in_window) / static_cast<double>(cc.acked_in_window)
-                         : 0.0;
-    cc.alpha = (1.0 - p.g) * cc.alpha + p.g * f;
-    if (cc.marked_in_window == 0) s.rate_bps = clampRate(s.rate_bps + p.rai_bps, p.rmin_bps, path.line_bps);
-    cc.acked_in_window = 0;
-    cc.marked_in_window = 0;
-    cc.update_seq = s.next_seq;
+  if ((cc.flags & kDctcpCwr) == 0u && new_window) {
+    s.rate_bps = clampRate(s.rate_bps + p.rai_bps, p.rmin_bps, path.line_bps);
   }
   s.window_bytes = static_cast<int64_t>((static_cast<Int128>(path.bdp_bytes) * s.rate_bps) / path.line_bps);
   if (s.window_bytes < 1) s.window_bytes = 1;

@@ -43,6 +43,7 @@ struct NicState {
   uint64_t rr_key = 0;       ///< key of the flow served last (round robin)
   uint32_t paused = 0;       ///< priorities paused by the switch (PFC)
   uint32_t pad = 0;
+  int64_t paused_since_ps[kPriorities] = {0, 0, 0, 0, 0, 0, 0, 0};
 };
 struct Nic : Archetype<NicInfo, NicState> {
   static constexpr const char* kName = "Nic";
@@ -211,9 +212,9 @@ struct FlowCc {
   int64_t decrease_next_ps = 0;
   int64_t increase_next_ps = 0;
   int64_t update_seq = 0;    ///< HPCC: commit when an ACK passes this; DCTCP: window end
-  int64_t cut_seq = 0;       ///< DCTCP: no second cut before this
-  int64_t acked_in_window = 0;
-  int64_t marked_in_window = 0;
+  int64_t cut_seq = 0;       ///< DCTCP: congestion-window reduction lasts until this is acked
+  int64_t acked_in_window = 0;   ///< DCTCP: packets in the current observation window
+  int64_t marked_in_window = 0;  ///< DCTCP: marked ACKs in it
   uint32_t stage = 0;
   uint32_t flags = 0;        ///< DCQCN: CNP seen for α / for decrease; first CNP seen
   uint32_t int_hops = 0;     ///< HPCC: hops of the previous INT sample
@@ -255,7 +256,7 @@ struct NetCounters {
   int64_t ecn_marks = 0;
   int64_t cnps = 0;           ///< ECN-echo ACKs received by senders
   int64_t pauses = 0;         ///< PFC pause frames sent
-  int64_t paused_ps = 0;      ///< time egress queues spent paused (at resume)
+  int64_t paused_ps = 0;      ///< time NIC and switch egress classes spent paused (counted at resume)
   int64_t drops = 0;
   int64_t retransmits = 0;    ///< data packets sent again
   int64_t timeouts = 0;

@@ -90,15 +90,19 @@ struct NicSystem {
       CounterDelta delta;
       int64_t first_push = INT64_MAX;
       const int64_t end = ctx.window_end.ps;
+      // Nothing happens before the last event processed: a flow unblocked by an ACK, or a
+      // queue resumed by PFC, sends at that moment at the earliest.
+      int64_t clock = ctx.now.ps;
       for (;;) {
         const Packet* arrival = rings.peek(info.rx_link, end);
         const int64_t t_arr = arrival != nullptr ? arrival->time_ps : INT64_MAX;
         int64_t rto_row = -1;
         const int64_t t_rto = earliestTimeout(flows, lo, hi, rto_row);
         int64_t flow_row = -1;
-        const int64_t t_tx = nextTransmit(ne.network, flows, lo, hi, flow_row);
+        const int64_t t_tx = nextTransmit(ne.network, flows, lo, hi, clock, flow_row);
         const int64_t t = t_arr < t_rto ? (t_arr < t_tx ? t_arr : t_tx) : (t_rto < t_tx ? t_rto : t_tx);
         if (t >= end) break;
+        clock = t;
         if (t == t_arr) {
           const Packet p = *arrival;
           rings.pop(info.rx_link);
@@ -117,7 +121,7 @@ struct NicSystem {
       int64_t unused = -1;
       const int64_t next_rto = earliestTimeout(flows, lo, hi, unused);
       wake = next_rto < wake ? next_rto : wake;
-      const int64_t next_tx = nextTransmit(ne.network, flows, lo, hi, unused);
+      const int64_t next_tx = nextTransmit(ne.network, flows, lo, hi, end, unused);
       wake = next_tx < wake ? next_tx : wake;
       if (wake != INT64_MAX) ctx.wakeAt(Picoseconds{wake});
     }
@@ -142,13 +146,15 @@ struct NicSystem {
       return t > spec.start_ps ? t : spec.start_ps;
     }
 
-    /// When the link can next send something and which flow (-1: a control packet).
+    /// When the link can next send something (not before `floor`) and which flow (-1: a
+    /// control packet).
     MV_HD int64_t nextTransmit(const NetworkConfig& cfg, const TableView<Flow>& flows, int64_t lo, int64_t hi,
-                               int64_t& row) const {
+                               int64_t floor, int64_t& row) const {
       row = -1;
+      const int64_t free_at = st.busy_until_ps > floor ? st.busy_until_ps : floor;
       if (ctrlPending() && ((st.paused & 1u) == 0u)) {
         const int64_t ready = ctrlSlot(st.ctrl_head).time_ps;
-        return ready > st.busy_until_ps ? ready : st.busy_until_ps;
+        return ready > free_at ? ready : free_at;
       }
       int64_t earliest = INT64_MAX;
       for (int64_t r = lo; r < hi; ++r) {
@@ -156,7 +162,7 @@ struct NicSystem {
         earliest = t < earliest ? t : earliest;
       }
       if (earliest == INT64_MAX) return INT64_MAX;
-      const int64_t when = earliest > st.busy_until_ps ? earliest : st.busy_until_ps;
+      const int64_t when = earliest > free_at ? earliest : free_at;
       // Round robin: the first flow after the last served key that is ready by `when`.
       int64_t first_ready = -1;
       for (int64_t r = lo; r < hi; ++r) {
@@ -259,10 +265,12 @@ struct NicSystem {
                        CounterDelta& delta) {
       const NetworkConfig& cfg = ne.network;
       if (p.kind == PacketKind::kPause) {
+        if (((st.paused >> p.prio) & 1u) == 0u) st.paused_since_ps[p.prio] = p.time_ps;
         st.paused |= 1u << p.prio;
         return;
       }
       if (p.kind == PacketKind::kResume) {
+        if (((st.paused >> p.prio) & 1u) != 0u) delta.c.paused_ps += p.time_ps - st.paused_since_ps[p.prio];
         st.paused &= ~(1u << p.prio);
         return;
       }
@@ -375,7 +383,7 @@ struct NicSystem {
           hpccOnAck(cfg.hpcc, path, cc, s, p.hop, p.hops, p.seq);
           break;
         case CcKind::kDctcp:
-          dctcpOnAck(cfg.dctcp, path, cc, s, newly, marked, p.seq);
+          dctcpOnAck(cfg.dctcp, path, cfg.payload_bytes, cc, s, marked, p.seq);
           break;
         case CcKind::kNone:
           break;

@@ -16,6 +16,10 @@
 #include "topologies/routing.hpp"
 #include "topologies/topology.hpp"
 
+#include <catch2/catch.hpp>
+#include <sstream>
+#include <string>
+
 namespace mv::test {
 
 struct FlowDef {
@@ -46,8 +50,9 @@ struct NetResult {
   std::vector<net::FlowResult> flows;  ///< sorted by (src, id)
   net::NetCounters counters;
   std::vector<PortStats> ports;        ///< all switch ports, in row order
-  int64_t end_ps = 0;
+  int64_t end_ps = 0;  ///< end of the last window (depends on the lookahead)
   int64_t steps = 0;
+  /// Same flows, finish times and counters (not the window-dependent end and steps).
   bool operator==(const NetResult& o) const;
 };
 
@@ -63,7 +68,7 @@ inline bool sameFlows(const std::vector<net::FlowResult>& a, const std::vector<n
 inline bool NetResult::operator==(const NetResult& o) const {
   return sameFlows(flows, o.flows) && counters.packet_hops == o.counters.packet_hops &&
          counters.ecn_marks == o.counters.ecn_marks && counters.pauses == o.counters.pauses &&
-         counters.drops == o.counters.drops && end_ps == o.end_ps;
+         counters.drops == o.counters.drops;
 }
 
 /// Runs every case in one batch (one experiment each) and returns their results.
@@ -121,3 +126,18 @@ inline Topology makeStar(uint32_t nics, BitsPerSecond rate, Picoseconds delay) {
 }
 
 }  // namespace mv::test
+
+namespace Catch {
+/// Prints a network result in assertion messages.
+template <>
+struct StringMaker<mv::test::NetResult> {
+  static std::string convert(const mv::test::NetResult& r) {
+    std::ostringstream out;
+    out << "{end " << r.end_ps << " hops " << r.counters.packet_hops << " marks " << r.counters.ecn_marks << " pauses "
+        << r.counters.pauses << " drops " << r.counters.drops << " flows:";
+    for (const auto& f : r.flows) out << ' ' << f.id << '@' << f.finish_ps;
+    out << '}';
+    return out.str();
+  }
+};
+}  // namespace Catch
