@@ -337,14 +337,15 @@ struct NicSystem {
       const int64_t k = (seq - r.expected) / cfg.payload_bytes - 1;
       if (k >= 0 && k < kOooPackets) r.ooo[k / 64] |= uint64_t{1} << (k % 64);
     }
-    /// After an in-order packet: consume buffered packets that are now in order.
+    /// After an in-order packet moved `expected` by one packet: re-base the bitmap (bit j
+    /// = the packet j + 1 after `expected`) and consume the packets now in order.
     MV_HD static void absorbOutOfOrder(const NetworkConfig& cfg, const FlowSpec& spec, FlowRecv& r) {
-      // The bitmap is relative to the old `expected`; shift it by one packet, then take the
-      // leading run of received packets.
+      bool next_received = (r.ooo[0] & 1u) != 0u;
       shiftBitmap(r, 1);
-      while ((r.ooo[0] & 1u) != 0u && r.expected < spec.bytes) {
+      while (next_received && r.expected < spec.bytes) {
         const int64_t left = spec.bytes - r.expected;
         r.expected += left < cfg.payload_bytes ? left : cfg.payload_bytes;
+        next_received = (r.ooo[0] & 1u) != 0u;
         shiftBitmap(r, 1);
       }
     }
