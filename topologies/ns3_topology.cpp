@@ -14,65 +14,12 @@
 #include <string_view>
 #include <vector>
 
+#include "ecs/quantity.hpp"
 #include "topologies/generators.hpp"
 
 namespace mv {
 
 namespace {
-
-/// A unit suffix and the power of ten that converts it to the base unit (bit/s or ps).
-struct Unit {
-  std::string_view suffix;
-  int exponent;
-};
-
-constexpr std::array<Unit, 5> kRateUnits{{{"bps", 0}, {"Kbps", 3}, {"Mbps", 6}, {"Gbps", 9}, {"Tbps", 12}}};
-constexpr std::array<Unit, 5> kDelayUnits{{{"s", 12}, {"ms", 9}, {"us", 6}, {"ns", 3}, {"ps", 0}}};
-
-/// Outcome of parsing "<decimal><unit>".
-enum class ScaledStatus : uint8_t { kOk, kMalformed, kTooFine, kTooLarge };
-
-/**
- * Parses "<digits>[.<digits>]<unit>" exactly into base units (no floating point), so that
- * "0.001ms" is 1'000'000 ps and "2.5Gbps" is 2'500'000'000 bps.
- */
-ScaledStatus parseScaled(std::string_view token, std::span<const Unit> units, int64_t& value) {
-  constexpr uint64_t kLimit = std::numeric_limits<int64_t>::max();
-  uint64_t mantissa = 0;
-  int digits = 0;
-  int fraction_digits = 0;
-  bool seen_dot = false;
-  size_t i = 0;
-  for (; i < token.size(); ++i) {
-    const char c = token[i];
-    if (c == '.' && !seen_dot) {
-      seen_dot = true;
-      continue;
-    }
-    if (c < '0' || c > '9') break;
-    if (mantissa > (kLimit - 9) / 10) return ScaledStatus::kTooLarge;
-    mantissa = mantissa * 10 + static_cast<uint64_t>(c - '0');
-    ++digits;
-    if (seen_dot) ++fraction_digits;
-  }
-  if (digits == 0) return ScaledStatus::kMalformed;
-  const std::string_view suffix = token.substr(i);
-  const Unit* unit = nullptr;
-  for (const auto& u : units) {
-    if (u.suffix == suffix) unit = &u;
-  }
-  if (unit == nullptr) return ScaledStatus::kMalformed;
-  for (int shift = unit->exponent - fraction_digits; shift > 0; --shift) {
-    if (mantissa > kLimit / 10) return ScaledStatus::kTooLarge;
-    mantissa *= 10;
-  }
-  for (int shift = fraction_digits - unit->exponent; shift > 0; --shift) {
-    if (mantissa % 10 != 0) return ScaledStatus::kTooFine;
-    mantissa /= 10;
-  }
-  value = static_cast<int64_t>(mantissa);
-  return ScaledStatus::kOk;
-}
 
 /// One non-blank line of the file, split on whitespace.
 struct Line {
@@ -136,16 +83,8 @@ class Ns3Reader {
   /// A positive rate such as "100Gbps" or "2.5Gbps".
   BitsPerSecond rate(const Line& line, const std::string& token) const {
     int64_t bps = 0;
-    switch (parseScaled(token, kRateUnits, bps)) {
-      case ScaledStatus::kOk:
-        break;
-      case ScaledStatus::kMalformed:
-        fail(line.number, "bad rate '" + token + "' (expected a number with bps, Kbps, Mbps, Gbps or Tbps)");
-      case ScaledStatus::kTooFine:
-        fail(line.number, "bad rate '" + token + "' (not a whole number of bits per second)");
-      case ScaledStatus::kTooLarge:
-        fail(line.number, "bad rate '" + token + "' (too large)");
-    }
+    const QuantityStatus status = parseRate(token, bps);
+    if (status != QuantityStatus::kOk) fail(line.number, quantityError(status, token, "rate"));
     if (bps == 0) fail(line.number, "rate '" + token + "' must be positive");
     return BitsPerSecond{bps};
   }
@@ -153,16 +92,8 @@ class Ns3Reader {
   /// A positive delay such as "0.001ms", "1us" or "500ns".
   Picoseconds delay(const Line& line, const std::string& token) const {
     int64_t ps = 0;
-    switch (parseScaled(token, kDelayUnits, ps)) {
-      case ScaledStatus::kOk:
-        break;
-      case ScaledStatus::kMalformed:
-        fail(line.number, "bad delay '" + token + "' (expected a number with s, ms, us, ns or ps)");
-      case ScaledStatus::kTooFine:
-        fail(line.number, "bad delay '" + token + "' (finer than one picosecond)");
-      case ScaledStatus::kTooLarge:
-        fail(line.number, "bad delay '" + token + "' (too large)");
-    }
+    const QuantityStatus status = parseDuration(token, ps);
+    if (status != QuantityStatus::kOk) fail(line.number, quantityError(status, token, "delay"));
     if (ps == 0) fail(line.number, "delay '" + token + "' must be positive");
     return Picoseconds{ps};
   }

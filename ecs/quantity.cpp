@@ -1,0 +1,123 @@
+/**
+ * @file quantity.cpp
+ * Exact decimal parsing of rates, times and sizes.
+ */
+#include "ecs/quantity.hpp"
+
+#include <array>
+#include <charconv>
+#include <limits>
+#include <span>
+
+namespace mv {
+
+namespace {
+
+/// A unit suffix and the power of ten that converts it to the base unit (bit/s or ps).
+struct Unit {
+  std::string_view suffix;
+  int exponent;
+};
+
+constexpr std::array<Unit, 5> kRateUnits{{{"bps", 0}, {"Kbps", 3}, {"Mbps", 6}, {"Gbps", 9}, {"Tbps", 12}}};
+constexpr std::array<Unit, 5> kDelayUnits{{{"s", 12}, {"ms", 9}, {"us", 6}, {"ns", 3}, {"ps", 0}}};
+
+
+/**
+ * Parses "<digits>[.<digits>]<unit>" exactly into base units (no floating point), so that
+ * "0.001ms" is 1'000'000 ps and "2.5Gbps" is 2'500'000'000 bps.
+ */
+QuantityStatus parseScaled(std::string_view token, std::span<const Unit> units, int64_t& value) {
+  constexpr uint64_t kLimit = std::numeric_limits<int64_t>::max();
+  uint64_t mantissa = 0;
+  int digits = 0;
+  int fraction_digits = 0;
+  bool seen_dot = false;
+  size_t i = 0;
+  for (; i < token.size(); ++i) {
+    const char c = token[i];
+    if (c == '.' && !seen_dot) {
+      seen_dot = true;
+      continue;
+    }
+    if (c < '0' || c > '9') break;
+    if (mantissa > (kLimit - 9) / 10) return QuantityStatus::kTooLarge;
+    mantissa = mantissa * 10 + static_cast<uint64_t>(c - '0');
+    ++digits;
+    if (seen_dot) ++fraction_digits;
+  }
+  if (digits == 0) return QuantityStatus::kMalformed;
+  const std::string_view suffix = token.substr(i);
+  const Unit* unit = nullptr;
+  for (const auto& u : units) {
+    if (u.suffix == suffix) unit = &u;
+  }
+  if (unit == nullptr) return QuantityStatus::kMalformed;
+  for (int shift = unit->exponent - fraction_digits; shift > 0; --shift) {
+    if (mantissa > kLimit / 10) return QuantityStatus::kTooLarge;
+    mantissa *= 10;
+  }
+  for (int shift = fraction_digits - unit->exponent; shift > 0; --shift) {
+    if (mantissa % 10 != 0) return QuantityStatus::kTooFine;
+    mantissa /= 10;
+  }
+  value = static_cast<int64_t>(mantissa);
+  return QuantityStatus::kOk;
+}
+
+constexpr std::array<Unit, 4> kSizeUnits{{{"B", 0}, {"KB", 3}, {"MB", 6}, {"GB", 9}}};
+constexpr std::array<Unit, 3> kBinarySizeUnits{{{"KiB", 10}, {"MiB", 20}, {"GiB", 30}}};
+
+}  // namespace
+
+QuantityStatus parseRate(std::string_view token, int64_t& bps) { return parseScaled(token, kRateUnits, bps); }
+
+QuantityStatus parseDuration(std::string_view token, int64_t& ps) { return parseScaled(token, kDelayUnits, ps); }
+
+QuantityStatus parseSize(std::string_view token, int64_t& bytes) {
+  uint64_t plain = 0;
+  const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), plain);
+  if (ec == std::errc() && end == token.data() + token.size()) {
+    if (plain > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return QuantityStatus::kTooLarge;
+    bytes = static_cast<int64_t>(plain);
+    return QuantityStatus::kOk;
+  }
+  for (const Unit& u : kBinarySizeUnits) {
+    if (token.size() > u.suffix.size() && token.substr(token.size() - u.suffix.size()) == u.suffix) {
+      int64_t count = 0;
+      const QuantityStatus s = parseScaled(std::string(token.substr(0, token.size() - u.suffix.size())) + "B",
+                                           kSizeUnits, count);
+      if (s != QuantityStatus::kOk) return s;
+      if (count > (std::numeric_limits<int64_t>::max() >> u.exponent)) return QuantityStatus::kTooLarge;
+      bytes = count << u.exponent;
+      return QuantityStatus::kOk;
+    }
+  }
+  return parseScaled(token, kSizeUnits, bytes);
+}
+
+std::string quantityError(QuantityStatus status, std::string_view token, std::string_view what) {
+  std::string units = "B, KB, MB, GB, KiB, MiB or GiB";
+  std::string finest = "one byte";
+  if (what == "rate") {
+    units = "bps, Kbps, Mbps, Gbps or Tbps";
+    finest = "one bit per second";
+  } else if (what == "time" || what == "delay") {
+    units = "s, ms, us, ns or ps";
+    finest = "one picosecond";
+  }
+  const std::string t(token);
+  switch (status) {
+    case QuantityStatus::kOk:
+      return {};
+    case QuantityStatus::kTooFine:
+      return "bad " + std::string(what) + " '" + t + "' (finer than " + finest + ")";
+    case QuantityStatus::kTooLarge:
+      return "bad " + std::string(what) + " '" + t + "' (too large)";
+    case QuantityStatus::kMalformed:
+      break;
+  }
+  return "bad " + std::string(what) + " '" + t + "' (expected a number with " + units + ")";
+}
+
+}  // namespace mv
