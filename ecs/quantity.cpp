@@ -4,6 +4,8 @@
  */
 #include "ecs/quantity.hpp"
 
+#include "ecs/units.hpp"
+
 #include <array>
 #include <charconv>
 #include <limits>
@@ -84,12 +86,15 @@ QuantityStatus parseSize(std::string_view token, int64_t& bytes) {
   }
   for (const Unit& u : kBinarySizeUnits) {
     if (token.size() > u.suffix.size() && token.substr(token.size() - u.suffix.size()) == u.suffix) {
-      int64_t count = 0;
-      const QuantityStatus s = parseScaled(std::string(token.substr(0, token.size() - u.suffix.size())) + "B",
-                                           kSizeUnits, count);
+      // The number in billionths, then times 2^exponent: exact whenever the result is whole.
+      constexpr std::array<Unit, 1> kBillionths{{{"", 9}}};
+      int64_t billionths = 0;
+      const QuantityStatus s = parseScaled(token.substr(0, token.size() - u.suffix.size()), kBillionths, billionths);
       if (s != QuantityStatus::kOk) return s;
-      if (count > (std::numeric_limits<int64_t>::max() >> u.exponent)) return QuantityStatus::kTooLarge;
-      bytes = count << u.exponent;
+      const Int128 scaled = static_cast<Int128>(billionths) << u.exponent;
+      if (scaled % 1'000'000'000 != 0) return QuantityStatus::kTooFine;
+      if (scaled / 1'000'000'000 > std::numeric_limits<int64_t>::max()) return QuantityStatus::kTooLarge;
+      bytes = static_cast<int64_t>(scaled / 1'000'000'000);
       return QuantityStatus::kOk;
     }
   }
