@@ -100,14 +100,13 @@ MV_HD constexpr BitsPerSecond gigabitsPerSecond(int64_t v) {
  * sender never finishes early. Exact in integers for every rate up to 1.8 Tb/s.
  */
 MV_HD constexpr Picoseconds serializationTime(Bytes size, BitsPerSecond rate) {
-  // bits * 1e12 / bps; split to avoid overflow: size <= ~2^63 / 8e12 would be too small.
-  const int64_t bits = size.bits();
-  const int64_t whole = bits / rate.bps;
-  const int64_t rest = bits % rate.bps;
-  constexpr int64_t kPsPerSecond = 1000LL * 1000 * 1000 * 1000;
-  // rest < bps <= 2^41 for 2 Tb/s, so rest * 1e12 may overflow; use 128-bit on host and device.
-  const Int128 frac = (static_cast<Int128>(rest) * kPsPerSecond + rate.bps - 1) / rate.bps;
-  return Picoseconds{whole * kPsPerSecond + static_cast<int64_t>(frac)};
+  constexpr int64_t kBitPsPerSecond = 8LL * 1000 * 1000 * 1000 * 1000;  // 8 bits/byte × 1e12 ps/s
+  // Fast path: the usual rates (1, 10, 25, 40, 100, 200, 400, 800 Gb/s) take a whole number
+  // of picoseconds per byte.
+  const int64_t ps_per_byte = kBitPsPerSecond / rate.bps;
+  if (ps_per_byte * rate.bps == kBitPsPerSecond) return Picoseconds{size.count * ps_per_byte};
+  const Int128 bit_ps = static_cast<Int128>(size.count) * kBitPsPerSecond;
+  return Picoseconds{static_cast<int64_t>((bit_ps + rate.bps - 1) / rate.bps)};
 }
 
 /// Bytes a wire of `rate` carries in `span` (rounded down).

@@ -10,19 +10,20 @@
 
 namespace mv {
 
-namespace {
-
-/// Idle RTT over the first-choice path: 2 × Σ delay + Σ payload serialisation (network.md).
-int64_t pathRtt(const Topology& topo, const Routing& routing, uint32_t src, uint32_t dst, int32_t payload) {
+int64_t idleRtt(const Topology& topo, const Routing& routing, uint32_t src, uint32_t dst, int32_t payload_bytes) {
   int64_t rtt = 0;
   for (uint32_t l : routing.firstPath(src, dst)) {
     const TopoLink& link = topo.link(l);
-    rtt += 2 * link.delay.ps + serializationTime(Bytes{payload}, link.rate).ps;
+    rtt += 2 * link.delay.ps + serializationTime(Bytes{payload_bytes}, link.rate).ps;
   }
   return rtt;
 }
 
-}  // namespace
+int64_t bottleneckRate(const Topology& topo, const Routing& routing, uint32_t src, uint32_t dst) {
+  int64_t rate = INT64_MAX;
+  for (uint32_t l : routing.firstPath(src, dst)) rate = std::min(rate, topo.link(l).rate.bps);
+  return rate;
+}
 
 net::NetworkLayout makeNetworkLayout(const Topology& topo, const Routing& routing, int32_t payload_bytes) {
   net::NetworkLayout layout;
@@ -61,7 +62,7 @@ net::NetworkLayout makeNetworkLayout(const Topology& topo, const Routing& routin
   for (uint32_t a : representative) {
     for (uint32_t b : representative) {
       const uint32_t dst = a == b ? (topo.nicCount() > 1 ? (a + 1) % topo.nicCount() : a) : b;
-      if (dst != a) layout.max_rtt_ps = std::max(layout.max_rtt_ps, pathRtt(topo, routing, a, dst, payload_bytes));
+      if (dst != a) layout.max_rtt_ps = std::max(layout.max_rtt_ps, idleRtt(topo, routing, a, dst, payload_bytes));
     }
   }
   layout.min_delay_ps = INT64_MAX;

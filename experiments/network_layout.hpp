@@ -11,6 +11,13 @@
 
 namespace mv {
 
+/// Idle round trip between two NICs on the first-choice path: 2 × Σ delay + Σ payload
+/// serialisation per hop (network.md).
+int64_t idleRtt(const Topology& topo, const Routing& routing, uint32_t src, uint32_t dst, int32_t payload_bytes);
+
+/// Slowest link rate on the first-choice path between two NICs.
+int64_t bottleneckRate(const Topology& topo, const Routing& routing, uint32_t src, uint32_t dst);
+
 /// The network layout of `topo`; `payload_bytes` sets the per-hop serialisation in the RTT.
 net::NetworkLayout makeNetworkLayout(const Topology& topo, const Routing& routing, int32_t payload_bytes);
 

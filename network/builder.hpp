@@ -20,12 +20,6 @@
 
 namespace mv::net {
 
-/// Sizing knobs of pooled packet storage (per experiment).
-struct PoolSizing {
-  int32_t link_ring_factor = 2;     ///< ring slots = factor × packets of max size in (delay + 2Δ) + 8
-  int32_t nic_control_slots = 64;   ///< ACK/NACK waiting at a NIC
-};
-
 /// Slots of a link ring: what the link can carry in its delay plus two windows.
 inline uint32_t ringCapacity(int64_t rate_bps, int64_t delay_ps, int64_t lookahead_ps, int32_t min_wire_bytes,
                              int32_t factor) {
@@ -48,7 +42,7 @@ inline NetExperiment pathQuantities(const NetworkLayout& layout, const NetworkCo
 /// Fills the network rows of experiment `e` (call for e = 0, 1, ... in order).
 template <class WorldT>
 void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const NetworkConfig& cfg,
-                  int64_t lookahead_ps, const PoolSizing& sizing = {}) {
+                  int64_t lookahead_ps) {
   if (layout.nics.empty() || layout.switches.empty()) throw std::invalid_argument("network layout is empty");
   const int32_t max_wire = dataWireBytes(cfg.payload_bytes, cfg.cc);
   const uint32_t nic_count = static_cast<uint32_t>(layout.nics.size());
@@ -78,7 +72,7 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
     li.rate_bps = rate;
     li.delay_ps = delay;
     li.slot_base = slots;
-    li.capacity = ringCapacity(rate, delay, lookahead_ps, max_wire, sizing.link_ring_factor);
+    li.capacity = ringCapacity(rate, delay, lookahead_ps, max_wire, cfg.link_ring_factor);
     slots += li.capacity;
   };
   for (uint32_t i = 0; i < nic_count; ++i) {
@@ -106,13 +100,13 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
     ni.tor_port = ln.tor_port;
     ni.tx_link = 2 * i;
     ni.rx_link = 2 * i + 1;
-    ni.ctrl_base = i * static_cast<uint32_t>(sizing.nic_control_slots);
-    ni.ctrl_capacity = static_cast<uint32_t>(sizing.nic_control_slots);
+    ni.ctrl_base = i * static_cast<uint32_t>(cfg.nic_control_slots);
+    ni.ctrl_capacity = static_cast<uint32_t>(cfg.nic_control_slots);
     ni.rate_bps = ln.rate_bps;
     ni.delay_ps = ln.delay_ps;
     routes.template get<NicRoute>(route0 + i) = NicRoute{ln.edge, ln.tor, ln.tor_port};
   }
-  world.template appendStatic<NicSlot>(e, int64_t{nic_count} * sizing.nic_control_slots);
+  world.template appendStatic<NicSlot>(e, int64_t{nic_count} * cfg.nic_control_slots);
 
   // Switches, ports, packet pools, routing.
   auto& switches = world.template table<Switch>();

@@ -96,7 +96,7 @@ struct PortQueue {
   uint32_t send_resume;      ///< PFC resume frames to send upstream, per priority
   uint32_t xoff;             ///< priorities we paused upstream
   uint32_t rr;               ///< round-robin cursor over priorities 1..7
-  uint32_t pad;
+  uint32_t nonempty;         ///< bit c set while queue c holds packets
   int64_t paused_since_ps[kPriorities];  ///< when each paused priority was paused
   int64_t max_bytes;         ///< largest occupancy seen (all priorities)
   int64_t last_change_ps;    ///< time of the last occupancy change
@@ -276,8 +276,11 @@ struct NetExperiment {
   int64_t bdp_bytes = 0;     ///< T × NIC rate: the initial window
 };
 
-/// World status bit raised when pooled packet storage is exhausted (a sizing problem).
-inline constexpr uint32_t kStatusPacketPool = 1u << 16;
+/// World status bits raised when pooled packet storage is exhausted (a sizing problem).
+inline constexpr uint32_t kStatusSwitchPool = 1u << 16;  ///< raise network.switch_packet_slots
+inline constexpr uint32_t kStatusLinkRing = 1u << 17;    ///< raise network.link_ring_factor
+inline constexpr uint32_t kStatusNicControl = 1u << 18;  ///< raise network.nic_control_slots
+inline constexpr uint32_t kStatusPacketPool = kStatusSwitchPool | kStatusLinkRing | kStatusNicControl;
 
 /// Every network archetype, for composing a world.
 using NetworkArchetypes = TypeList<Nic, Switch, Port, Link, LinkSlot, SwitchSlot, NicSlot, RouteIndexTable,

@@ -223,7 +223,7 @@ struct NicSystem {
         first_push = p.time_ps < first_push ? p.time_ps : first_push;
       } else {
         delta.c.overflow += 1;
-        atomicFetchOr<uint32_t>(&ctx.world->status, kStatusPacketPool);
+        atomicFetchOr<uint32_t>(&ctx.world->status, kStatusLinkRing);
       }
     }
 
@@ -254,7 +254,7 @@ struct NicSystem {
     MV_HD void sendControl(const Packet& p, CounterDelta& delta) {
       if (st.ctrl_tail - st.ctrl_head >= info.ctrl_capacity) {
         delta.c.overflow += 1;
-        atomicFetchOr<uint32_t>(&ctx.world->status, kStatusPacketPool);
+        atomicFetchOr<uint32_t>(&ctx.world->status, kStatusNicControl);
         return;
       }
       ctrlSlot(st.ctrl_tail) = p;

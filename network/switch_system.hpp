@@ -111,11 +111,8 @@ struct SwitchSystem {
     /// Whether port i has a frame it may send now or when it is free.
     MV_HD bool hasWork(uint32_t i) const {
       const PortQueue& q = pq(i);
-      if ((q.send_pause | q.send_resume) != 0u) return true;
-      for (int c = 0; c < kPriorities; ++c) {
-        if (q.head[c] != kNone32 && (c == kControlPriority || ((q.paused >> c) & 1u) == 0u)) return true;
-      }
-      return false;
+      const uint32_t sendable = q.nonempty & (~q.paused | (1u << kControlPriority));
+      return (q.send_pause | q.send_resume | sendable) != 0u;
     }
 
     // --- buffer accounting (per ingress port and priority) ------------------------------
@@ -234,7 +231,7 @@ struct SwitchSystem {
       if (st.free_count == 0u) {
         if (!control) release(cfg.pfc, port, c, size);
         delta.c.overflow += 1;
-        atomicFetchOr<uint32_t>(&ctx.world->status, kStatusPacketPool);
+        atomicFetchOr<uint32_t>(&ctx.world->status, kStatusSwitchPool);
         return;
       }
       const uint32_t s = st.free_head;
@@ -253,6 +250,7 @@ struct SwitchSystem {
         slot(oq.tail[c]).next = s;
       }
       oq.tail[c] = s;
+      oq.nonempty |= 1u << c;
       oq.bytes[c] += size;
       trackMax(oq);
       wakePort(out, t);
@@ -285,7 +283,10 @@ struct SwitchSystem {
         const uint32_t s = q.head[c];
         p = slot(s);
         q.head[c] = p.next;
-        if (q.head[c] == kNone32) q.tail[c] = kNone32;
+        if (q.head[c] == kNone32) {
+          q.tail[c] = kNone32;
+          q.nonempty &= ~(1u << c);
+        }
         q.bytes[c] -= p.wire_bytes;
         slot(s).next = st.free_head;
         st.free_head = s;
@@ -312,16 +313,17 @@ struct SwitchSystem {
         first_push = p.time_ps < first_push ? p.time_ps : first_push;
       } else {
         delta.c.overflow += 1;
-        atomicFetchOr<uint32_t>(&ctx.world->status, kStatusPacketPool);
+        atomicFetchOr<uint32_t>(&ctx.world->status, kStatusLinkRing);
       }
     }
 
     /// Queue 0 first; else round robin over unpaused non-empty classes 1..7.
     MV_HD int pickQueue(PortQueue& q) const {
-      if (q.head[kControlPriority] != kNone32) return kControlPriority;
+      if ((q.nonempty & 1u) != 0u) return kControlPriority;
+      const uint32_t ready = q.nonempty & ~q.paused;
       for (int k = 1; k < kPriorities; ++k) {
         const int c = 1 + static_cast<int>((q.rr + static_cast<uint32_t>(k)) % (kPriorities - 1));
-        if (q.head[c] != kNone32 && ((q.paused >> c) & 1u) == 0u) {
+        if (((ready >> c) & 1u) != 0u) {
           q.rr = static_cast<uint32_t>(c - 1);
           return c;
         }

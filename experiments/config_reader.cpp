@@ -1,0 +1,193 @@
+/**
+ * @file config_reader.cpp
+ * Typed, range-checked reading of YAML mappings with collected diagnostics.
+ */
+#include "experiments/config_reader.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <sstream>
+
+#include "ecs/quantity.hpp"
+
+namespace mv {
+
+std::string Diagnostic::format() const {
+  std::ostringstream out;
+  out << file;
+  if (line > 0) out << ':' << line;
+  out << ": ";
+  if (!key.empty()) out << key << ": ";
+  out << message;
+  return out.str();
+}
+
+std::string Diagnostics::format() const {
+  std::string out;
+  for (const Diagnostic& d : items_) out += d.format() + "\n";
+  return out;
+}
+
+std::string nearestKey(std::string_view key, const std::vector<std::string>& valid) {
+  std::string best;
+  size_t best_distance = 0;
+  for (const std::string& candidate : valid) {
+    std::vector<size_t> row(candidate.size() + 1);
+    for (size_t j = 0; j <= candidate.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= key.size(); ++i) {
+      size_t diagonal = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= candidate.size(); ++j) {
+        const size_t up = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (key[i - 1] == candidate[j - 1] ? 0u : 1u)});
+        diagonal = up;
+      }
+    }
+    const size_t d = row[candidate.size()];
+    if (best.empty() || d < best_distance) {
+      best = candidate;
+      best_distance = d;
+    }
+  }
+  return best_distance <= std::max<size_t>(2, key.size() / 3) ? best : std::string();
+}
+
+ConfigReader ConfigReader::child(const std::string& key) const {
+  YAML::Node sub = has(key) ? node_[key] : YAML::Node(YAML::NodeType::Map);
+  if (!sub.IsMap()) {
+    error(key, "expected a mapping (key: value pairs)");
+    sub = YAML::Node(YAML::NodeType::Map);
+  }
+  return ConfigReader(sub, file_, keyPath(key), *diags_);
+}
+
+void ConfigReader::allowOnly(const std::vector<std::string>& allowed) const {
+  if (!node_.IsMap()) return;
+  for (const auto& kv : node_) {
+    const std::string key = kv.first.as<std::string>();
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    const std::string hint = nearestKey(key, allowed);
+    diags_->add(Diagnostic{file_, kv.first.Mark().line + 1, keyPath(key),
+                           "unknown key" + (hint.empty() ? std::string() : " (did you mean '" + hint + "'?)")});
+  }
+}
+
+int ConfigReader::lineOf(const std::string& key) const {
+  if (!key.empty() && has(key)) return node_[key].Mark().line + 1;
+  return node_.Mark().line >= 0 ? node_.Mark().line + 1 : 0;
+}
+
+void ConfigReader::error(const std::string& key, const std::string& message) const {
+  diags_->add(Diagnostic{file_, lineOf(key), key.empty() ? path_ : keyPath(key), message});
+}
+
+bool ConfigReader::scalar(const std::string& key, std::string& out) const {
+  if (!has(key)) return false;
+  const YAML::Node v = node_[key];
+  if (!v.IsScalar()) {
+    error(key, "expected a single value");
+    return false;
+  }
+  out = v.Scalar();
+  return true;
+}
+
+int64_t ConfigReader::integer(const std::string& key, int64_t fallback, int64_t lo, int64_t hi) const {
+  std::string s;
+  if (!scalar(key, s)) return fallback;
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) {
+    error(key, "expected an integer, got '" + s + "'");
+    return fallback;
+  }
+  if (v < lo || v > hi) {
+    error(key, std::to_string(v) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return fallback;
+  }
+  return v;
+}
+
+double ConfigReader::real(const std::string& key, double fallback, double lo, double hi) const {
+  std::string s;
+  if (!scalar(key, s)) return fallback;
+  double v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) {
+    error(key, "expected a number, got '" + s + "'");
+    return fallback;
+  }
+  if (v < lo || v > hi) {
+    std::ostringstream m;
+    m << s << " is out of range [" << lo << ", " << hi << "]";
+    error(key, m.str());
+    return fallback;
+  }
+  return v;
+}
+
+bool ConfigReader::boolean(const std::string& key, bool fallback) const {
+  std::string s;
+  if (!scalar(key, s)) return fallback;
+  if (s == "true" || s == "yes" || s == "on") return true;
+  if (s == "false" || s == "no" || s == "off") return false;
+  error(key, "expected true or false, got '" + s + "'");
+  return fallback;
+}
+
+std::string ConfigReader::text(const std::string& key, const std::string& fallback) const {
+  std::string s;
+  return scalar(key, s) ? s : fallback;
+}
+
+int ConfigReader::choice(const std::string& key, int fallback, const std::vector<std::string>& choices) const {
+  std::string s;
+  if (!scalar(key, s)) return fallback;
+  const auto it = std::find(choices.begin(), choices.end(), s);
+  if (it != choices.end()) return static_cast<int>(it - choices.begin());
+  std::string list;
+  for (const std::string& c : choices) list += (list.empty() ? "" : ", ") + c;
+  const std::string hint = nearestKey(s, choices);
+  error(key, "'" + s + "' is not one of " + list + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+  return fallback;
+}
+
+namespace {
+template <class Parse>
+int64_t quantity(const ConfigReader& r, bool found, const std::string& key, const std::string& s, int64_t fallback,
+                 const char* what, Parse parse) {
+  if (!found) return fallback;
+  int64_t v = 0;
+  const QuantityStatus status = parse(s, v);
+  if (status != QuantityStatus::kOk) {
+    r.error(key, quantityError(status, s, what));
+    return fallback;
+  }
+  if (v <= 0) {
+    r.error(key, std::string(what) + " must be positive");
+    return fallback;
+  }
+  return v;
+}
+}  // namespace
+
+int64_t ConfigReader::rateBps(const std::string& key, int64_t fallback) const {
+  std::string s;
+  const bool found = scalar(key, s);
+  return quantity(*this, found, key, s, fallback, "rate", [](std::string_view t, int64_t& v) { return parseRate(t, v); });
+}
+
+int64_t ConfigReader::durationPs(const std::string& key, int64_t fallback) const {
+  std::string s;
+  const bool found = scalar(key, s);
+  return quantity(*this, found, key, s, fallback, "time",
+                  [](std::string_view t, int64_t& v) { return parseDuration(t, v); });
+}
+
+int64_t ConfigReader::sizeBytes(const std::string& key, int64_t fallback) const {
+  std::string s;
+  const bool found = scalar(key, s);
+  return quantity(*this, found, key, s, fallback, "size", [](std::string_view t, int64_t& v) { return parseSize(t, v); });
+}
+
+}  // namespace mv

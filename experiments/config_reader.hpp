@@ -1,0 +1,84 @@
+/**
+ * @file config_reader.hpp
+ * Reading user YAML with errors a person can act on: every problem is collected (not
+ * thrown at the first) with the file, line, key path and a hint (the nearest valid key for
+ * a misspelt one), so one run reports everything that is wrong.
+ */
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mv {
+
+/// One problem in an input file.
+struct Diagnostic {
+  std::string file;
+  int line = 0;         ///< 1-based; 0 when unknown
+  std::string key;      ///< dotted key path, empty for file-level problems
+  std::string message;
+
+  std::string format() const;
+};
+
+/// All problems found so far.
+class Diagnostics {
+ public:
+  void add(Diagnostic d) { items_.push_back(std::move(d)); }
+  bool empty() const { return items_.empty(); }
+  const std::vector<Diagnostic>& items() const { return items_; }
+  /// Every diagnostic, one per line.
+  std::string format() const;
+
+ private:
+  std::vector<Diagnostic> items_;
+};
+
+/// The valid key closest to `key` by edit distance, or "" when none is close.
+std::string nearestKey(std::string_view key, const std::vector<std::string>& valid);
+
+/// A YAML mapping being read: typed getters with defaults, units and range checks.
+class ConfigReader {
+ public:
+  ConfigReader(YAML::Node node, std::string file, std::string path, Diagnostics& diags)
+      : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)), diags_(&diags) {}
+
+  bool has(const std::string& key) const { return node_.IsMap() && node_[key].IsDefined(); }
+  /// The reader of a nested mapping (an empty one when absent).
+  ConfigReader child(const std::string& key) const;
+  /// Reports keys of this mapping that are not in `allowed`, suggesting the nearest.
+  void allowOnly(const std::vector<std::string>& allowed) const;
+
+  int64_t integer(const std::string& key, int64_t fallback, int64_t lo, int64_t hi) const;
+  double real(const std::string& key, double fallback, double lo, double hi) const;
+  bool boolean(const std::string& key, bool fallback) const;
+  std::string text(const std::string& key, const std::string& fallback) const;
+  /// One of `choices`; returns its index (fallback index when absent).
+  int choice(const std::string& key, int fallback, const std::vector<std::string>& choices) const;
+  int64_t rateBps(const std::string& key, int64_t fallback) const;
+  int64_t durationPs(const std::string& key, int64_t fallback) const;
+  int64_t sizeBytes(const std::string& key, int64_t fallback) const;
+
+  /// Records a problem at `key` (or at this mapping when key is empty).
+  void error(const std::string& key, const std::string& message) const;
+  const YAML::Node& node() const { return node_; }
+  const std::string& file() const { return file_; }
+  std::string keyPath(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+
+ private:
+  int lineOf(const std::string& key) const;
+  /// The scalar at `key` as text, or false (with a diagnostic when it is not a scalar).
+  bool scalar(const std::string& key, std::string& out) const;
+
+  YAML::Node node_;
+  std::string file_;
+  std::string path_;
+  Diagnostics* diags_;
+};
+
+}  // namespace mv

@@ -1,0 +1,247 @@
+/**
+ * @file netsim.cpp
+ * The `netsim` command: YAML -> topology, flows and network variants -> one batch on the
+ * CPU backend -> flows.csv, queues.csv per experiment and summary.csv.
+ */
+#include "experiments/netsim.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include "experiments/cli.hpp"
+#include "experiments/config_reader.hpp"
+#include "experiments/network_layout.hpp"
+#include "experiments/network_yaml.hpp"
+#include "kernels/cpu/cpu_executor.hpp"
+#include "network/builder.hpp"
+#include "network/network_sim.hpp"
+#include "topologies/routing.hpp"
+
+namespace mv {
+
+namespace {
+
+/// One variant of the network configuration.
+struct Variant {
+  std::string name;
+  net::NetworkConfig cfg;
+  uint64_t seed = 1;
+};
+
+/// Everything a netsim file describes, validated.
+struct NetsimInput {
+  std::string name;
+  Topology topo;
+  std::vector<FlowLine> flows;
+  std::vector<Variant> variants;
+  int64_t lookahead_ps = 0;
+};
+
+const char* ccName(net::CcKind cc) {
+  switch (cc) {
+    case net::CcKind::kNone: return "none";
+    case net::CcKind::kDcqcn: return "dcqcn";
+    case net::CcKind::kHpcc: return "hpcc";
+    case net::CcKind::kDctcp: return "dctcp";
+  }
+  return "?";
+}
+
+/// Reads and checks the whole input; every problem goes to `diags`.
+NetsimInput readInput(const std::filesystem::path& yaml, Diagnostics& diags) {
+  NetsimInput in;
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(yaml.string());
+  } catch (const YAML::BadFile&) {
+    diags.add(Diagnostic{yaml.string(), 0, "", "cannot open the file"});
+    return in;
+  } catch (const YAML::ParserException& e) {
+    diags.add(Diagnostic{yaml.string(), e.mark.line + 1, "", "YAML syntax error: " + e.msg});
+    return in;
+  }
+  if (!root.IsMap()) {
+    diags.add(Diagnostic{yaml.string(), 1, "", "expected a mapping with topology, network, flows"});
+    return in;
+  }
+  const std::filesystem::path dir = yaml.parent_path();
+  const ConfigReader r(root, yaml.string(), "", diags);
+  r.allowOnly({"name", "seed", "topology", "network", "flows", "experiments", "lookahead"});
+  in.name = r.text("name", yaml.stem().string());
+  const auto seed = static_cast<uint64_t>(r.integer("seed", 1, 0, INT64_MAX));
+  in.lookahead_ps = r.has("lookahead") ? r.durationPs("lookahead", 0) : 0;
+  if (!r.has("topology")) r.error("topology", "missing: the network to simulate");
+  in.topo = readTopology(r.child("topology"), dir);
+  const net::NetworkConfig base = readNetworkConfig(r.child("network"), net::NetworkConfig{});
+  if (!r.has("flows")) {
+    r.error("flows", "missing: a flow list file (CSV src,dst,bytes,start_us[,priority] or HPCC flow.txt)");
+  } else if (in.topo.nicCount() > 0) {
+    in.flows = readFlowFile(dir / r.text("flows", ""), in.topo.nicCount(), diags);
+    if (in.flows.empty() && diags.empty()) r.error("flows", "the flow list is empty");
+  }
+  if (in.topo.nicCount() > 0) {
+    try {
+      validateTopology(in.topo, 2);
+    } catch (const TopologyError& e) {
+      r.error("topology", e.what());
+    }
+  }
+  const YAML::Node list = root["experiments"];
+  if (!list.IsDefined()) {
+    in.variants.push_back(Variant{in.name, base, seed});
+  } else if (!list.IsSequence() || list.size() == 0) {
+    r.error("experiments", "expected a non-empty list of {name, network} variants");
+  } else {
+    std::set<std::string> names;
+    for (size_t i = 0; i < list.size(); ++i) {
+      const ConfigReader v(list[i], yaml.string(), "experiments[" + std::to_string(i) + "]", diags);
+      if (!list[i].IsMap()) {
+        v.error("", "expected a mapping with name and network");
+        continue;
+      }
+      v.allowOnly({"name", "network", "seed"});
+      Variant var{v.text("name", "exp" + std::to_string(i)), readNetworkConfig(v.child("network"), base),
+                  static_cast<uint64_t>(v.integer("seed", static_cast<int64_t>(seed), 0, INT64_MAX))};
+      if (!names.insert(var.name).second) v.error("name", "duplicate experiment name '" + var.name + "'");
+      in.variants.push_back(var);
+    }
+  }
+  return in;
+}
+
+/// Writes `text` to `path` through a temporary file, so a reader never sees half a file.
+void writeAtomically(const std::filesystem::path& path, const std::string& text) {
+  const std::filesystem::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << text;
+    if (!out) throw std::runtime_error("cannot write " + tmp.string());
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+/// What a run's status bits mean, with the knob that fixes each.
+std::string networkStatusMessage(uint32_t status) {
+  std::string m;
+  if (status & net::kStatusSwitchPool) m += "a switch ran out of packet slots (raise network.switch_packet_slots); ";
+  if (status & net::kStatusLinkRing) m += "a link ring filled up (raise network.link_ring_factor); ";
+  if (status & net::kStatusNicControl) m += "a NIC's ACK queue filled up (raise network.nic_control_slots); ";
+  if (status & ~net::kStatusPacketPool) m += "a table overflowed (status " + std::to_string(status) + ")";
+  return m;
+}
+
+}  // namespace
+
+std::string describeNetworkGraph(bool dot) {
+  const auto nodes = net::NetGraph::describe();
+  return dot ? formatGraphDot(nodes) : formatGraph(nodes);
+}
+
+int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
+  Diagnostics diags;
+  const NetsimInput in = readInput(yaml, diags);
+  if (!diags.empty()) {
+    std::cerr << diags.format();
+    return kExitUsageError;
+  }
+  const auto n = static_cast<uint32_t>(in.variants.size());
+  const Routing routing = computeRouting(in.topo);
+  net::NetWorld world(n, TableCapacity{1024, 1024});
+  std::vector<int64_t> lookaheads;
+  for (ExpId e = 0; e < n; ++e) {
+    const Variant& v = in.variants[e];
+    const net::NetworkLayout layout = makeNetworkLayout(in.topo, routing, v.cfg.payload_bytes);
+    const int64_t lookahead = in.lookahead_ps > 0 ? std::min(in.lookahead_ps, layout.min_delay_ps) : layout.min_delay_ps;
+    world.config(e).net = net::pathQuantities(layout, v.cfg);
+    world.clock(e).lookahead_ps = lookahead;
+    world.clock(e).seed = v.seed;
+    net::buildNetwork(world, e, layout, v.cfg, lookahead);
+  }
+  for (ExpId e = 0; e < n; ++e) {
+    for (uint32_t i = 0; i < in.flows.size(); ++i) {
+      const FlowLine& f = in.flows[i];
+      net::addFlow(world, e, f.src, f.dst, f.bytes, f.start_ps, i, f.prio);
+    }
+  }
+  world.commitAllHost();
+  const auto flows_total = static_cast<int64_t>(in.flows.size()) * n;
+  world.grow<net::FlowRecord>(TableCapacity{flows_total + 1, flows_total + 1});
+  if (!options.quiet) {
+    std::cout << "netsim " << in.name << ": " << in.topo.name() << ", " << in.flows.size() << " flows, " << n
+              << " experiment(s) in one batch\n";
+  }
+  const CpuExecutor exec(options.threads);
+  const RunReport report = exec.runToEnd<net::NetGraph>(world.view());
+  if (report.status != 0u) {
+    std::cerr << "multiverse: the simulation stopped: " << networkStatusMessage(report.status) << "\n";
+    return kExitRunError;
+  }
+
+  const std::filesystem::path out = options.out.empty() ? std::filesystem::path("results") / in.name : options.out;
+  std::filesystem::create_directories(out);
+  std::ostringstream summary;
+  summary << "experiment,cc,load_balance,flows,finished,last_finish_ps,mean_slowdown,p99_slowdown,packet_hops,ecn_marks,"
+             "cnps,pauses,paused_ps,drops,retransmits,timeouts,wall_s\n";
+  auto& records = world.table<net::FlowRecord>();
+  auto& stats = world.table<net::NetStats>();
+  auto& ports = world.table<net::Port>();
+  for (ExpId e = 0; e < n; ++e) {
+    const Variant& v = in.variants[e];
+    std::filesystem::create_directories(out / v.name);
+    std::ostringstream flows;
+    flows << "flow,src,dst,bytes,start_ps,finish_ps,fct_ps,ideal_fct_ps\n";
+    std::vector<double> slowdowns;
+    int64_t last = 0;
+    for (int64_t row = records.expBegin(e); row < records.expEnd(e); ++row) {
+      const net::FlowResult& f = records.get<net::FlowResult>(row);
+      const int64_t packets = (f.bytes + v.cfg.payload_bytes - 1) / v.cfg.payload_bytes;
+      const int64_t wire = f.bytes + packets * (net::dataWireBytes(0, v.cfg.cc));
+      const int64_t ideal = idleRtt(in.topo, routing, f.src_nic, f.dst_nic, v.cfg.payload_bytes) +
+                            serializationTime(Bytes{wire}, BitsPerSecond{bottleneckRate(in.topo, routing, f.src_nic, f.dst_nic)}).ps;
+      const int64_t fct = f.finish_ps - f.start_ps;
+      flows << f.id << ',' << f.src_nic << ',' << f.dst_nic << ',' << f.bytes << ',' << f.start_ps << ',' << f.finish_ps
+            << ',' << fct << ',' << ideal << '\n';
+      slowdowns.push_back(static_cast<double>(fct) / static_cast<double>(ideal));
+      last = std::max(last, f.finish_ps);
+    }
+    writeAtomically(out / v.name / "flows.csv", flows.str());
+    std::ostringstream queues;
+    queues << "port,rate_bps,max_bytes,mean_bytes,tx_bytes\n";
+    for (int64_t row = ports.expBegin(e); row < ports.expEnd(e); ++row) {
+      const net::PortQueue& q = ports.get<net::PortQueue>(row);
+      queues << row - ports.expBegin(e) << ',' << ports.get<net::PortInfo>(row).rate_bps << ',' << q.max_bytes << ','
+             << (last > 0 ? q.byte_ps / static_cast<double>(last) : 0.0) << ',' << q.tx_bytes << '\n';
+    }
+    writeAtomically(out / v.name / "queues.csv", queues.str());
+    std::sort(slowdowns.begin(), slowdowns.end());
+    double mean = 0;
+    for (double s : slowdowns) mean += s;
+    mean = slowdowns.empty() ? 0 : mean / static_cast<double>(slowdowns.size());
+    const double p99 = slowdowns.empty() ? 0 : slowdowns[static_cast<size_t>(0.99 * static_cast<double>(slowdowns.size() - 1))];
+    const net::NetCounters& c = stats.get<net::NetCounters>(stats.expBegin(e));
+    summary << v.name << ',' << ccName(v.cfg.cc) << ',' << (v.cfg.load_balance == net::LoadBalance::kEcmp ? "ecmp" : "spray")
+            << ',' << in.flows.size() << ',' << slowdowns.size() << ',' << last << ',' << mean << ',' << p99 << ','
+            << c.packet_hops << ',' << c.ecn_marks << ',' << c.cnps << ',' << c.pauses << ',' << c.paused_ps << ','
+            << c.drops << ',' << c.retransmits << ',' << c.timeouts << ',' << report.wall_seconds << '\n';
+    if (!options.quiet) {
+      std::printf("  %-16s %-6s flows %zu/%zu  last finish %.3f us  slowdown mean %.2f p99 %.2f  drops %ld  pauses %ld\n",
+                  v.name.c_str(), ccName(v.cfg.cc), slowdowns.size(), in.flows.size(), static_cast<double>(last) * 1e-6,
+                  mean, p99, static_cast<long>(c.drops), static_cast<long>(c.pauses));
+    }
+  }
+  writeAtomically(out / "summary.csv", summary.str());
+  if (!options.quiet) {
+    std::printf("  wall %.3f s, %ld steps; results in %s\n", report.wall_seconds, static_cast<long>(report.steps),
+                out.string().c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace mv

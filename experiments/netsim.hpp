@@ -1,0 +1,26 @@
+/**
+ * @file netsim.hpp
+ * `multiverse netsim`: runs a flow list on a topology at packet level, one experiment per
+ * variant of the network configuration, all in one batch, and writes per-flow and
+ * per-queue results.
+ */
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace mv {
+
+struct NetsimOptions {
+  std::filesystem::path out;  ///< results folder; empty = results/<name>
+  int threads = 0;            ///< 0 = all cores
+  bool quiet = false;
+};
+
+/// Runs the description in `yaml`; returns the process exit code (2 for bad input).
+int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options);
+
+/// The packet-level network's step graph, printed (text or Graphviz DOT).
+std::string describeNetworkGraph(bool dot);
+
+}  // namespace mv

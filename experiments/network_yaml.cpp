@@ -1,0 +1,255 @@
+/**
+ * @file network_yaml.cpp
+ * Network parameters, topologies and flow lists from YAML and text files.
+ */
+#include "experiments/network_yaml.hpp"
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include "ecs/quantity.hpp"
+#include "topologies/generators.hpp"
+
+namespace mv {
+
+net::NetworkConfig readNetworkConfig(const ConfigReader& r, const net::NetworkConfig& base) {
+  net::NetworkConfig c = base;
+  r.allowOnly({"cc", "load_balance", "payload", "ack_interval", "ack_high_priority", "nack_interval", "rto", "window",
+               "switch_packet_slots", "link_ring_factor", "nic_control_slots", "pfc", "ecn", "dcqcn", "hpcc", "dctcp"});
+  c.cc = static_cast<net::CcKind>(r.choice("cc", static_cast<int>(c.cc), {"none", "dcqcn", "hpcc", "dctcp"}));
+  c.load_balance = static_cast<net::LoadBalance>(r.choice("load_balance", static_cast<int>(c.load_balance), {"ecmp", "spray"}));
+  c.payload_bytes = static_cast<int32_t>(r.integer("payload", c.payload_bytes, 64, 9000));
+  c.ack_interval = static_cast<int32_t>(r.integer("ack_interval", c.ack_interval, 1, 64));
+  c.ack_high_priority = r.boolean("ack_high_priority", c.ack_high_priority);
+  c.nack_interval_ps = r.durationPs("nack_interval", c.nack_interval_ps);
+  c.rto_ps = r.durationPs("rto", c.rto_ps);
+  c.window = r.boolean("window", c.window);
+  c.switch_packet_slots = static_cast<int32_t>(r.integer("switch_packet_slots", c.switch_packet_slots, 64, 1 << 22));
+  c.link_ring_factor = static_cast<int32_t>(r.integer("link_ring_factor", c.link_ring_factor, 1, 1024));
+  c.nic_control_slots = static_cast<int32_t>(r.integer("nic_control_slots", c.nic_control_slots, 4, 1 << 20));
+
+  const ConfigReader pfc = r.child("pfc");
+  pfc.allowOnly({"enabled", "buffer", "reserve", "resume_offset", "headroom_rtts", "dynamic_threshold", "static_xoff"});
+  c.pfc.enabled = pfc.boolean("enabled", c.pfc.enabled);
+  c.pfc.buffer_bytes = pfc.sizeBytes("buffer", c.pfc.buffer_bytes);
+  c.pfc.reserve_bytes = pfc.sizeBytes("reserve", c.pfc.reserve_bytes);
+  c.pfc.resume_offset_bytes = pfc.sizeBytes("resume_offset", c.pfc.resume_offset_bytes);
+  c.pfc.headroom_rtts = static_cast<int32_t>(pfc.integer("headroom_rtts", c.pfc.headroom_rtts, 0, 100));
+  c.pfc.dynamic_threshold = pfc.boolean("dynamic_threshold", c.pfc.dynamic_threshold);
+  c.pfc.static_xoff_bytes = pfc.sizeBytes("static_xoff", c.pfc.static_xoff_bytes);
+
+  const ConfigReader ecn = r.child("ecn");
+  ecn.allowOnly({"enabled", "kmin_per_25g", "kmax_per_25g", "pmax"});
+  c.ecn.enabled = ecn.boolean("enabled", c.ecn.enabled);
+  c.ecn.kmin_per_25g_bytes = ecn.sizeBytes("kmin_per_25g", c.ecn.kmin_per_25g_bytes);
+  c.ecn.kmax_per_25g_bytes = ecn.sizeBytes("kmax_per_25g", c.ecn.kmax_per_25g_bytes);
+  c.ecn.pmax = ecn.real("pmax", c.ecn.pmax, 0.0, 1.0);
+  if (c.ecn.kmax_per_25g_bytes <= c.ecn.kmin_per_25g_bytes) ecn.error("kmax_per_25g", "must exceed kmin_per_25g");
+
+  const ConfigReader dq = r.child("dcqcn");
+  dq.allowOnly({"g", "alpha_interval", "decrease_interval", "increase_interval", "fast_recovery_stages", "rai_per_25g",
+                "rhai_per_25g", "rmin"});
+  c.dcqcn.g = dq.real("g", c.dcqcn.g, 0.0, 1.0);
+  c.dcqcn.alpha_interval_ps = dq.durationPs("alpha_interval", c.dcqcn.alpha_interval_ps);
+  c.dcqcn.decrease_interval_ps = dq.durationPs("decrease_interval", c.dcqcn.decrease_interval_ps);
+  c.dcqcn.increase_interval_ps = dq.durationPs("increase_interval", c.dcqcn.increase_interval_ps);
+  c.dcqcn.fast_recovery_stages = static_cast<uint32_t>(dq.integer("fast_recovery_stages", c.dcqcn.fast_recovery_stages, 0, 100));
+  c.dcqcn.rai_per_25g_bps = dq.rateBps("rai_per_25g", c.dcqcn.rai_per_25g_bps);
+  c.dcqcn.rhai_per_25g_bps = dq.rateBps("rhai_per_25g", c.dcqcn.rhai_per_25g_bps);
+  c.dcqcn.rmin_bps = dq.rateBps("rmin", c.dcqcn.rmin_bps);
+
+  const ConfigReader hp = r.child("hpcc");
+  hp.allowOnly({"eta", "max_stage", "rai", "rmin", "base_rtt"});
+  c.hpcc.eta = hp.real("eta", c.hpcc.eta, 0.01, 1.0);
+  c.hpcc.max_stage = static_cast<uint32_t>(hp.integer("max_stage", c.hpcc.max_stage, 0, 100));
+  c.hpcc.rai_bps = hp.rateBps("rai", c.hpcc.rai_bps);
+  c.hpcc.rmin_bps = hp.rateBps("rmin", c.hpcc.rmin_bps);
+  c.hpcc.base_rtt_ps = hp.durationPs("base_rtt", c.hpcc.base_rtt_ps);
+
+  const ConfigReader dc = r.child("dctcp");
+  dc.allowOnly({"g", "rai", "rmin", "k_per_10g"});
+  c.dctcp.g = dc.real("g", c.dctcp.g, 0.0, 1.0);
+  c.dctcp.rai_bps = dc.rateBps("rai", c.dctcp.rai_bps);
+  c.dctcp.rmin_bps = dc.rateBps("rmin", c.dctcp.rmin_bps);
+  c.dctcp.k_per_10g_bytes = dc.sizeBytes("k_per_10g", c.dctcp.k_per_10g_bytes);
+  return c;
+}
+
+Topology readTopology(const ConfigReader& r, const std::filesystem::path& dir) {
+  const int kind = r.choice("kind", -1, {"star", "fat_tree", "rail_optimized", "spine_leaf", "file"});
+  const BitsPerSecond rate{r.rateBps("link_rate", 100'000'000'000)};
+  const Picoseconds delay{r.durationPs("link_delay", 1'000'000)};
+  const BitsPerSecond fabric_rate{r.rateBps("fabric_rate", rate.bps)};
+  const Picoseconds fabric_delay{r.durationPs("fabric_delay", delay.ps)};
+  const std::vector<std::string> common{"kind", "link_rate", "link_delay", "fabric_rate", "fabric_delay"};
+  auto allow = [&](std::vector<std::string> extra) {
+    extra.insert(extra.end(), common.begin(), common.end());
+    r.allowOnly(extra);
+  };
+  try {
+    switch (kind) {
+      case 0: {
+        allow({"nics"});
+        const auto nics = static_cast<uint32_t>(r.integer("nics", 2, 2, 1 << 16));
+        Topology t;
+        for (uint32_t i = 0; i < nics; ++i) t.addNic(i);
+        const uint32_t sw = t.addSwitch(1);
+        for (uint32_t i = 0; i < nics; ++i) t.addLink(t.nicNode(i), sw, rate, delay);
+        t.setName("star of " + std::to_string(nics) + " NICs");
+        return t;
+      }
+      case 1: {
+        allow({"k", "nics_per_server"});
+        FatTreeParams p{static_cast<uint32_t>(r.integer("k", 8, 2, 128)), rate, delay, fabric_rate, fabric_delay,
+                        static_cast<uint32_t>(r.integer("nics_per_server", 1, 1, 64))};
+        return makeFatTree(p);
+      }
+      case 2: {
+        allow({"servers", "nics_per_server", "spines", "leaf_radix_down"});
+        RailParams p;
+        p.servers = static_cast<uint32_t>(r.integer("servers", p.servers, 1, 1 << 20));
+        p.nics_per_server = static_cast<uint32_t>(r.integer("nics_per_server", p.nics_per_server, 1, 64));
+        p.spines = static_cast<uint32_t>(r.integer("spines", p.spines, 1, 4096));
+        p.leaf_radix_down = static_cast<uint32_t>(r.integer("leaf_radix_down", p.leaf_radix_down, 1, 4096));
+        if (r.has("link_rate")) p.nic_rate = rate;
+        if (r.has("link_delay")) p.nic_delay = delay;
+        if (r.has("fabric_rate")) p.fabric_rate = fabric_rate;
+        if (r.has("fabric_delay")) p.fabric_delay = fabric_delay;
+        return makeRailOptimized(p);
+      }
+      case 3: {
+        allow({"leaves", "nics_per_leaf", "spines", "oversubscription"});
+        SpineLeafParams p;
+        p.leaves = static_cast<uint32_t>(r.integer("leaves", p.leaves, 1, 1 << 16));
+        p.nics_per_leaf = static_cast<uint32_t>(r.integer("nics_per_leaf", p.nics_per_leaf, 1, 4096));
+        p.spines = static_cast<uint32_t>(r.integer("spines", p.spines, 0, 4096));
+        p.oversubscription = r.real("oversubscription", p.oversubscription, 0.01, 1000.0);
+        p.nic_rate = rate;
+        p.nic_delay = delay;
+        if (r.has("fabric_rate")) {
+          p.fabric_rate = fabric_rate;
+        } else if (p.spines > 0) {
+          p.fabric_rate = BitsPerSecond{0};  // derived from the spine count
+        }
+        p.fabric_delay = fabric_delay;
+        return makeSpineLeaf(p);
+      }
+      case 4: {
+        r.allowOnly({"kind", "path"});
+        const std::string path = r.text("path", "");
+        if (path.empty()) {
+          r.error("path", "a topology file is required for kind: file");
+          return Topology{};
+        }
+        return loadNs3Topology(dir / path);
+      }
+      default:
+        if (!r.has("kind")) r.error("kind", "missing (star, fat_tree, rail_optimized, spine_leaf or file)");
+        return Topology{};
+    }
+  } catch (const TopologyError& e) {
+    r.error("", e.what());
+    return Topology{};
+  }
+}
+
+namespace {
+
+/// Splits a line on commas or whitespace.
+std::vector<std::string> fieldsOf(const std::string& line, bool csv) {
+  std::vector<std::string> out;
+  if (csv) {
+    std::string field;
+    std::istringstream in(line);
+    while (std::getline(in, field, ',')) {
+      const auto b = field.find_first_not_of(" \t\r");
+      const auto e = field.find_last_not_of(" \t\r");
+      out.push_back(b == std::string::npos ? std::string() : field.substr(b, e - b + 1));
+    }
+  } else {
+    std::istringstream in(line);
+    for (std::string f; in >> f;) out.push_back(f);
+  }
+  return out;
+}
+
+template <class T>
+bool parseNumber(const std::string& s, T& v) {
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+/// A start time in (fractional) units of 10^-exponent seconds, exactly, to picoseconds.
+bool parseStart(const std::string& s, const char* unit, int64_t& ps) {
+  return parseDuration(s + unit, ps) == QuantityStatus::kOk || (s == "0" && (ps = 0, true));
+}
+
+}  // namespace
+
+std::vector<FlowLine> readFlowFile(const std::filesystem::path& path, uint32_t nics, Diagnostics& diags) {
+  std::vector<FlowLine> flows;
+  std::ifstream in(path);
+  const std::string file = path.string();
+  if (!in) {
+    diags.add(Diagnostic{file, 0, "", "cannot open the flow list"});
+    return flows;
+  }
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  const bool csv = !lines.empty() && lines[0].find(',') != std::string::npos;
+  auto fail = [&](size_t i, const std::string& m) { diags.add(Diagnostic{file, static_cast<int>(i + 1), "", m}); };
+  size_t first = 1;
+  size_t announced = 0;
+  if (csv) {
+    const std::vector<std::string> header = fieldsOf(lines[0], true);
+    const bool with_prio = header.size() == 5 && header[4] == "priority";
+    if (header.size() < 4 || header[0] != "src" || header[1] != "dst" || header[2] != "bytes" || header[3] != "start_us" ||
+        (header.size() == 5 && !with_prio) || header.size() > 5) {
+      fail(0, "bad header (expected src,dst,bytes,start_us[,priority])");
+      return flows;
+    }
+  } else {
+    if (lines.empty() || !parseNumber(fieldsOf(lines[0], false).empty() ? std::string() : fieldsOf(lines[0], false)[0], announced)) {
+      fail(0, "expected the number of flows on the first line (HPCC flow.txt) or a CSV header");
+      return flows;
+    }
+  }
+  for (size_t i = first; i < lines.size(); ++i) {
+    const std::vector<std::string> f = fieldsOf(lines[i], csv);
+    if (f.empty() || (f.size() == 1 && f[0].empty())) continue;
+    FlowLine fl;
+    bool ok = true;
+    if (csv) {
+      ok = f.size() >= 4 && f.size() <= 5 && parseNumber(f[0], fl.src) && parseNumber(f[1], fl.dst) &&
+           parseNumber(f[2], fl.bytes) && parseStart(f[3], "us", fl.start_ps) &&
+           (f.size() == 4 || parseNumber(f[4], fl.prio));
+    } else {
+      uint32_t dport = 0;
+      ok = f.size() == 6 && parseNumber(f[0], fl.src) && parseNumber(f[1], fl.dst) && parseNumber(f[2], fl.prio) &&
+           parseNumber(f[3], dport) && parseNumber(f[4], fl.bytes) && parseStart(f[5], "s", fl.start_ps);
+    }
+    if (!ok) {
+      fail(i, "malformed flow '" + lines[i] + "'");
+      continue;
+    }
+    if (fl.src >= nics || fl.dst >= nics) {
+      fail(i, "NIC id out of range (the topology has " + std::to_string(nics) + " NICs)");
+    } else if (fl.src == fl.dst) {
+      fail(i, "a flow from a NIC to itself");
+    } else if (fl.bytes <= 0) {
+      fail(i, "a flow carries at least one byte");
+    } else if (fl.prio == 0 || fl.prio > 7) {
+      fail(i, "priority must be 1..7 (0 is the control class)");
+    } else {
+      flows.push_back(fl);
+    }
+  }
+  if (!csv && flows.size() != announced && diags.empty()) {
+    fail(lines.size() - 1, "the file announces " + std::to_string(announced) + " flows but has " +
+                               std::to_string(flows.size()) + " (truncated?)");
+  }
+  return flows;
+}
+
+}  // namespace mv
