@@ -12,10 +12,12 @@
 #include <cuda/atomic>
 #define MV_ATOMIC_REF(T, x) ::cuda::atomic_ref<T, ::cuda::thread_scope_device>(x)
 #define MV_RELAXED ::cuda::std::memory_order_relaxed
+#define MV_ACQ_REL ::cuda::std::memory_order_acq_rel
 #else
 #include <atomic>
 #define MV_ATOMIC_REF(T, x) ::std::atomic_ref<T>(x)
 #define MV_RELAXED ::std::memory_order_relaxed
+#define MV_ACQ_REL ::std::memory_order_acq_rel
 #endif
 
 namespace mv {
@@ -39,6 +41,22 @@ MV_HD MV_INLINE void atomicFetchMin(T* p, T v) {
   T cur = ref.load(MV_RELAXED);
   while (v < cur && !ref.compare_exchange_weak(cur, v, MV_RELAXED)) {
   }
+}
+
+/// Raises `*p` to `v` if `v` is larger.
+template <class T>
+MV_HD MV_INLINE void atomicFetchMax(T* p, T v) {
+  auto ref = MV_ATOMIC_REF(T, *p);
+  T cur = ref.load(MV_RELAXED);
+  while (v > cur && !ref.compare_exchange_weak(cur, v, MV_RELAXED)) {
+  }
+}
+
+/// Replaces `*p` by `desired` if it still holds `expected` (then true); else loads the
+/// current value into `expected` (then false). Acquire-release, for lock-free structures.
+template <class T>
+MV_HD MV_INLINE bool atomicCompareExchange(T* p, T& expected, T desired) {
+  return MV_ATOMIC_REF(T, *p).compare_exchange_weak(expected, desired, MV_ACQ_REL, MV_RELAXED);
 }
 
 /// Sets the bits of `v` in `*p`.

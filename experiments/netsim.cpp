@@ -130,7 +130,7 @@ void writeAtomically(const std::filesystem::path& path, const std::string& text)
 /// What a run's status bits mean, with the knob that fixes each.
 std::string networkStatusMessage(uint32_t status) {
   std::string m;
-  if (status & net::kStatusSwitchPool) m += "a switch ran out of packet slots (raise network.switch_packet_slots); ";
+  if (status & net::kStatusSwitchPool) m += "a switch ran out of packet slots (raise network.switch_pool_slots); ";
   if (status & net::kStatusLinkRing) m += "a link ring filled up (raise network.link_ring_factor); ";
   if (status & net::kStatusNicControl) m += "a NIC's ACK queue filled up (raise network.nic_control_slots); ";
   if (status & ~net::kStatusPacketPool) m += "a table overflowed (status " + std::to_string(status) + ")";

@@ -16,7 +16,7 @@ namespace mv {
 net::NetworkConfig readNetworkConfig(const ConfigReader& r, const net::NetworkConfig& base) {
   net::NetworkConfig c = base;
   r.allowOnly({"cc", "load_balance", "payload", "ack_interval", "ack_high_priority", "nack_interval", "rto", "window",
-               "switch_packet_slots", "link_ring_factor", "nic_control_slots", "pfc", "ecn", "dcqcn", "hpcc", "dctcp"});
+               "switch_pool_slots", "link_ring_factor", "nic_control_slots", "pfc", "ecn", "dcqcn", "hpcc", "dctcp"});
   c.cc = static_cast<net::CcKind>(r.choice("cc", static_cast<int>(c.cc), {"none", "dcqcn", "hpcc", "dctcp"}));
   c.load_balance = static_cast<net::LoadBalance>(r.choice("load_balance", static_cast<int>(c.load_balance), {"ecmp", "spray"}));
   c.payload_bytes = static_cast<int32_t>(r.integer("payload", c.payload_bytes, 64, 9000));
@@ -25,7 +25,7 @@ net::NetworkConfig readNetworkConfig(const ConfigReader& r, const net::NetworkCo
   c.nack_interval_ps = r.durationPs("nack_interval", c.nack_interval_ps);
   c.rto_ps = r.durationPs("rto", c.rto_ps);
   c.window = r.boolean("window", c.window);
-  c.switch_packet_slots = static_cast<int32_t>(r.integer("switch_packet_slots", c.switch_packet_slots, 64, 1 << 22));
+  c.switch_pool_slots = static_cast<int32_t>(r.integer("switch_pool_slots", c.switch_pool_slots, 64, 1 << 26));
   c.link_ring_factor = static_cast<int32_t>(r.integer("link_ring_factor", c.link_ring_factor, 1, 1024));
   c.nic_control_slots = static_cast<int32_t>(r.integer("nic_control_slots", c.nic_control_slots, 4, 1 << 20));
 

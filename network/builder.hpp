@@ -136,11 +136,8 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
     si.node = ls.node;
     si.port_base = port_base[s];
     si.port_count = static_cast<uint32_t>(ls.ports.size());
-    si.slot_base = s * static_cast<uint32_t>(cfg.switch_packet_slots);
-    si.slot_count = static_cast<uint32_t>(cfg.switch_packet_slots);
     si.route_base = s * layout.edge_count;
-    ss.free_head = 0;
-    ss.free_count = si.slot_count;
+    (void)ss;
     for (uint32_t p = 0; p < ls.ports.size(); ++p) {
       const LayoutPort& lp = ls.ports[p];
       PortInfo& pi = ports.template get<PortInfo>(port0 + port_base[s] + p);
@@ -181,14 +178,13 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
     set_next += static_cast<uint32_t>(ls.sets.size());
   }
   auto& pool = world.template table<SwitchSlot>();
-  const int64_t pool0 = world.template appendStatic<SwitchSlot>(e, int64_t{sw_count} * cfg.switch_packet_slots);
-  for (uint32_t s = 0; s < sw_count; ++s) {
-    for (int32_t k = 0; k < cfg.switch_packet_slots; ++k) {
-      pool.template get<Packet>(pool0 + int64_t{s} * cfg.switch_packet_slots + k).next =
-          k + 1 < cfg.switch_packet_slots ? static_cast<uint32_t>(k + 1) : kNone32;
-    }
+  const int64_t pool0 = world.template appendStatic<SwitchSlot>(e, cfg.switch_pool_slots);
+  for (int32_t k = 0; k < cfg.switch_pool_slots; ++k) {
+    pool.template get<Packet>(pool0 + k).next = k + 1 < cfg.switch_pool_slots ? static_cast<uint32_t>(k + 1) : kNone32;
   }
-  world.template appendStatic<NetStats>(e, 1);
+  auto& stats = world.template table<NetStats>();
+  const int64_t stats0 = world.template appendStatic<NetStats>(e, 1);
+  stats.template get<SwitchPool>(stats0) = SwitchPool{0, 0, 0, cfg.switch_pool_slots};
 }
 
 /// Adds a flow of experiment `e` from the host. `id` must be unique among the flows of

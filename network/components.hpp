@@ -55,15 +55,11 @@ struct SwitchInfo {
   uint32_t node = 0;         ///< topology node id (salts the ECMP hash)
   uint32_t port_base = 0;    ///< local Port row of port 0
   uint32_t port_count = 0;
-  uint32_t slot_base = 0;    ///< local SwitchSlot row of its packet pool
-  uint32_t slot_count = 0;
   uint32_t route_base = 0;   ///< local RouteIndex row of (this switch, edge 0)
   int64_t total_headroom = 0;///< Σ headroom over ports and priorities
   int64_t total_reserve = 0; ///< Σ reserve over ports and priorities
 };
 struct SwitchState {
-  uint32_t free_head = 0;    ///< first free slot (local to the pool), kNone32 when empty
-  uint32_t free_count = 0;
   int64_t buffer_bytes = 0;  ///< bytes buffered in the switch
   int64_t shared_used = 0;   ///< bytes in the shared part (above reserves, below headroom)
   uint64_t draws = 0;        ///< random numbers drawn (ECN, spraying)
@@ -249,6 +245,17 @@ struct FlowRecord : Archetype<FlowResult> {
   static constexpr const char* kName = "FlowRecord";
 };
 
+/// The experiment's shared pool of switch packet records: a lock-free stack of free slots
+/// (Treiber stack; the head packs the slot index with a tag bumped on every pop, so a
+/// concurrent pop and push of the same slot cannot be mistaken for no change). Which slot a
+/// packet gets never affects results; only the pool's size limits them.
+struct SwitchPool {
+  uint64_t free_head = 0;    ///< (tag << 32) | first free local slot (kNone32: empty)
+  int64_t in_use = 0;
+  int64_t peak = 0;          ///< most slots in use at once (approximate under concurrency)
+  int64_t capacity = 0;
+};
+
 /// Per-experiment counters (one row per experiment), summed with atomics.
 struct NetCounters {
   int64_t packets_sent = 0;   ///< data packets put on NIC links (with retransmissions)
@@ -264,7 +271,7 @@ struct NetCounters {
   int64_t flows_done = 0;
   int64_t overflow = 0;       ///< pooled storage exhausted (a sizing problem, reported)
 };
-struct NetStats : Archetype<NetCounters> {
+struct NetStats : Archetype<NetCounters, SwitchPool> {
   static constexpr const char* kName = "NetStats";
   static constexpr bool kStatic = true;
 };
@@ -277,7 +284,7 @@ struct NetExperiment {
 };
 
 /// World status bits raised when pooled packet storage is exhausted (a sizing problem).
-inline constexpr uint32_t kStatusSwitchPool = 1u << 16;  ///< raise network.switch_packet_slots
+inline constexpr uint32_t kStatusSwitchPool = 1u << 16;  ///< raise network.switch_pool_slots
 inline constexpr uint32_t kStatusLinkRing = 1u << 17;    ///< raise network.link_ring_factor
 inline constexpr uint32_t kStatusNicControl = 1u << 18;  ///< raise network.nic_control_slots
 inline constexpr uint32_t kStatusPacketPool = kStatusSwitchPool | kStatusLinkRing | kStatusNicControl;

@@ -79,7 +79,7 @@ struct NetworkConfig {
   int64_t nack_interval_ps = 500'000'000;  ///< at most one NACK per gap per this time (500 µs)
   int64_t rto_ps = 1'000'000'000;     ///< retransmission timeout (1 ms)
   bool window = false;                ///< window limit for DCQCN (HPCC and DCTCP always use one)
-  int32_t switch_packet_slots = 2048; ///< packet records per switch (pooled storage)
+  int32_t switch_pool_slots = 65536;  ///< packet records shared by the switches of an experiment
   int32_t link_ring_factor = 4;       ///< link ring slots = factor × full packets in (delay + 2 lookahead) + 8
   int32_t nic_control_slots = 64;     ///< ACK/NACK records waiting at a NIC
   DcqcnParams dcqcn;

@@ -59,7 +59,37 @@ struct SwitchSystem {
     MV_HD PortIngress& ping(uint32_t i) const { return ports.template get<PortIngress>(port0 + i); }
     MV_HD Packet& slot(uint32_t s) const {
       TableView<SwitchSlot>& pool = ctx.template table<SwitchSlot>();
-      return pool.template get<Packet>(pool.expBegin(ctx.exp) + info.slot_base + s);
+      return pool.template get<Packet>(pool.expBegin(ctx.exp) + s);
+    }
+    MV_HD SwitchPool& pool() const {
+      TableView<NetStats>& stats = ctx.template table<NetStats>();
+      return stats.template get<SwitchPool>(stats.expBegin(ctx.exp));
+    }
+    /// Pops a free slot of the experiment's pool (lock-free), or kNone32.
+    MV_HD uint32_t allocate() const {
+      SwitchPool& p = pool();
+      uint64_t head = atomicLoad<uint64_t>(&p.free_head);
+      for (;;) {
+        const auto index = static_cast<uint32_t>(head);
+        if (index == kNone32) return kNone32;
+        const uint32_t next = atomicLoad<uint32_t>(&slot(index).next);
+        const uint64_t desired = ((head >> 32) + 1) << 32 | next;
+        if (atomicCompareExchange<uint64_t>(&p.free_head, head, desired)) break;
+      }
+      const int64_t used = atomicFetchAdd<int64_t>(&p.in_use, 1) + 1;
+      atomicFetchMax<int64_t>(&p.peak, used);
+      return static_cast<uint32_t>(head);
+    }
+    /// Pushes a slot back onto the pool's free stack.
+    MV_HD void releaseSlot(uint32_t s) const {
+      SwitchPool& p = pool();
+      uint64_t head = atomicLoad<uint64_t>(&p.free_head);
+      for (;;) {
+        atomicStore<uint32_t>(&slot(s).next, static_cast<uint32_t>(head));
+        const uint64_t desired = (head & 0xFFFFFFFF00000000ull) | s;
+        if (atomicCompareExchange<uint64_t>(&p.free_head, head, desired)) break;
+      }
+      atomicFetchAdd<int64_t>(&p.in_use, -1);
     }
 
     MV_HD void step() {
@@ -228,16 +258,14 @@ struct SwitchSystem {
         delta.c.drops += 1;
         return;
       }
-      if (st.free_count == 0u) {
+      const uint32_t s = allocate();
+      if (s == kNone32) {
         if (!control) release(cfg.pfc, port, c, size);
         delta.c.overflow += 1;
         atomicFetchOr<uint32_t>(&ctx.world->status, kStatusSwitchPool);
         return;
       }
-      const uint32_t s = st.free_head;
       Packet& p = slot(s);
-      st.free_head = p.next;
-      st.free_count -= 1;
       p = in;
       p.in_port = static_cast<uint16_t>(port);
       p.next = kNone32;
@@ -288,9 +316,7 @@ struct SwitchSystem {
           q.nonempty &= ~(1u << c);
         }
         q.bytes[c] -= p.wire_bytes;
-        slot(s).next = st.free_head;
-        st.free_head = s;
-        st.free_count += 1;
+        releaseSlot(s);
         st.buffer_bytes -= p.wire_bytes;
         if (p.kind == PacketKind::kData) markAndStamp(cfg, port, c, p, t, delta);
         if (c != kControlPriority) {

@@ -23,4 +23,43 @@ expect 0 "Usage: multiverse" --help
 expect 0 "multiverse 0." --version
 expect 2 "--bogus" --bogus
 expect 2 "multiverse --help" --threads-typo 4
+expect 0 "[engine]" --dump-graph text
+
+# netsim: a valid run writes its results; every bad input is reported with file, line, key.
+src_dir="$(cd "$(dirname "$0")/../.." && pwd)"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+expect 0 "results in $tmp/ok" netsim "$src_dir/examples/netsim/incast.yaml" --out "$tmp/ok" --threads 2
+for f in summary.csv dcqcn/flows.csv hpcc/flows.csv dctcp/queues.csv; do
+  [ -s "$tmp/ok/$f" ] || { echo "FAIL: missing $tmp/ok/$f"; fail=1; }
+done
+[ "$(wc -l < "$tmp/ok/hpcc/flows.csv")" -eq 17 ] || { echo "FAIL: hpcc/flows.csv should have 16 flows"; fail=1; }
+
+printf 'src,dst,bytes,start_us\n1,0,1000,0\n' > "$tmp/flows.csv"
+cat > "$tmp/typo.yaml" <<'YAML'
+topology: {kind: star, nics: 4, link_rate: 100Gbps, link_delay: 1us}
+network:
+  cc: hpc
+  lod_balance: ecmp
+  pfc: {buffer: 32XB}
+flows: flows.csv
+YAML
+expect 2 "typo.yaml:3: network.cc: 'hpc' is not one of none, dcqcn, hpcc, dctcp (did you mean 'hpcc'?)" netsim "$tmp/typo.yaml"
+expect 2 "typo.yaml:4: network.lod_balance: unknown key (did you mean 'load_balance'?)" netsim "$tmp/typo.yaml"
+expect 2 "typo.yaml:5: network.pfc.buffer: bad size '32XB'" netsim "$tmp/typo.yaml"
+
+printf 'topology: {kind: star, nics: 2\n' > "$tmp/broken.yaml"
+expect 2 "broken.yaml:2: YAML syntax error" netsim "$tmp/broken.yaml"
+
+printf '3\n1 0 3 100 1000 0\n2 0 3 100 1000 0\n' > "$tmp/truncated.txt"
+printf 'topology: {kind: star, nics: 4}\nflows: truncated.txt\n' > "$tmp/trunc.yaml"
+expect 2 "truncated.txt:3: the file announces 3 flows but has 2 (truncated?)" netsim "$tmp/trunc.yaml"
+
+printf 'src,dst,bytes,start_us\n1,9,1000,0\n' > "$tmp/far.csv"
+printf 'topology: {kind: star, nics: 4}\nflows: far.csv\n' > "$tmp/far.yaml"
+expect 2 "far.csv:2: NIC id out of range (the topology has 4 NICs)" netsim "$tmp/far.yaml"
+
+printf 'topology: {kind: fat_tree, k: 3}\nflows: flows.csv\n' > "$tmp/odd.yaml"
+expect 2 "odd.yaml:1: topology:" netsim "$tmp/odd.yaml"
+expect 2 "missing.yaml: cannot open the file" netsim "$tmp/missing.yaml"
 exit $fail

@@ -122,7 +122,7 @@ TEST_CASE("PFC: no drops under a large incast into a small buffer; without PFC, 
   const Topology star = makeStar(17, BitsPerSecond{kRate}, Picoseconds{kDelay});
   NetCase c = incast(star, net::CcKind::kNone, 16, 1'000'000);
   c.cfg.pfc.buffer_bytes = 1'000'000;
-  c.cfg.switch_packet_slots = 4096;
+  c.cfg.switch_pool_slots = 4096;
   const NetResult on = runNet(c);
   CHECK(on.flows.size() == 16u);
   CHECK(on.counters.drops == 0);
