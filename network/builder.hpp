@@ -20,12 +20,16 @@
 
 namespace mv::net {
 
-/// Slots of a link ring: what the link can carry in its delay plus two windows.
-inline uint32_t ringCapacity(int64_t rate_bps, int64_t delay_ps, int64_t lookahead_ps, int32_t min_wire_bytes,
+/// Slots of a link ring: `factor` × the full packets the link carries in its delay plus two
+/// windows, plus 8, rounded up to a power of two (ring positions are masked, not divided).
+inline uint32_t ringCapacity(int64_t rate_bps, int64_t delay_ps, int64_t lookahead_ps, int32_t full_wire_bytes,
                              int32_t factor) {
   const int64_t span = delay_ps + 2 * lookahead_ps;
-  const int64_t per_packet = serializationTime(Bytes{min_wire_bytes}, BitsPerSecond{rate_bps}).ps;
-  return static_cast<uint32_t>(factor * ((span + per_packet - 1) / per_packet) + 8);
+  const int64_t per_packet = serializationTime(Bytes{full_wire_bytes}, BitsPerSecond{rate_bps}).ps;
+  const int64_t need = factor * ((span + per_packet - 1) / per_packet) + 8;
+  uint32_t capacity = 1;
+  while (capacity < need) capacity <<= 1;
+  return capacity;
 }
 
 /// Idle RTT and BDP of an experiment for CC (network.md: T = max RTT, W_init = T × rate).

@@ -94,6 +94,7 @@ struct PortQueue {
   uint32_t rr;               ///< round-robin cursor over priorities 1..7
   uint32_t nonempty;         ///< bit c set while queue c holds packets
   int64_t paused_since_ps[kPriorities];  ///< when each paused priority was paused
+  int64_t next_arrival_ps;   ///< this step: arrival time of the next packet on the in-link
   int64_t max_bytes;         ///< largest occupancy seen (all priorities)
   int64_t last_change_ps;    ///< time of the last occupancy change
   double byte_ps;            ///< ∫ occupancy dt, for the time average
@@ -111,7 +112,7 @@ struct Port : Archetype<PortInfo, PortQueue, PortIngress> {
 /// A directed link. Its ring holds the packets on the wire, in arrival order.
 struct LinkInfo {
   uint32_t slot_base = 0;    ///< local LinkSlot row of the ring
-  uint32_t capacity = 0;
+  uint32_t capacity = 0;     ///< a power of two
   int64_t delay_ps = 0;
   int64_t rate_bps = 0;
 };

@@ -38,7 +38,7 @@ struct LinkRings {
     LinkRing& r = ring(link);
     const LinkInfo& li = info(link);
     if (r.tail[par] - r.head[prev] >= li.capacity) return false;
-    slots->get<Packet>(slot_base + li.slot_base + r.tail[par] % li.capacity) = p;
+    slots->get<Packet>(slot_base + li.slot_base + (r.tail[par] & (li.capacity - 1))) = p;
     r.tail[par] += 1;
     return true;
   }
@@ -47,7 +47,7 @@ struct LinkRings {
     const LinkRing& r = ring(link);
     if (r.head[par] >= r.tail[prev]) return nullptr;
     const LinkInfo& li = info(link);
-    const Packet& p = slots->get<Packet>(slot_base + li.slot_base + r.head[par] % li.capacity);
+    const Packet& p = slots->get<Packet>(slot_base + li.slot_base + (r.head[par] & (li.capacity - 1)));
     return p.time_ps < end ? &p : nullptr;
   }
   /// Arrival time of the next visible packet (any time), or INT64_MAX.
@@ -55,7 +55,7 @@ struct LinkRings {
     const LinkRing& r = ring(link);
     if (r.head[par] >= r.tail[prev]) return INT64_MAX;
     const LinkInfo& li = info(link);
-    return slots->get<Packet>(slot_base + li.slot_base + r.head[par] % li.capacity).time_ps;
+    return slots->get<Packet>(slot_base + li.slot_base + (r.head[par] & (li.capacity - 1))).time_ps;
   }
   MV_HD void pop(uint32_t link) const { ring(link).head[par] += 1; }
 };

@@ -97,6 +97,7 @@ struct SwitchSystem {
       for (uint32_t i = 0; i < info.port_count; ++i) {
         rings.beginConsume(pinfo(i).in_link);
         rings.beginProduce(pinfo(i).out_link);
+        pq(i).next_arrival_ps = rings.nextArrival(pinfo(i).in_link);
       }
       CounterDelta delta;
       int64_t first_push = INT64_MAX;
@@ -107,21 +108,22 @@ struct SwitchSystem {
         int64_t t_tx = INT64_MAX;
         uint32_t tx_port = 0;
         for (uint32_t i = 0; i < info.port_count; ++i) {
-          const Packet* p = rings.peek(pinfo(i).in_link, end);
-          if (p != nullptr && p->time_ps < t_arr) {
-            t_arr = p->time_ps;
+          const PortQueue& q = pq(i);
+          if (q.next_arrival_ps < t_arr) {
+            t_arr = q.next_arrival_ps;
             arr_port = i;
           }
-          if (hasWork(i) && pq(i).busy_until_ps < t_tx) {
-            t_tx = pq(i).busy_until_ps;
+          if (q.busy_until_ps < t_tx && hasWork(i)) {
+            t_tx = q.busy_until_ps;
             tx_port = i;
           }
         }
         if (t_arr >= end && t_tx >= end) break;
         if (t_arr <= t_tx) {
-          const Packet p = *rings.peek(pinfo(arr_port).in_link, end);
-          rings.pop(pinfo(arr_port).in_link);
-          arrive(cfg, arr_port, p, delta);
+          const uint32_t link = pinfo(arr_port).in_link;
+          arrive(cfg, arr_port, *rings.peek(link, end), delta);
+          rings.pop(link);
+          pq(arr_port).next_arrival_ps = rings.nextArrival(link);
         } else {
           transmit(cfg, tx_port, t_tx, delta, first_push);
         }
@@ -131,9 +133,9 @@ struct SwitchSystem {
       delta.flush(counters);
       int64_t wake = first_push;
       for (uint32_t i = 0; i < info.port_count; ++i) {
-        const int64_t a = rings.nextArrival(pinfo(i).in_link);
-        wake = a < wake ? a : wake;
-        if (hasWork(i) && pq(i).busy_until_ps < wake) wake = pq(i).busy_until_ps;
+        const PortQueue& q = pq(i);
+        wake = q.next_arrival_ps < wake ? q.next_arrival_ps : wake;
+        if (hasWork(i) && q.busy_until_ps < wake) wake = q.busy_until_ps;
       }
       if (wake != INT64_MAX) ctx.wakeAt(Picoseconds{wake});
     }
@@ -294,42 +296,48 @@ struct SwitchSystem {
     MV_HD void transmit(const NetworkConfig& cfg, uint32_t port, int64_t t, CounterDelta& delta, int64_t& first_push) {
       PortQueue& q = pq(port);
       const PortInfo& pi = pinfo(port);
-      Packet p;
       if ((q.send_pause | q.send_resume) != 0u) {
         const bool pause = q.send_pause != 0u;
         const uint32_t bits = pause ? q.send_pause : q.send_resume;
         int c = 0;
         while (((bits >> c) & 1u) == 0u) ++c;
         (pause ? q.send_pause : q.send_resume) &= ~(1u << c);
-        p.kind = pause ? PacketKind::kPause : PacketKind::kResume;
-        p.prio = static_cast<uint8_t>(c);
-        p.wire_bytes = kPfcBytes;
+        Packet frame;
+        frame.kind = pause ? PacketKind::kPause : PacketKind::kResume;
+        frame.prio = static_cast<uint8_t>(c);
+        frame.wire_bytes = kPfcBytes;
         if (pause) delta.c.pauses += 1;
-      } else {
-        const int c = pickQueue(q);
-        accountOccupancy(q, t);
-        const uint32_t s = q.head[c];
-        p = slot(s);
-        q.head[c] = p.next;
-        if (q.head[c] == kNone32) {
-          q.tail[c] = kNone32;
-          q.nonempty &= ~(1u << c);
-        }
-        q.bytes[c] -= p.wire_bytes;
-        releaseSlot(s);
-        st.buffer_bytes -= p.wire_bytes;
-        if (p.kind == PacketKind::kData) markAndStamp(cfg, port, c, p, t, delta);
-        if (c != kControlPriority) {
-          release(cfg.pfc, p.in_port, c, p.wire_bytes);
-          PortQueue& iq = pq(p.in_port);
-          if (((iq.xoff >> c) & 1u) != 0u && shouldResume(cfg.pfc, p.in_port, c)) {
-            iq.xoff &= ~(1u << c);
-            iq.send_resume |= 1u << c;
-            iq.send_pause &= ~(1u << c);
-            wakePort(p.in_port, t);
-          }
+        send(pi, q, frame, t, delta, first_push);
+        return;
+      }
+      const int c = pickQueue(q);
+      accountOccupancy(q, t);
+      const uint32_t s = q.head[c];
+      Packet& p = slot(s);
+      q.head[c] = p.next;
+      if (q.head[c] == kNone32) {
+        q.tail[c] = kNone32;
+        q.nonempty &= ~(1u << c);
+      }
+      q.bytes[c] -= p.wire_bytes;
+      st.buffer_bytes -= p.wire_bytes;
+      if (p.kind == PacketKind::kData) markAndStamp(cfg, port, c, p, t, delta);
+      if (c != kControlPriority) {
+        release(cfg.pfc, p.in_port, c, p.wire_bytes);
+        PortQueue& iq = pq(p.in_port);
+        if (((iq.xoff >> c) & 1u) != 0u && shouldResume(cfg.pfc, p.in_port, c)) {
+          iq.xoff &= ~(1u << c);
+          iq.send_resume |= 1u << c;
+          iq.send_pause &= ~(1u << c);
+          wakePort(p.in_port, t);
         }
       }
+      send(pi, q, p, t, delta, first_push);
+      releaseSlot(s);
+    }
+
+    /// Serialises `p` onto the port's link starting at `t`.
+    MV_HD void send(const PortInfo& pi, PortQueue& q, Packet& p, int64_t t, CounterDelta& delta, int64_t& first_push) {
       const int64_t ser = serializationTime(Bytes{p.wire_bytes}, BitsPerSecond{pi.rate_bps}).ps;
       q.tx_bytes += p.wire_bytes;
       q.busy_until_ps = t + ser;
