@@ -21,8 +21,15 @@ struct CommitAll {
   static constexpr bool kEngine = true;
   using After = TypeList<>;
 
+  /// Phases this step: none when no table created or destroyed anything (every thread
+  /// reads the same counters, settled by the barrier before this node).
   template <class WV>
   MV_HD static int phaseCount(const WV& world) {
+    return allNoop(world, typename WV::Archetypes{}) ? 0 : maxPhaseCount(world);
+  }
+  /// Phases in the worst case (fixed by the capacities), for launches planned on the host.
+  template <class WV>
+  MV_HD static int maxPhaseCount(const WV& world) {
     return maxPhases(world, typename WV::Archetypes{});
   }
 
@@ -33,6 +40,10 @@ struct CommitAll {
   }
 
  private:
+  template <class WV, class... As>
+  MV_HD static bool allNoop(const WV& world, TypeList<As...>) {
+    return (world.template table<As>().commitIsNoop() && ...);
+  }
   template <class WV, class... As>
   MV_HD static int maxPhases(const WV& world, TypeList<As...>) {
     int n = 0;
@@ -64,6 +75,10 @@ struct AdvanceClocks {
 
   template <class WV>
   MV_HD static int phaseCount(const WV&) {
+    return 2;
+  }
+  template <class WV>
+  MV_HD static int maxPhaseCount(const WV&) {
     return 2;
   }
 

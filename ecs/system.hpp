@@ -95,6 +95,10 @@ struct System {
   MV_HD static int phaseCount(const WV&) {
     return 1;
   }
+  template <class WV>
+  MV_HD static int maxPhaseCount(const WV&) {
+    return 1;
+  }
 
   MV_EXEC_CHECK_DISABLE
   template <class Policy, class WV>

@@ -99,8 +99,9 @@ class CudaExecutor {
     const dim3 block(static_cast<unsigned>(block_size_));
     (
         [&] {
-          // Phase counts depend only on capacities, which the host view shares.
-          const int phases = Nodes::phaseCount(host_view);
+          // The host cannot see this step's counters: launch the worst-case phase count
+          // (phases with nothing to do return at once on the device).
+          const int phases = Nodes::maxPhaseCount(host_view);
           for (int p = 0; p < phases; ++p) nodePhaseKernel<Nodes, WV><<<grid, block>>>(dev.deviceView(), p);
           MV_CUDA_CHECK(cudaGetLastError());
         }(),
