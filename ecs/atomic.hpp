@@ -13,11 +13,13 @@
 #define MV_ATOMIC_REF(T, x) ::cuda::atomic_ref<T, ::cuda::thread_scope_device>(x)
 #define MV_RELAXED ::cuda::std::memory_order_relaxed
 #define MV_ACQ_REL ::cuda::std::memory_order_acq_rel
+#define MV_ACQUIRE ::cuda::std::memory_order_acquire
 #else
 #include <atomic>
 #define MV_ATOMIC_REF(T, x) ::std::atomic_ref<T>(x)
 #define MV_RELAXED ::std::memory_order_relaxed
 #define MV_ACQ_REL ::std::memory_order_acq_rel
+#define MV_ACQUIRE ::std::memory_order_acquire
 #endif
 
 namespace mv {
@@ -53,10 +55,17 @@ MV_HD MV_INLINE void atomicFetchMax(T* p, T v) {
 }
 
 /// Replaces `*p` by `desired` if it still holds `expected` (then true); else loads the
-/// current value into `expected` (then false). Acquire-release, for lock-free structures.
+/// current value into `expected` (then false). Acquire-release on success, acquire on
+/// failure: for lock-free structures whose nodes are read after the exchange.
 template <class T>
 MV_HD MV_INLINE bool atomicCompareExchange(T* p, T& expected, T desired) {
-  return MV_ATOMIC_REF(T, *p).compare_exchange_weak(expected, desired, MV_ACQ_REL, MV_RELAXED);
+  return MV_ATOMIC_REF(T, *p).compare_exchange_weak(expected, desired, MV_ACQ_REL, MV_ACQUIRE);
+}
+
+/// Loads `*p` with acquire ordering (pairs with a release or acquire-release store).
+template <class T>
+MV_HD MV_INLINE T atomicLoadAcquire(T* p) {
+  return MV_ATOMIC_REF(T, *p).load(MV_ACQUIRE);
 }
 
 /// Sets the bits of `v` in `*p`.

@@ -113,6 +113,17 @@ NetsimInput readInput(const std::filesystem::path& yaml, Diagnostics& diags) {
       in.variants.push_back(var);
     }
   }
+  if (in.topo.linkCount() > 0) {
+    int64_t min_delay = INT64_MAX;
+    for (const TopoLink& l : in.topo.links()) min_delay = std::min(min_delay, l.delay.ps);
+    const int64_t lookahead = in.lookahead_ps > 0 ? std::min(in.lookahead_ps, min_delay) : min_delay;
+    for (const Variant& v : in.variants) {
+      if (v.cfg.link_bin_ps > 0 && v.cfg.link_bin_ps < lookahead) {
+        r.error("network", "experiment '" + v.name + "': link_bin must be at least the lookahead (" +
+                               std::to_string(lookahead) + " ps)");
+      }
+    }
+  }
   return in;
 }
 
@@ -135,6 +146,36 @@ std::string networkStatusMessage(uint32_t status) {
   if (status & net::kStatusNicControl) m += "a NIC's ACK queue filled up (raise network.nic_control_slots); ";
   if (status & ~net::kStatusPacketPool) m += "a table overflowed (status " + std::to_string(status) + ")";
   return m;
+}
+
+/// Appends the link samples of every experiment as CSV rows and removes them from the
+/// world; with `flush_open`, also the bins still open at the end of the run.
+void drainLinkSamples(net::NetWorld& world, std::vector<std::string>& rows, bool flush_open) {
+  auto& samples = world.table<net::LinkSample>();
+  auto& links = world.table<net::Link>();
+  std::vector<net::LinkBin> bins;
+  for (ExpId e = 0; e < world.numExperiments(); ++e) {
+    const int64_t bin_ps = world.config(e).net.network.link_bin_ps;
+    if (bin_ps <= 0) continue;
+    bins.clear();
+    for (int64_t r = samples.expBegin(e); r < samples.expEnd(e); ++r) bins.push_back(samples.get<net::LinkBin>(r));
+    if (flush_open) {
+      for (int64_t r = links.expBegin(e); r < links.expEnd(e); ++r) {
+        const net::LinkBinState& b = links.get<net::LinkBinState>(r);
+        if (b.bytes > 0) bins.push_back(net::LinkBin{static_cast<uint32_t>(r - links.expBegin(e)), 0, b.bin, b.bytes});
+      }
+    }
+    std::ostringstream out;
+    for (const net::LinkBin& b : bins) {
+      const int64_t rate = links.get<net::LinkInfo>(links.expBegin(e) + b.link).rate_bps;
+      out << b.link << ',' << b.bin * bin_ps << ',' << b.bytes << ','
+          << static_cast<double>(b.bytes) * 8.0 / (static_cast<double>(bin_ps) * 1e-12 * static_cast<double>(rate))
+          << '\n';
+    }
+    rows[e] += out.str();
+  }
+  for (int64_t r = 0; r < samples.rows; ++r) samples.destroyRow(r);
+  world.commitHost<net::LinkSample>();
 }
 
 }  // namespace
@@ -177,8 +218,24 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
     std::cout << "netsim " << in.name << ": " << in.topo.name() << ", " << in.flows.size() << " flows, " << n
               << " experiment(s) in one batch\n";
   }
+  // Link samples are drained to the results between chunks of steps, so their table never
+  // needs more than a chunk's worth of rows.
+  constexpr int64_t kChunkSteps = 256;
+  int64_t links_total = 0;
+  for (ExpId e = 0; e < n; ++e) links_total += world.table<net::Link>().expRows(e);
+  world.grow<net::LinkSample>(TableCapacity{links_total * (kChunkSteps + 1), links_total});
+  std::vector<std::string> link_rows(n);
   const CpuExecutor exec(options.threads);
-  const RunReport report = exec.runToEnd<net::NetGraph>(world.view());
+  RunReport report;
+  for (;;) {
+    const RunReport r = exec.run<net::NetGraph>(world.view(), kChunkSteps);
+    report.steps += r.steps;
+    report.wall_seconds += r.wall_seconds;
+    report.status = r.status;
+    drainLinkSamples(world, link_rows, false);
+    if (r.finished || r.status != 0u || r.steps == 0) break;
+  }
+  drainLinkSamples(world, link_rows, true);
   if (report.status != 0u) {
     std::cerr << "multiverse: the simulation stopped: " << networkStatusMessage(report.status) << "\n";
     return kExitRunError;
@@ -220,6 +277,9 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
              << (last > 0 ? q.byte_ps / static_cast<double>(last) : 0.0) << ',' << q.tx_bytes << '\n';
     }
     writeAtomically(out / v.name / "queues.csv", queues.str());
+    if (v.cfg.link_bin_ps > 0) {
+      writeAtomically(out / v.name / "links.csv", "link,bin_start_ps,bytes,utilisation\n" + link_rows[e]);
+    }
     std::sort(slowdowns.begin(), slowdowns.end());
     double mean = 0;
     for (double s : slowdowns) mean += s;

@@ -16,7 +16,7 @@ namespace mv {
 net::NetworkConfig readNetworkConfig(const ConfigReader& r, const net::NetworkConfig& base) {
   net::NetworkConfig c = base;
   r.allowOnly({"cc", "load_balance", "payload", "ack_interval", "ack_high_priority", "nack_interval", "rto", "window",
-               "switch_pool_slots", "link_ring_factor", "nic_control_slots", "pfc", "ecn", "dcqcn", "hpcc", "dctcp"});
+               "switch_pool_slots", "link_ring_factor", "nic_control_slots", "link_bin", "pfc", "ecn", "dcqcn", "hpcc", "dctcp"});
   c.cc = static_cast<net::CcKind>(r.choice("cc", static_cast<int>(c.cc), {"none", "dcqcn", "hpcc", "dctcp"}));
   c.load_balance = static_cast<net::LoadBalance>(r.choice("load_balance", static_cast<int>(c.load_balance), {"ecmp", "spray"}));
   c.payload_bytes = static_cast<int32_t>(r.integer("payload", c.payload_bytes, 64, 9000));
@@ -28,6 +28,7 @@ net::NetworkConfig readNetworkConfig(const ConfigReader& r, const net::NetworkCo
   c.switch_pool_slots = static_cast<int32_t>(r.integer("switch_pool_slots", c.switch_pool_slots, 64, 1 << 26));
   c.link_ring_factor = static_cast<int32_t>(r.integer("link_ring_factor", c.link_ring_factor, 1, 1024));
   c.nic_control_slots = static_cast<int32_t>(r.integer("nic_control_slots", c.nic_control_slots, 4, 1 << 20));
+  c.link_bin_ps = r.has("link_bin") ? r.durationPs("link_bin", 0) : c.link_bin_ps;
 
   const ConfigReader pfc = r.child("pfc");
   pfc.allowOnly({"enabled", "buffer", "reserve", "resume_offset", "headroom_rtts", "dynamic_threshold", "static_xoff"});

@@ -40,6 +40,9 @@ inline NetExperiment pathQuantities(const NetworkLayout& layout, const NetworkCo
   int64_t line = 0;
   for (const LayoutNic& n : layout.nics) line = std::max(line, n.rate_bps);
   ne.bdp_bytes = bytesInTime(Picoseconds{ne.base_rtt_ps}, BitsPerSecond{line}).count;
+  // A timeout shorter than a full buffer's drain time fires on packets that are only queued.
+  ne.rto_ps = cfg.rto_ps > 0 ? cfg.rto_ps
+                             : 2 * serializationTime(Bytes{cfg.pfc.buffer_bytes}, BitsPerSecond{line}).ps + ne.base_rtt_ps;
   return ne;
 }
 

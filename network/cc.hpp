@@ -76,22 +76,57 @@ MV_HD inline void dcqcnAdvance(const DcqcnParams& p, const CcPath& path, FlowCc&
 MV_HD inline void dcqcnOnCnp(const DcqcnParams& p, const CcPath& path, FlowCc& cc, FlowSend& s, int64_t now) {
   dcqcnAdvance(p, path, cc, s, now);
   if ((cc.flags & kDcqcnStarted) == 0u) {
-    cc.flags |= kDcqcnStarted;
+    // As the reference: the first CNP starts the timers and arms only the decrease.
+    cc.flags |= kDcqcnStarted | kDcqcnCnpDecrease;
     cc.alpha_next_ps = now + p.alpha_interval_ps;
     cc.decrease_next_ps = now + p.decrease_interval_ps;
     cc.target_bps = s.rate_bps;
+    return;
   }
   cc.flags |= kDcqcnCnpAlpha | kDcqcnCnpDecrease;
 }
 
 // --- HPCC --------------------------------------------------------------------------------
+/// HPCC's reaction to one utilisation sample `u` taken over `tau` picoseconds.
+MV_HD inline void hpccUpdateRate(const HpccParams& p, const CcPath& path, FlowCc& cc, FlowSend& s, double tau, double u,
+                                 int64_t ack_seq) {
+  const double t_rtt = static_cast<double>(path.base_rtt_ps);
+  if (tau > t_rtt) tau = t_rtt;
+  cc.u = (1.0 - tau / t_rtt) * cc.u + (tau / t_rtt) * u;
+  const double ratio = cc.u / p.eta;
+  double rate;
+  uint32_t stage;
+  if (ratio >= 1.0 || cc.stage >= p.max_stage) {
+    // Rc / (U/η) grows without bound as U → 0: clamp in floating point before converting.
+    rate = ratio > 0 ? static_cast<double>(cc.committed_bps) / ratio + static_cast<double>(p.rai_bps)
+                     : static_cast<double>(path.line_bps);
+    stage = 0;
+  } else {
+    rate = static_cast<double>(cc.committed_bps + p.rai_bps);
+    stage = cc.stage + 1;
+  }
+  const double line = static_cast<double>(path.line_bps);
+  const int64_t r = clampRate(static_cast<int64_t>(rate < line ? rate : line), p.rmin_bps, path.line_bps);
+  s.rate_bps = r;
+  if (ack_seq > cc.update_seq) {
+    cc.committed_bps = r;
+    cc.stage = stage;
+    cc.update_seq = s.next_seq;
+  }
+  s.window_bytes = static_cast<int64_t>((static_cast<Int128>(path.bdp_bytes) * r) / path.line_bps);
+  if (s.window_bytes < 1) s.window_bytes = 1;
+}
+
 /// Per-ACK HPCC reaction to the INT records `hops` echoed for bytes up to `ack_seq`.
 MV_HD inline void hpccOnAck(const HpccParams& p, const CcPath& path, FlowCc& cc, FlowSend& s, const IntHop* hops,
                             uint32_t n_hops, int64_t ack_seq) {
   const double t_rtt = static_cast<double>(path.base_rtt_ps);
-  if (cc.int_hops == n_hops && n_hops > 0) {
+  if (cc.update_seq == 0) {
+    cc.update_seq = s.next_seq;  // the first RTT only records INT (as the reference)
+  } else if (cc.int_hops == n_hops && n_hops > 0) {
     double u_max = 0;
-    double tau = t_rtt;
+    double tau = 0;
+    bool sampled = false;
     for (uint32_t i = 0; i < n_hops; ++i) {
       const uint32_t dt = hops[i].ts_ps - cc.prev[i].ts_ps;
       const uint32_t db = hops[i].tx_bytes - cc.prev[i].tx_bytes;
@@ -100,31 +135,13 @@ MV_HD inline void hpccOnAck(const HpccParams& p, const CcPath& path, FlowCc& cc,
       const double tx_rate = static_cast<double>(db) * 8.0 * 1e12 / static_cast<double>(dt);
       const uint32_t q = hops[i].qlen_bytes < cc.prev[i].qlen_bytes ? hops[i].qlen_bytes : cc.prev[i].qlen_bytes;
       const double u = tx_rate / rate + static_cast<double>(q) * 8.0 * 1e12 / (rate * t_rtt);
-      if (u > u_max) {
+      if (!sampled || u > u_max) {
         u_max = u;
         tau = static_cast<double>(dt);
+        sampled = true;
       }
     }
-    if (tau > t_rtt) tau = t_rtt;
-    cc.u = (1.0 - tau / t_rtt) * cc.u + (tau / t_rtt) * u_max;
-    int64_t rate;
-    uint32_t stage;
-    if (cc.u / p.eta >= 1.0 || cc.stage >= p.max_stage) {
-      rate = static_cast<int64_t>(static_cast<double>(cc.committed_bps) / (cc.u / p.eta)) + p.rai_bps;
-      stage = 0;
-    } else {
-      rate = cc.committed_bps + p.rai_bps;
-      stage = cc.stage + 1;
-    }
-    rate = clampRate(rate, p.rmin_bps, path.line_bps);
-    s.rate_bps = rate;
-    if (ack_seq > cc.update_seq) {
-      cc.committed_bps = rate;
-      cc.stage = stage;
-      cc.update_seq = s.next_seq;
-    }
-    s.window_bytes = static_cast<int64_t>((static_cast<Int128>(path.bdp_bytes) * rate) / path.line_bps);
-    if (s.window_bytes < 1) s.window_bytes = 1;
+    if (sampled) hpccUpdateRate(p, path, cc, s, tau, u_max, ack_seq);
   }
   cc.int_hops = n_hops;
   for (uint32_t i = 0; i < n_hops; ++i) cc.prev[i] = hops[i];
@@ -151,7 +168,7 @@ MV_HD inline void dctcpOnAck(const DctcpParams& p, const CcPath& path, int32_t m
       f = f < 1.0 ? f : 1.0;
       cc.alpha = (1.0 - p.g) * cc.alpha + p.g * f;
       cc.marked_in_window = 0;
-      cc.acked_in_window = (s.next_seq - ack_seq) / mtu + 1;
+      cc.acked_in_window = (s.next_seq > ack_seq ? (s.next_seq - ack_seq) / mtu : 0) + 1;
     } else {
       cc.acked_in_window = s.next_seq / mtu + 1;
     }

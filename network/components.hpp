@@ -44,6 +44,13 @@ struct NicState {
   uint32_t paused = 0;       ///< priorities paused by the switch (PFC)
   uint32_t pad = 0;
   int64_t paused_since_ps[kPriorities] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t tx_bytes = 0;      ///< cumulative bytes sent on the uplink
+};
+
+/// Bytes a directed link carried in its current time bin (when `network.link_bin` is set).
+struct LinkBinState {
+  int64_t bin = -1;          ///< index of the open bin, -1 before the first packet
+  int64_t bytes = 0;
 };
 struct Nic : Archetype<NicInfo, NicState> {
   static constexpr const char* kName = "Nic";
@@ -124,7 +131,7 @@ struct LinkRing {
   int64_t head[2];
   int64_t tail[2];
 };
-struct Link : Archetype<LinkInfo, LinkRing> {
+struct Link : Archetype<LinkInfo, LinkRing, LinkBinState> {
   static constexpr const char* kName = "Link";
   static constexpr bool kStatic = true;
 };
@@ -242,6 +249,17 @@ struct FlowResult {
   int64_t finish_ps = 0;
   int64_t retransmits = 0;
 };
+/// One closed time bin of one directed link: the bytes whose transmission started in it.
+struct LinkBin {
+  uint32_t link = 0;
+  uint32_t pad = 0;
+  int64_t bin = 0;
+  int64_t bytes = 0;
+};
+struct LinkSample : Archetype<LinkBin> {
+  static constexpr const char* kName = "LinkSample";
+};
+
 struct FlowRecord : Archetype<FlowResult> {
   static constexpr const char* kName = "FlowRecord";
 };
@@ -282,6 +300,7 @@ struct NetExperiment {
   NetworkConfig network;
   int64_t base_rtt_ps = 0;   ///< T: maximum idle RTT over NIC pairs (HPCC default)
   int64_t bdp_bytes = 0;     ///< T × NIC rate: the initial window
+  int64_t rto_ps = 0;        ///< retransmission timeout in effect (configured or derived)
 };
 
 /// World status bits raised when pooled packet storage is exhausted (a sizing problem).
@@ -292,6 +311,6 @@ inline constexpr uint32_t kStatusPacketPool = kStatusSwitchPool | kStatusLinkRin
 
 /// Every network archetype, for composing a world.
 using NetworkArchetypes = TypeList<Nic, Switch, Port, Link, LinkSlot, SwitchSlot, NicSlot, RouteIndexTable,
-                                   RouteSetTable, RoutePortTable, NicRouteTable, Flow, FlowRecord, NetStats>;
+                                   RouteSetTable, RoutePortTable, NicRouteTable, Flow, FlowRecord, LinkSample, NetStats>;
 
 }  // namespace mv::net

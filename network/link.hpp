@@ -58,6 +58,24 @@ struct LinkRings {
     return slots->get<Packet>(slot_base + li.slot_base + (r.head[par] & (li.capacity - 1))).time_ps;
   }
   MV_HD void pop(uint32_t link) const { ring(link).head[par] += 1; }
+
+  /// Counts `bytes` starting transmission at `t` on `link` into its time bin; a bin that
+  /// closes becomes a LinkSample row (key: link and bin, unique in the experiment).
+  MV_HD void account(TableView<LinkSample>& samples, ExpId e, uint32_t link, int64_t t, int64_t bin_ps,
+                     int64_t bytes) const {
+    if (bin_ps <= 0) return;
+    LinkBinState& b = links->get<LinkBinState>(link_base + link);
+    const int64_t bin = t / bin_ps;
+    if (bin != b.bin) {
+      if (b.bytes > 0) samples.create(e, binKey(link, b.bin), LinkBin{link, 0, b.bin, b.bytes});
+      b.bin = bin;
+      b.bytes = 0;
+    }
+    b.bytes += bytes;
+  }
+  MV_HD static constexpr uint64_t binKey(uint32_t link, int64_t bin) {
+    return (uint64_t{link} << 40) | (static_cast<uint64_t>(bin) & ((uint64_t{1} << 40) - 1));
+  }
 };
 
 /// The rings of experiment `e` of a world for the current step.

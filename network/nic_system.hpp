@@ -152,7 +152,7 @@ struct NicSystem {
                                int64_t floor, int64_t& row) const {
       row = -1;
       const int64_t free_at = st.busy_until_ps > floor ? st.busy_until_ps : floor;
-      if (ctrlPending() && ((st.paused & 1u) == 0u)) {
+      if (ctrlPending() && ((st.paused >> ctrlSlot(st.ctrl_head).prio) & 1u) == 0u) {
         const int64_t ready = ctrlSlot(st.ctrl_head).time_ps;
         return ready > free_at ? ready : free_at;
       }
@@ -208,7 +208,7 @@ struct NicSystem {
           s.retransmits += 1;
           delta.c.retransmits += 1;
         }
-        if (s.una == s.next_seq) s.rto_deadline_ps = t + cfg.rto_ps;
+        if (s.una == s.next_seq) s.rto_deadline_ps = t + ne.rto_ps;
         s.next_seq += payload;
         s.max_sent = s.next_seq > s.max_sent ? s.next_seq : s.max_sent;
         s.next_send_ps = t + serializationTime(Bytes{p.wire_bytes}, BitsPerSecond{s.rate_bps}).ps;
@@ -216,6 +216,8 @@ struct NicSystem {
         delta.c.packets_sent += 1;
       }
       const int64_t ser = serializationTime(Bytes{p.wire_bytes}, BitsPerSecond{info.rate_bps}).ps;
+      rings.account(ctx.template table<LinkSample>(), ctx.exp, info.tx_link, t, cfg.link_bin_ps, p.wire_bytes);
+      st.tx_bytes += p.wire_bytes;
       st.busy_until_ps = t + ser;
       p.time_ps = t + ser + info.delay_ps;
       delta.c.packet_hops += 1;
@@ -282,7 +284,7 @@ struct NicSystem {
       }
       const int64_t row = flowRowByKey(flows, ctx.exp, flowKey(p.dst_nic, p.flow_id));
       if (row < 0 || flows.dead[row] != 0u) return;
-      receiveFeedback(cfg, path, flows, row, p, delta);
+      receiveFeedback(ne, path, flows, row, p, delta);
     }
 
     MV_HD void receiveData(const NetworkConfig& cfg, TableView<Flow>& flows, int64_t row, const Packet& p,
@@ -355,8 +357,9 @@ struct NicSystem {
       }
     }
 
-    MV_HD void receiveFeedback(const NetworkConfig& cfg, const CcPath& path, TableView<Flow>& flows, int64_t row,
+    MV_HD void receiveFeedback(const NetExperiment& ne, const CcPath& path, TableView<Flow>& flows, int64_t row,
                                const Packet& p, CounterDelta& delta) {
+      const NetworkConfig& cfg = ne.network;
       const FlowSpec& spec = flows.template get<FlowSpec>(row);
       FlowSend& s = flows.template get<FlowSend>(row);
       FlowCc& cc = flows.template get<FlowCc>(row);
@@ -365,13 +368,15 @@ struct NicSystem {
       const int64_t newly = p.seq > s.una ? p.seq - s.una : 0;
       if (newly > 0) {
         s.una = p.seq;
-        s.rto_deadline_ps = s.una < s.next_seq ? t + cfg.rto_ps : 0;
+        if (s.next_seq < s.una) s.next_seq = s.una;  // acknowledged while going back: skip ahead
+        s.rto_deadline_ps = s.una < s.next_seq ? t + ne.rto_ps : 0;
       }
       if (p.kind == PacketKind::kNack && p.seq < s.next_seq) {
         s.next_seq = p.seq;  // go back N
         s.next_send_ps = t;
       }
       if (marked) delta.c.cnps += 1;
+      const int64_t old_rate = s.rate_bps;
       switch (cfg.cc) {
         case CcKind::kDcqcn:
           if (marked) {
@@ -388,6 +393,12 @@ struct NicSystem {
           break;
         case CcKind::kNone:
           break;
+      }
+      if (s.rate_bps != old_rate) {
+        // As the reference: the next send moves by the change of one packet's sending time.
+        const Bytes mtu{dataWireBytes(cfg.payload_bytes, cfg.cc)};
+        s.next_send_ps += serializationTime(mtu, BitsPerSecond{s.rate_bps}).ps -
+                          serializationTime(mtu, BitsPerSecond{old_rate}).ps;
       }
       if (s.una >= spec.bytes) finish(flows, row, t, delta);
     }

@@ -65,10 +65,12 @@ struct SwitchSystem {
       TableView<NetStats>& stats = ctx.template table<NetStats>();
       return stats.template get<SwitchPool>(stats.expBegin(ctx.exp));
     }
-    /// Pops a free slot of the experiment's pool (lock-free), or kNone32.
+    /// Pops a free slot of the experiment's pool (lock-free), or kNone32. Which slot is
+    /// returned depends on thread timing and never matters; near exhaustion, whether a pop
+    /// fails can (the run then stops with an error naming `switch_pool_slots`).
     MV_HD uint32_t allocate() const {
       SwitchPool& p = pool();
-      uint64_t head = atomicLoad<uint64_t>(&p.free_head);
+      uint64_t head = atomicLoadAcquire<uint64_t>(&p.free_head);
       for (;;) {
         const auto index = static_cast<uint32_t>(head);
         if (index == kNone32) return kNone32;
@@ -339,6 +341,8 @@ struct SwitchSystem {
     /// Serialises `p` onto the port's link starting at `t`.
     MV_HD void send(const PortInfo& pi, PortQueue& q, Packet& p, int64_t t, CounterDelta& delta, int64_t& first_push) {
       const int64_t ser = serializationTime(Bytes{p.wire_bytes}, BitsPerSecond{pi.rate_bps}).ps;
+      rings.account(ctx.template table<LinkSample>(), ctx.exp, pi.out_link, t, ctx.config().net.network.link_bin_ps,
+                    p.wire_bytes);
       q.tx_bytes += p.wire_bytes;
       q.busy_until_ps = t + ser;
       p.time_ps = t + ser + pi.delay_ps;

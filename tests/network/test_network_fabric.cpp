@@ -85,11 +85,11 @@ TEST_CASE("a DCQCN flow's rate follows the timer rules step by step", "[network]
   // First CNP at 10 µs: timers start, no cut.
   net::dcqcnOnCnp(p, path, cc, s, 10 * us);
   CHECK(s.rate_bps == line);
-  // α ticks at 11 (CNP seen: α = (1-g)·1 + g = 1), 12, 13, 14 (decay); the decrease tick
-  // at 14 follows the α tick of the same time and cuts with that α.
+  // The first CNP arms only the decrease (as the reference): α decays at the ticks 11, 12,
+  // 13 and 14 µs; the decrease tick at 14 follows the α tick of the same time and cuts.
   net::dcqcnAdvance(p, path, cc, s, 14 * us);
   double alpha = 1.0;
-  for (int i = 0; i < 3; ++i) alpha = (1 - p.g) * alpha;
+  for (int i = 0; i < 4; ++i) alpha = (1 - p.g) * alpha;
   CHECK(cc.alpha == alpha);
   const int64_t cut1 = static_cast<int64_t>(static_cast<double>(line) * (1 - alpha / 2));
   CHECK(s.rate_bps == cut1);
