@@ -232,9 +232,10 @@ struct FlowRecv {
   int64_t last_nack_seq = -1;
   uint32_t since_ack = 0;
   uint32_t pad = 0;
-  uint64_t ooo[4] = {0, 0, 0, 0};  ///< spraying: packets received beyond `expected` (bitmap)
+  uint64_t ooo[16] = {};     ///< spraying: packets received beyond `expected` (bitmap)
 };
-inline constexpr int kOooPackets = 256;
+inline constexpr int kOooWords = 16;
+inline constexpr int kOooPackets = 64 * kOooWords;
 struct Flow : Archetype<FlowSpec, FlowSend, FlowCc, FlowRecv> {
   static constexpr const char* kName = "Flow";
 };

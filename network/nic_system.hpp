@@ -215,18 +215,9 @@ struct NicSystem {
         st.rr_key = flows.key[row];
         delta.c.packets_sent += 1;
       }
-      const int64_t ser = serializationTime(Bytes{p.wire_bytes}, BitsPerSecond{info.rate_bps}).ps;
-      rings.account(ctx.template table<LinkSample>(), ctx.exp, info.tx_link, t, cfg.link_bin_ps, p.wire_bytes);
       st.tx_bytes += p.wire_bytes;
-      st.busy_until_ps = t + ser;
-      p.time_ps = t + ser + info.delay_ps;
-      delta.c.packet_hops += 1;
-      if (rings.push(info.tx_link, p)) {
-        first_push = p.time_ps < first_push ? p.time_ps : first_push;
-      } else {
-        delta.c.overflow += 1;
-        atomicFetchOr<uint32_t>(&ctx.world->status, kStatusLinkRing);
-      }
+      st.busy_until_ps = rings.transmit(info.tx_link, p, t, ctx.template table<LinkSample>(), ctx.exp, cfg.link_bin_ps,
+                                        delta, first_push, &ctx.world->status);
     }
 
     // --- timeouts -----------------------------------------------------------------------
@@ -353,7 +344,9 @@ struct NicSystem {
     }
     MV_HD static void shiftBitmap(FlowRecv& r, int n) {
       for (int s = 0; s < n; ++s) {
-        for (int w = 0; w < 4; ++w) r.ooo[w] = (r.ooo[w] >> 1) | (w < 3 ? (r.ooo[w + 1] & 1u) << 63 : 0u);
+        for (int w = 0; w < kOooWords; ++w) {
+          r.ooo[w] = (r.ooo[w] >> 1) | (w + 1 < kOooWords ? (r.ooo[w + 1] & 1u) << 63 : 0u);
+        }
       }
     }
 

@@ -340,19 +340,9 @@ struct SwitchSystem {
 
     /// Serialises `p` onto the port's link starting at `t`.
     MV_HD void send(const PortInfo& pi, PortQueue& q, Packet& p, int64_t t, CounterDelta& delta, int64_t& first_push) {
-      const int64_t ser = serializationTime(Bytes{p.wire_bytes}, BitsPerSecond{pi.rate_bps}).ps;
-      rings.account(ctx.template table<LinkSample>(), ctx.exp, pi.out_link, t, ctx.config().net.network.link_bin_ps,
-                    p.wire_bytes);
       q.tx_bytes += p.wire_bytes;
-      q.busy_until_ps = t + ser;
-      p.time_ps = t + ser + pi.delay_ps;
-      delta.c.packet_hops += 1;
-      if (rings.push(pi.out_link, p)) {
-        first_push = p.time_ps < first_push ? p.time_ps : first_push;
-      } else {
-        delta.c.overflow += 1;
-        atomicFetchOr<uint32_t>(&ctx.world->status, kStatusLinkRing);
-      }
+      q.busy_until_ps = rings.transmit(pi.out_link, p, t, ctx.template table<LinkSample>(), ctx.exp,
+                                       ctx.config().net.network.link_bin_ps, delta, first_push, &ctx.world->status);
     }
 
     /// Queue 0 first; else round robin over unpaused non-empty classes 1..7.

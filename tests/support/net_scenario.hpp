@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "experiments/network_layout.hpp"
+#include "experiments/network_yaml.hpp"
 #include "kernels/cpu/cpu_executor.hpp"
 #include "network/builder.hpp"
 #include "network/network_sim.hpp"
@@ -22,13 +23,7 @@
 
 namespace mv::test {
 
-struct FlowDef {
-  uint32_t src = 0;
-  uint32_t dst = 0;
-  int64_t bytes = 0;
-  int64_t start_ps = 0;
-  uint32_t prio = 3;
-};
+using FlowDef = FlowLine;
 
 /// One experiment of a scenario.
 struct NetCase {
