@@ -247,7 +247,6 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
   summary << "experiment,cc,load_balance,flows,finished,last_finish_ps,mean_slowdown,p99_slowdown,packet_hops,ecn_marks,"
              "cnps,pauses,paused_ps,drops,retransmits,timeouts,wall_s\n";
   auto& records = world.table<net::FlowRecord>();
-  auto& stats = world.table<net::NetStats>();
   auto& ports = world.table<net::Port>();
   for (ExpId e = 0; e < n; ++e) {
     const Variant& v = in.variants[e];
@@ -285,7 +284,7 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
     for (double s : slowdowns) mean += s;
     mean = slowdowns.empty() ? 0 : mean / static_cast<double>(slowdowns.size());
     const double p99 = slowdowns.empty() ? 0 : slowdowns[static_cast<size_t>(0.99 * static_cast<double>(slowdowns.size() - 1))];
-    const net::NetCounters& c = stats.get<net::NetCounters>(stats.expBegin(e));
+    const net::NetCounters c = net::experimentCounters(world, e);
     summary << v.name << ',' << ccName(v.cfg.cc) << ',' << (v.cfg.load_balance == net::LoadBalance::kEcmp ? "ecmp" : "spray")
             << ',' << in.flows.size() << ',' << slowdowns.size() << ',' << last << ',' << mean << ',' << p99 << ','
             << c.packet_hops << ',' << c.ecn_marks << ',' << c.cnps << ',' << c.pauses << ',' << c.paused_ps << ','

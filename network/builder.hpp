@@ -194,6 +194,31 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
   stats.template get<SwitchPool>(stats0) = SwitchPool{0, 0, 0, cfg.switch_pool_slots};
 }
 
+/// The totals of experiment `e`: the sum of its NICs' and switches' counters.
+template <class WorldT>
+NetCounters experimentCounters(WorldT& world, ExpId e) {
+  NetCounters total;
+  auto add = [&total](const NetCounters& c) {
+    total.packets_sent += c.packets_sent;
+    total.packet_hops += c.packet_hops;
+    total.ecn_marks += c.ecn_marks;
+    total.cnps += c.cnps;
+    total.pauses += c.pauses;
+    total.paused_ps += c.paused_ps;
+    total.drops += c.drops;
+    total.retransmits += c.retransmits;
+    total.timeouts += c.timeouts;
+    total.nacks += c.nacks;
+    total.flows_done += c.flows_done;
+    total.overflow += c.overflow;
+  };
+  auto& nics = world.template table<Nic>();
+  for (int64_t r = nics.expBegin(e); r < nics.expEnd(e); ++r) add(nics.template get<NetCounters>(r));
+  auto& switches = world.template table<Switch>();
+  for (int64_t r = switches.expBegin(e); r < switches.expEnd(e); ++r) add(switches.template get<NetCounters>(r));
+  return total;
+}
+
 /// Adds a flow of experiment `e` from the host. `id` must be unique among the flows of
 /// its source NIC; bytes > 0.
 template <class WorldT>

@@ -23,6 +23,22 @@ inline constexpr uint32_t kNone32 = 0xFFFFFFFFu;
 inline constexpr int kFlowKeyShift = 40;
 MV_HD constexpr uint64_t flowKey(uint32_t src_nic, uint64_t id) { return (uint64_t{src_nic} << kFlowKeyShift) | id; }
 
+/// Counters of one NIC or switch (its own component, written without atomics); the
+/// experiment's totals are their sum (`experimentCounters`).
+struct NetCounters {
+  int64_t packets_sent = 0;   ///< data packets put on NIC links (with retransmissions)
+  int64_t packet_hops = 0;    ///< packets transmitted by any port (NIC or switch)
+  int64_t ecn_marks = 0;
+  int64_t cnps = 0;           ///< ECN-echo ACKs received by senders
+  int64_t pauses = 0;         ///< PFC pause frames sent
+  int64_t paused_ps = 0;      ///< time NIC and switch egress classes spent paused (counted at resume)
+  int64_t drops = 0;
+  int64_t retransmits = 0;    ///< data packets sent again
+  int64_t timeouts = 0;
+  int64_t nacks = 0;
+  int64_t flows_done = 0;
+  int64_t overflow = 0;       ///< pooled storage exhausted (a sizing problem, reported)
+};
 // --- NIC --------------------------------------------------------------------------------
 struct NicInfo {
   uint32_t nic = 0;          ///< index of this NIC in the experiment
@@ -52,7 +68,7 @@ struct LinkBinState {
   int64_t bin = -1;          ///< index of the open bin, -1 before the first packet
   int64_t bytes = 0;
 };
-struct Nic : Archetype<NicInfo, NicState> {
+struct Nic : Archetype<NicInfo, NicState, NetCounters> {
   static constexpr const char* kName = "Nic";
   static constexpr bool kStatic = true;
 };
@@ -67,11 +83,13 @@ struct SwitchInfo {
   int64_t total_reserve = 0; ///< Σ reserve over ports and priorities
 };
 struct SwitchState {
+  uint32_t cache_head = 0xFFFFFFFFu;  ///< the switch's own free slots (no atomics), a list
+  uint32_t cache_count = 0;
   int64_t buffer_bytes = 0;  ///< bytes buffered in the switch
   int64_t shared_used = 0;   ///< bytes in the shared part (above reserves, below headroom)
   uint64_t draws = 0;        ///< random numbers drawn (ECN, spraying)
 };
-struct Switch : Archetype<SwitchInfo, SwitchState> {
+struct Switch : Archetype<SwitchInfo, SwitchState, NetCounters> {
   static constexpr const char* kName = "Switch";
   static constexpr bool kStatic = true;
 };
@@ -271,27 +289,15 @@ struct FlowRecord : Archetype<FlowResult> {
 /// packet gets never affects results; only the pool's size limits them.
 struct SwitchPool {
   uint64_t free_head = 0;    ///< (tag << 32) | first free local slot (kNone32: empty)
-  int64_t in_use = 0;
-  int64_t peak = 0;          ///< most slots in use at once (approximate under concurrency)
+  int64_t in_use = 0;        ///< slots out of the shared stack (in queues or switch caches)
+  int64_t peak = 0;          ///< most slots out at once (approximate under concurrency)
   int64_t capacity = 0;
 };
+/// Free slots a switch keeps for itself before returning them to the shared stack.
+inline constexpr uint32_t kSwitchSlotCache = 64;
 
-/// Per-experiment counters (one row per experiment), summed with atomics.
-struct NetCounters {
-  int64_t packets_sent = 0;   ///< data packets put on NIC links (with retransmissions)
-  int64_t packet_hops = 0;    ///< packets transmitted by any port (NIC or switch)
-  int64_t ecn_marks = 0;
-  int64_t cnps = 0;           ///< ECN-echo ACKs received by senders
-  int64_t pauses = 0;         ///< PFC pause frames sent
-  int64_t paused_ps = 0;      ///< time NIC and switch egress classes spent paused (counted at resume)
-  int64_t drops = 0;
-  int64_t retransmits = 0;    ///< data packets sent again
-  int64_t timeouts = 0;
-  int64_t nacks = 0;
-  int64_t flows_done = 0;
-  int64_t overflow = 0;       ///< pooled storage exhausted (a sizing problem, reported)
-};
-struct NetStats : Archetype<NetCounters, SwitchPool> {
+/// One row per experiment: its shared switch packet pool.
+struct NetStats : Archetype<SwitchPool> {
   static constexpr const char* kName = "NetStats";
   static constexpr bool kStatic = true;
 };

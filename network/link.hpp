@@ -16,25 +16,6 @@
 
 namespace mv::net {
 
-/// Per-step counter deltas of one unit, added to the experiment's row once at the end.
-struct CounterDelta {
-  NetCounters c;
-  MV_HD void flush(NetCounters& to) const {
-    if (c.packets_sent) atomicFetchAdd<int64_t>(&to.packets_sent, c.packets_sent);
-    if (c.packet_hops) atomicFetchAdd<int64_t>(&to.packet_hops, c.packet_hops);
-    if (c.ecn_marks) atomicFetchAdd<int64_t>(&to.ecn_marks, c.ecn_marks);
-    if (c.cnps) atomicFetchAdd<int64_t>(&to.cnps, c.cnps);
-    if (c.pauses) atomicFetchAdd<int64_t>(&to.pauses, c.pauses);
-    if (c.paused_ps) atomicFetchAdd<int64_t>(&to.paused_ps, c.paused_ps);
-    if (c.drops) atomicFetchAdd<int64_t>(&to.drops, c.drops);
-    if (c.retransmits) atomicFetchAdd<int64_t>(&to.retransmits, c.retransmits);
-    if (c.timeouts) atomicFetchAdd<int64_t>(&to.timeouts, c.timeouts);
-    if (c.nacks) atomicFetchAdd<int64_t>(&to.nacks, c.nacks);
-    if (c.flows_done) atomicFetchAdd<int64_t>(&to.flows_done, c.flows_done);
-    if (c.overflow) atomicFetchAdd<int64_t>(&to.overflow, c.overflow);
-  }
-};
-
 /// Access to the link rings of one experiment for one step.
 struct LinkRings {
   TableView<Link>* links;
@@ -80,20 +61,20 @@ struct LinkRings {
 
   /**
    * Serialises `p` onto `link` from `t` at the link's rate; it arrives after the link's
-   * delay. Counts the hop and the link's time bin (`samples`, when `bin_ps` > 0); a full
+   * delay. Counts the hop (in the sending unit's `counters`) and the link's time bin (`samples`, when `bin_ps` > 0); a full
    * ring raises kStatusLinkRing in `status`. Returns when the link is free again.
    */
   MV_HD int64_t transmit(uint32_t link, Packet& p, int64_t t, TableView<LinkSample>& samples, ExpId e, int64_t bin_ps,
-                         CounterDelta& delta, int64_t& first_push, uint32_t* status) const {
+                         NetCounters& counters, int64_t& first_push, uint32_t* status) const {
     const LinkInfo& li = info(link);
     const int64_t done = t + serializationTime(Bytes{p.wire_bytes}, BitsPerSecond{li.rate_bps}).ps;
     account(samples, e, link, t, bin_ps, p.wire_bytes);
     p.time_ps = done + li.delay_ps;
-    delta.c.packet_hops += 1;
+    counters.packet_hops += 1;
     if (push(link, p)) {
       first_push = p.time_ps < first_push ? p.time_ps : first_push;
     } else {
-      delta.c.overflow += 1;
+      counters.overflow += 1;
       atomicFetchOr<uint32_t>(status, kStatusLinkRing);
     }
     return done;

@@ -66,8 +66,8 @@ struct NicSystem {
       "advance each NIC with its flows: receive, acknowledge, react (CC), pace and transmit at exact times";
   using Ctx = RowContext<WV>;
 
-  MV_HD static void run(const Ctx& ctx, const NicInfo& info, NicState& st) {
-    Unit u{ctx, info, st};
+  MV_HD static void run(const Ctx& ctx, const NicInfo& info, NicState& st, NetCounters& counters) {
+    Unit u{ctx, info, st, counters};
     u.step();
   }
 
@@ -76,6 +76,7 @@ struct NicSystem {
     const Ctx& ctx;
     const NicInfo& info;
     NicState& st;
+    NetCounters& counters;  ///< this NIC's own counters (summed by the host)
 
     MV_HD void step() {
       const NetExperiment& ne = ctx.config().net;
@@ -87,7 +88,6 @@ struct NicSystem {
       int64_t hi = 0;
       flowRangeOf(flows, ctx.exp, info.nic, lo, hi);
       const CcPath path{info.rate_bps, ne.base_rtt_ps, ne.bdp_bytes};
-      CounterDelta delta;
       int64_t first_push = INT64_MAX;
       const int64_t end = ctx.window_end.ps;
       // Nothing happens before the last event processed: a flow unblocked by an ACK, or a
@@ -106,14 +106,13 @@ struct NicSystem {
         if (t == t_arr) {
           const Packet p = *arrival;
           rings.pop(info.rx_link);
-          receive(ne, path, flows, p, delta);
+          receive(ne, path, flows, p);
         } else if (t == t_rto) {
-          timeout(flows, rto_row, t, delta);
+          timeout(flows, rto_row, t);
         } else {
-          transmit(ne, path, rings, flows, flow_row, t, delta, first_push);
+          transmit(ne, path, rings, flows, flow_row, t, first_push);
         }
       }
-      delta.flush(ctx.template table<NetStats>().template get<NetCounters>(ctx.template table<NetStats>().expBegin(ctx.exp)));
       // Report every pending event: packets still on the incoming wire, timeouts, sends.
       int64_t wake = first_push;
       const int64_t next_arrival = rings.nextArrival(info.rx_link);
@@ -178,7 +177,7 @@ struct NicSystem {
     }
 
     MV_HD void transmit(const NetExperiment& ne, const CcPath& path, const LinkRings& rings, TableView<Flow>& flows,
-                        int64_t row, int64_t t, CounterDelta& delta, int64_t& first_push) {
+                        int64_t row, int64_t t, int64_t& first_push) {
       const NetworkConfig& cfg = ne.network;
       Packet p;
       if (row < 0) {
@@ -206,18 +205,18 @@ struct NicSystem {
         if (s.next_seq < s.max_sent) {
           p.flags |= kFlagRetransmit;
           s.retransmits += 1;
-          delta.c.retransmits += 1;
+          counters.retransmits += 1;
         }
         if (s.una == s.next_seq) s.rto_deadline_ps = t + ne.rto_ps;
         s.next_seq += payload;
         s.max_sent = s.next_seq > s.max_sent ? s.next_seq : s.max_sent;
         s.next_send_ps = t + serializationTime(Bytes{p.wire_bytes}, BitsPerSecond{s.rate_bps}).ps;
         st.rr_key = flows.key[row];
-        delta.c.packets_sent += 1;
+        counters.packets_sent += 1;
       }
       st.tx_bytes += p.wire_bytes;
       st.busy_until_ps = rings.transmit(info.tx_link, p, t, ctx.template table<LinkSample>(), ctx.exp, cfg.link_bin_ps,
-                                        delta, first_push, &ctx.world->status);
+                                        counters, first_push, &ctx.world->status);
     }
 
     // --- timeouts -----------------------------------------------------------------------
@@ -234,19 +233,19 @@ struct NicSystem {
       return best;
     }
 
-    MV_HD void timeout(TableView<Flow>& flows, int64_t row, int64_t t, CounterDelta& delta) {
+    MV_HD void timeout(TableView<Flow>& flows, int64_t row, int64_t t) {
       FlowSend& s = flows.template get<FlowSend>(row);
       s.next_seq = s.una;
       s.next_send_ps = t;
       s.rto_deadline_ps = 0;
       s.timeouts += 1;
-      delta.c.timeouts += 1;
+      counters.timeouts += 1;
     }
 
     // --- receiving ----------------------------------------------------------------------
-    MV_HD void sendControl(const Packet& p, CounterDelta& delta) {
+    MV_HD void sendControl(const Packet& p) {
       if (st.ctrl_tail - st.ctrl_head >= info.ctrl_capacity) {
-        delta.c.overflow += 1;
+        counters.overflow += 1;
         atomicFetchOr<uint32_t>(&ctx.world->status, kStatusNicControl);
         return;
       }
@@ -254,8 +253,7 @@ struct NicSystem {
       st.ctrl_tail += 1;
     }
 
-    MV_HD void receive(const NetExperiment& ne, const CcPath& path, TableView<Flow>& flows, const Packet& p,
-                       CounterDelta& delta) {
+    MV_HD void receive(const NetExperiment& ne, const CcPath& path, TableView<Flow>& flows, const Packet& p) {
       const NetworkConfig& cfg = ne.network;
       if (p.kind == PacketKind::kPause) {
         if (((st.paused >> p.prio) & 1u) == 0u) st.paused_since_ps[p.prio] = p.time_ps;
@@ -263,23 +261,22 @@ struct NicSystem {
         return;
       }
       if (p.kind == PacketKind::kResume) {
-        if (((st.paused >> p.prio) & 1u) != 0u) delta.c.paused_ps += p.time_ps - st.paused_since_ps[p.prio];
+        if (((st.paused >> p.prio) & 1u) != 0u) counters.paused_ps += p.time_ps - st.paused_since_ps[p.prio];
         st.paused &= ~(1u << p.prio);
         return;
       }
       if (p.kind == PacketKind::kData) {
         const int64_t row = flowRowByKey(flows, ctx.exp, flowKey(p.src_nic, p.flow_id));
         if (row < 0) return;  // a late duplicate of a finished flow
-        receiveData(cfg, flows, row, p, delta);
+        receiveData(cfg, flows, row, p);
         return;
       }
       const int64_t row = flowRowByKey(flows, ctx.exp, flowKey(p.dst_nic, p.flow_id));
       if (row < 0 || flows.dead[row] != 0u) return;
-      receiveFeedback(ne, path, flows, row, p, delta);
+      receiveFeedback(ne, path, flows, row, p);
     }
 
-    MV_HD void receiveData(const NetworkConfig& cfg, TableView<Flow>& flows, int64_t row, const Packet& p,
-                           CounterDelta& delta) {
+    MV_HD void receiveData(const NetworkConfig& cfg, TableView<Flow>& flows, int64_t row, const Packet& p) {
       const FlowSpec& spec = flows.template get<FlowSpec>(row);
       FlowRecv& r = flows.template get<FlowRecv>(row);
       const bool tolerant = cfg.load_balance == LoadBalance::kSpray;
@@ -297,15 +294,15 @@ struct NicSystem {
           r.last_nack_seq = r.expected;
           r.last_nack_ps = p.time_ps;
           Packet nack = feedback(cfg, p, PacketKind::kNack, r.expected);
-          delta.c.nacks += 1;
-          sendControl(nack, delta);
+          counters.nacks += 1;
+          sendControl(nack);
         }
       } else {
         ack = true;  // a duplicate: tell the sender again where we are
       }
       if (ack) {
         r.since_ack = 0;
-        sendControl(feedback(cfg, p, PacketKind::kAck, r.expected), delta);
+        sendControl(feedback(cfg, p, PacketKind::kAck, r.expected));
       }
     }
 
@@ -351,7 +348,7 @@ struct NicSystem {
     }
 
     MV_HD void receiveFeedback(const NetExperiment& ne, const CcPath& path, TableView<Flow>& flows, int64_t row,
-                               const Packet& p, CounterDelta& delta) {
+                               const Packet& p) {
       const NetworkConfig& cfg = ne.network;
       const FlowSpec& spec = flows.template get<FlowSpec>(row);
       FlowSend& s = flows.template get<FlowSend>(row);
@@ -368,7 +365,7 @@ struct NicSystem {
         s.next_seq = p.seq;  // go back N
         s.next_send_ps = t;
       }
-      if (marked) delta.c.cnps += 1;
+      if (marked) counters.cnps += 1;
       const int64_t old_rate = s.rate_bps;
       switch (cfg.cc) {
         case CcKind::kDcqcn:
@@ -393,16 +390,16 @@ struct NicSystem {
         s.next_send_ps += serializationTime(mtu, BitsPerSecond{s.rate_bps}).ps -
                           serializationTime(mtu, BitsPerSecond{old_rate}).ps;
       }
-      if (s.una >= spec.bytes) finish(flows, row, t, delta);
+      if (s.una >= spec.bytes) finish(flows, row, t);
     }
 
-    MV_HD void finish(TableView<Flow>& flows, int64_t row, int64_t t, CounterDelta& delta) {
+    MV_HD void finish(TableView<Flow>& flows, int64_t row, int64_t t) {
       const FlowSpec& spec = flows.template get<FlowSpec>(row);
       const FlowSend& s = flows.template get<FlowSend>(row);
       FlowResult res{spec.id, spec.src_nic, spec.dst_nic, spec.bytes, spec.start_ps, t, s.retransmits};
       ctx.template table<FlowRecord>().create(ctx.exp, flows.key[row], res);
       flows.destroyRow(row);
-      delta.c.flows_done += 1;
+      counters.flows_done += 1;
     }
   };
 };

@@ -39,8 +39,8 @@ struct SwitchSystem {
       "advance each switch: route, admit (shared buffer, PFC), queue, mark ECN, stamp INT and transmit at exact times";
   using Ctx = RowContext<WV>;
 
-  MV_HD static void run(const Ctx& ctx, const SwitchInfo& info, SwitchState& st) {
-    Unit u{ctx, info, st, linkRings(*ctx.world, ctx.exp), ctx.template table<Port>(),
+  MV_HD static void run(const Ctx& ctx, const SwitchInfo& info, SwitchState& st, NetCounters& counters) {
+    Unit u{ctx, info, st, counters, linkRings(*ctx.world, ctx.exp), ctx.template table<Port>(),
            ctx.template table<Port>().expBegin(ctx.exp) + info.port_base};
     u.step();
   }
@@ -50,6 +50,7 @@ struct SwitchSystem {
     const Ctx& ctx;
     const SwitchInfo& info;
     SwitchState& st;
+    NetCounters& counters;  ///< this switch's own counters (summed by the host)
     LinkRings rings;
     TableView<Port>& ports;
     int64_t port0;
@@ -65,10 +66,17 @@ struct SwitchSystem {
       TableView<NetStats>& stats = ctx.template table<NetStats>();
       return stats.template get<SwitchPool>(stats.expBegin(ctx.exp));
     }
-    /// Pops a free slot of the experiment's pool (lock-free), or kNone32. Which slot is
-    /// returned depends on thread timing and never matters; near exhaustion, whether a pop
-    /// fails can (the run then stops with an error naming `switch_pool_slots`).
-    MV_HD uint32_t allocate() const {
+    /// A free packet slot, or kNone32: from the switch's own cache when it has one (no
+    /// atomics), else popped from the experiment's shared stack (lock-free). Which slot is
+    /// returned never matters; near exhaustion, whether a pop fails can depend on thread
+    /// timing (the run then stops with an error naming `switch_pool_slots`).
+    MV_HD uint32_t allocate() {
+      if (st.cache_count > 0) {
+        const uint32_t s = st.cache_head;
+        st.cache_head = slot(s).next;
+        st.cache_count -= 1;
+        return s;
+      }
       SwitchPool& p = pool();
       uint64_t head = atomicLoadAcquire<uint64_t>(&p.free_head);
       for (;;) {
@@ -82,8 +90,14 @@ struct SwitchSystem {
       atomicFetchMax<int64_t>(&p.peak, used);
       return static_cast<uint32_t>(head);
     }
-    /// Pushes a slot back onto the pool's free stack.
-    MV_HD void releaseSlot(uint32_t s) const {
+    /// Returns a slot: to the switch's cache, or to the shared stack when the cache is full.
+    MV_HD void releaseSlot(uint32_t s) {
+      if (st.cache_count < kSwitchSlotCache) {
+        slot(s).next = st.cache_head;
+        st.cache_head = s;
+        st.cache_count += 1;
+        return;
+      }
       SwitchPool& p = pool();
       uint64_t head = atomicLoad<uint64_t>(&p.free_head);
       for (;;) {
@@ -101,7 +115,6 @@ struct SwitchSystem {
         rings.beginProduce(pinfo(i).out_link);
         pq(i).next_arrival_ps = rings.nextArrival(pinfo(i).in_link);
       }
-      CounterDelta delta;
       int64_t first_push = INT64_MAX;
       const int64_t end = ctx.window_end.ps;
       for (;;) {
@@ -123,16 +136,13 @@ struct SwitchSystem {
         if (t_arr >= end && t_tx >= end) break;
         if (t_arr <= t_tx) {
           const uint32_t link = pinfo(arr_port).in_link;
-          arrive(cfg, arr_port, *rings.peek(link, end), delta);
+          arrive(cfg, arr_port, *rings.peek(link, end));
           rings.pop(link);
           pq(arr_port).next_arrival_ps = rings.nextArrival(link);
         } else {
-          transmit(cfg, tx_port, t_tx, delta, first_push);
+          transmit(cfg, tx_port, t_tx, first_push);
         }
       }
-      NetCounters& counters =
-          ctx.template table<NetStats>().template get<NetCounters>(ctx.template table<NetStats>().expBegin(ctx.exp));
-      delta.flush(counters);
       int64_t wake = first_push;
       for (uint32_t i = 0; i < info.port_count; ++i) {
         const PortQueue& q = pq(i);
@@ -239,7 +249,7 @@ struct SwitchSystem {
       return rports.template get<RoutePort>(rports.expBegin(ctx.exp) + rs.offset + pick).port;
     }
 
-    MV_HD void arrive(const NetworkConfig& cfg, uint32_t port, const Packet& in, CounterDelta& delta) {
+    MV_HD void arrive(const NetworkConfig& cfg, uint32_t port, const Packet& in) {
       const int64_t t = in.time_ps;
       PortQueue& q = pq(port);
       if (in.kind == PacketKind::kPause || in.kind == PacketKind::kResume) {
@@ -249,7 +259,7 @@ struct SwitchSystem {
           q.paused |= bit;
         } else if ((q.paused & bit) != 0u) {
           q.paused &= ~bit;
-          delta.c.paused_ps += t - q.paused_since_ps[in.prio];
+          counters.paused_ps += t - q.paused_since_ps[in.prio];
           wakePort(port, t);
         }
         return;
@@ -259,13 +269,13 @@ struct SwitchSystem {
       const int64_t size = in.wire_bytes;
       const bool control = c == kControlPriority;
       if (!control && !admit(cfg.pfc, port, c, size)) {
-        delta.c.drops += 1;
+        counters.drops += 1;
         return;
       }
       const uint32_t s = allocate();
       if (s == kNone32) {
         if (!control) release(cfg.pfc, port, c, size);
-        delta.c.overflow += 1;
+        counters.overflow += 1;
         atomicFetchOr<uint32_t>(&ctx.world->status, kStatusSwitchPool);
         return;
       }
@@ -295,7 +305,7 @@ struct SwitchSystem {
     }
 
     // --- transmission -------------------------------------------------------------------
-    MV_HD void transmit(const NetworkConfig& cfg, uint32_t port, int64_t t, CounterDelta& delta, int64_t& first_push) {
+    MV_HD void transmit(const NetworkConfig& cfg, uint32_t port, int64_t t, int64_t& first_push) {
       PortQueue& q = pq(port);
       const PortInfo& pi = pinfo(port);
       if ((q.send_pause | q.send_resume) != 0u) {
@@ -308,8 +318,8 @@ struct SwitchSystem {
         frame.kind = pause ? PacketKind::kPause : PacketKind::kResume;
         frame.prio = static_cast<uint8_t>(c);
         frame.wire_bytes = kPfcBytes;
-        if (pause) delta.c.pauses += 1;
-        send(pi, q, frame, t, delta, first_push);
+        if (pause) counters.pauses += 1;
+        send(pi, q, frame, t, first_push);
         return;
       }
       const int c = pickQueue(q);
@@ -323,7 +333,7 @@ struct SwitchSystem {
       }
       q.bytes[c] -= p.wire_bytes;
       st.buffer_bytes -= p.wire_bytes;
-      if (p.kind == PacketKind::kData) markAndStamp(cfg, port, c, p, t, delta);
+      if (p.kind == PacketKind::kData) markAndStamp(cfg, port, c, p, t);
       if (c != kControlPriority) {
         release(cfg.pfc, p.in_port, c, p.wire_bytes);
         PortQueue& iq = pq(p.in_port);
@@ -334,15 +344,15 @@ struct SwitchSystem {
           wakePort(p.in_port, t);
         }
       }
-      send(pi, q, p, t, delta, first_push);
+      send(pi, q, p, t, first_push);
       releaseSlot(s);
     }
 
     /// Serialises `p` onto the port's link starting at `t`.
-    MV_HD void send(const PortInfo& pi, PortQueue& q, Packet& p, int64_t t, CounterDelta& delta, int64_t& first_push) {
+    MV_HD void send(const PortInfo& pi, PortQueue& q, Packet& p, int64_t t, int64_t& first_push) {
       q.tx_bytes += p.wire_bytes;
       q.busy_until_ps = rings.transmit(pi.out_link, p, t, ctx.template table<LinkSample>(), ctx.exp,
-                                       ctx.config().net.network.link_bin_ps, delta, first_push, &ctx.world->status);
+                                       ctx.config().net.network.link_bin_ps, counters, first_push, &ctx.world->status);
     }
 
     /// Queue 0 first; else round robin over unpaused non-empty classes 1..7.
@@ -360,7 +370,7 @@ struct SwitchSystem {
       return kControlPriority;
     }
 
-    MV_HD void markAndStamp(const NetworkConfig& cfg, uint32_t port, int c, Packet& p, int64_t t, CounterDelta& delta) {
+    MV_HD void markAndStamp(const NetworkConfig& cfg, uint32_t port, int c, Packet& p, int64_t t) {
       const PortInfo& pi = pinfo(port);
       const PortQueue& q = pq(port);
       if (cfg.ecn.enabled) {
@@ -374,7 +384,7 @@ struct SwitchSystem {
         }
         if (prob > 0 && (prob >= 1 || ctx.random().uniform(st.draws++) < prob)) {
           p.flags |= kFlagCe;
-          delta.c.ecn_marks += 1;
+          counters.ecn_marks += 1;
         }
       }
       if (cfg.cc == CcKind::kHpcc && p.hops < kMaxIntHops) {

@@ -92,12 +92,11 @@ inline std::vector<NetResult> runNetBatch(const std::vector<NetCase>& cases, int
   if (r.status != 0u) throw std::runtime_error("network run failed with status " + std::to_string(r.status));
   std::vector<NetResult> out;
   auto& records = world.table<net::FlowRecord>();
-  auto& stats = world.table<net::NetStats>();
   auto& ports = world.table<net::Port>();
   for (ExpId e = 0; e < cases.size(); ++e) {
     NetResult res;
     for (int64_t row = records.expBegin(e); row < records.expEnd(e); ++row) res.flows.push_back(records.get<net::FlowResult>(row));
-    res.counters = stats.get<net::NetCounters>(stats.expBegin(e));
+    res.counters = net::experimentCounters(world, e);
     for (int64_t row = ports.expBegin(e); row < ports.expEnd(e); ++row) {
       const net::PortQueue& q = ports.get<net::PortQueue>(row);
       res.ports.push_back(PortStats{q.max_bytes, q.byte_ps, q.tx_bytes});
