@@ -38,7 +38,7 @@ struct LinkRings {
     LinkRing& r = ring(link);
     const LinkInfo& li = info(link);
     if (r.tail[par] - r.head[prev] >= li.capacity) return false;
-    slots->get<Packet>(slot_base + li.slot_base + (r.tail[par] & (li.capacity - 1))) = p;
+    copyPacket(slots->get<Packet>(slot_base + li.slot_base + (r.tail[par] & (li.capacity - 1))), p);
     r.tail[par] += 1;
     return true;
   }

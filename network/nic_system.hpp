@@ -104,9 +104,8 @@ struct NicSystem {
         if (t >= end) break;
         clock = t;
         if (t == t_arr) {
-          const Packet p = *arrival;
+          receive(ne, path, flows, *arrival);
           rings.pop(info.rx_link);
-          receive(ne, path, flows, p);
         } else if (t == t_rto) {
           timeout(flows, rto_row, t);
         } else {
@@ -181,7 +180,7 @@ struct NicSystem {
       const NetworkConfig& cfg = ne.network;
       Packet p;
       if (row < 0) {
-        p = ctrlSlot(st.ctrl_head);
+        copyPacket(p, ctrlSlot(st.ctrl_head));
         st.ctrl_head += 1;
       } else {
         const FlowSpec& spec = flows.template get<FlowSpec>(row);
@@ -249,7 +248,7 @@ struct NicSystem {
         atomicFetchOr<uint32_t>(&ctx.world->status, kStatusNicControl);
         return;
       }
-      ctrlSlot(st.ctrl_tail) = p;
+      copyPacket(ctrlSlot(st.ctrl_tail), p);
       st.ctrl_tail += 1;
     }
 

@@ -41,9 +41,9 @@ struct IntHop {
   uint32_t rate_mbps = 0;   ///< port rate
 };
 
-/// A packet. `time_ps` is when it is fully received at the far end of its current link
-/// (in a link ring), or when it entered its queue (in a switch or NIC).
-struct Packet {
+/// The fixed part of a packet. `time_ps` is when it is fully received at the far end of
+/// its current link (in a link ring), or when it entered its queue (in a switch or NIC).
+struct PacketHeader {
   int64_t time_ps = 0;
   int64_t seq = 0;          ///< data: first payload byte; ACK/NACK: next expected byte
   uint64_t flow_id = 0;     ///< id of its flow (the flow's key is flowKey(data source, id))
@@ -57,10 +57,21 @@ struct Packet {
   uint8_t flags = 0;
   uint8_t hops = 0;         ///< INT records carried
   uint32_t wire_bytes = 0;
-  IntHop hop[kMaxIntHops];
 
   MV_HD bool isControl() const { return kind != PacketKind::kData; }
 };
+static_assert(sizeof(PacketHeader) == 48);
+
+/// A packet: the header and the INT records (HPCC). Records beyond `hops` are not copied.
+struct Packet : PacketHeader {
+  IntHop hop[kMaxIntHops];
+};
 static_assert(sizeof(Packet) == 128, "packets are fixed 128-byte records");
+
+/// Copies a packet's header and only the INT records it carries (48 bytes without INT).
+MV_HD MV_INLINE void copyPacket(Packet& to, const Packet& from) {
+  static_cast<PacketHeader&>(to) = static_cast<const PacketHeader&>(from);
+  for (int i = 0; i < from.hops; ++i) to.hop[i] = from.hop[i];
+}
 
 }  // namespace mv::net

@@ -280,7 +280,7 @@ struct SwitchSystem {
         return;
       }
       Packet& p = slot(s);
-      p = in;
+      copyPacket(p, in);
       p.in_port = static_cast<uint16_t>(port);
       p.next = kNone32;
       st.buffer_bytes += size;
