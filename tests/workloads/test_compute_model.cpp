@@ -1,0 +1,257 @@
+/**
+ * @file test_compute_model.cpp
+ * Roofline kernel times, the efficiency curve, overrides, pipeline bubbles, and the
+ * calibration against Megatron-LM SC'21 Table 1.
+ */
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <string>
+
+#include "workloads/compute_model.hpp"
+#include "workloads/flops.hpp"
+#include "workloads/memory.hpp"
+
+using namespace mv;
+using Catch::Matchers::Contains;
+
+namespace {
+
+const Operator& findOp(const std::vector<Operator>& ops, std::string_view name) {
+  for (const auto& op : ops) {
+    if (op.name == name) return op;
+  }
+  FAIL("no operator " << name);
+  return ops.front();
+}
+
+/// Equal up to 1 ps (seconds are converted to picoseconds by rounding up).
+bool near(Picoseconds a, Picoseconds b) {
+  return a.ps - b.ps <= 1 && b.ps - a.ps <= 1;
+}
+
+TrainingConfig job(uint32_t global, uint32_t micro = 1, uint32_t seq = 0) {
+  TrainingConfig c;
+  c.global_batch = global;
+  c.micro_batch = micro;
+  c.seq = seq;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("the calibrated model reproduces Megatron-LM SC'21 Table 1 within 5%", "[workloads][compute]") {
+  // What is fitted: model FLOPs (96 formula) / (gpus × compute time of one iteration on one
+  // GPU of the pipeline, bubble and optimizer step included, no communication), micro-batch 1,
+  // m = global batch / dp micro-batches, full recomputation, 1F1B.
+  const ComputeModel cm(a100Compute());
+  for (const auto& row : megatronSc21Table()) {
+    Parallelism par;
+    par.tp = row.tp;
+    par.pp = row.pp;
+    par.dp = row.gpus / (row.tp * row.pp);
+    par.recompute = Recompute::kFull;
+    const TrainingConfig c = job(row.global_batch, 1, 2048);
+    REQUIRE(validateParallelism(row.model, c, par, row.gpus).empty());
+    const IterationTime it = cm.iterationTime(row.model, c, par);
+    const double flops = megatronFormulaFlops(row.model, row.global_batch, 2048, true);
+    const double tflops = achievedFlopsPerGpu(flops, row.gpus, it.total) / 1e12;
+    INFO(row.model.name << ": " << tflops << " TFLOP/s vs " << row.tflops_per_gpu << " ("
+                        << 100 * (tflops / row.tflops_per_gpu - 1) << "%)");
+    CHECK(std::fabs(tflops / row.tflops_per_gpu - 1) < 0.05);
+    // The bubble is the 1F1B (p-1)/(m+p-1) up to the heavier last stage (logits).
+    const double m = it.micro_batches, p = row.pp;
+    CHECK(it.bubbleFraction() == Approx((p - 1) / (m + p - 1)).margin(0.01));
+  }
+}
+
+TEST_CASE("the GEMM efficiency curve rises with size and saturates", "[workloads][compute]") {
+  const EfficiencyCurve curve = megatronA100Params().gemm;
+  double previous = 0;
+  for (double flops = 1e6; flops < 1e15; flops *= 2) {
+    const double e = curve(flops);
+    CHECK(e >= previous);
+    CHECK(e >= curve.floor);
+    CHECK(e <= curve.ceiling);
+    previous = e;
+  }
+  CHECK(curve(curve.half_flops) == Approx((curve.floor + curve.ceiling) / 2));
+  CHECK(curve(1e15) == Approx(curve.ceiling).epsilon(1e-3));
+}
+
+TEST_CASE("kernel times follow the roofline plus the per-kernel overhead", "[workloads][compute]") {
+  ComputeModelParams params = megatronA100Params();
+  params.gemm = {0.5, 0.5, 1e11, 1};  // flat 50%
+  params.memory_efficiency = 0.8;
+  params.kernel_overhead = microseconds(2);
+  const ComputeModel cm(a100Compute(), params);
+  const auto bf16 = TrainingPrecision::kBf16;
+  // Memory-bound: 1.6 GB at 0.8 × 2 TB/s = 1 ms.
+  CHECK(near(cm.kernelTime(OpKind::kMemory, 0, 1.6e9, bf16), milliseconds(1) + microseconds(2)));
+  // Compute-bound: 156 TFLOP at 0.5 × 312 TFLOP/s = 1 s.
+  CHECK(near(cm.kernelTime(OpKind::kGemm, 156e12, 1e6, bf16), milliseconds(1000) + microseconds(2)));
+  // A GEMM with little arithmetic intensity is memory-bound.
+  CHECK(near(cm.kernelTime(OpKind::kGemm, 1e9, 1.6e9, bf16), milliseconds(1) + microseconds(2)));
+  // fp8 has no tensor cores on A100: the bf16 peak is used; TF32 for fp32.
+  CHECK(near(cm.kernelTime(OpKind::kGemm, 156e12, 0, TrainingPrecision::kFp8), milliseconds(1000) + microseconds(2)));
+  CHECK(near(cm.kernelTime(OpKind::kGemm, 78e12, 0, TrainingPrecision::kFp32), milliseconds(1000) + microseconds(2)));
+  const ComputeModel h100(h100Compute(), params);
+  CHECK(near(h100.kernelTime(OpKind::kGemm, 1979e12 / 2, 0, TrainingPrecision::kFp8),
+             milliseconds(1000) + microseconds(2)));
+}
+
+TEST_CASE("layer kernels add up to the layer's FLOPs", "[workloads][compute]") {
+  for (const char* name : {"gpt3-175b", "llama3-70b", "mixtral-8x7b"}) {
+    const ModelSpec m = modelByName(name);
+    Parallelism par;
+    par.tp = 8;
+    par.dp = 8;
+    par.ep = m.isMoe() ? 8 : 1;
+    const TrainingConfig c = job(64, 1);
+    double flops = 0;
+    for (const auto& op : layerOperators(m, c, par)) flops += op.flops * op.count;
+    const LayerFlops lf = layerForwardFlops(m, 1, sequenceLength(m, c));
+    // Everything but the router is split over TP (the router runs on every TP rank).
+    INFO(name);
+    CHECK(flops == Approx((lf.total() - lf.router) / 8 + lf.router).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("MoE expert kernels: experts/ep kernels of tokens·k·ep/experts tokens", "[workloads][compute]") {
+  const ModelSpec mixtral = modelByName("mixtral-8x7b");
+  Parallelism par;
+  par.dp = 8;
+  par.ep = 2;
+  const auto ops = layerOperators(mixtral, job(64, 1), par);
+  const Operator& up = findOp(ops, "mlp_up");
+  CHECK(up.count == 4);
+  CHECK(up.flops == 2.0 * (4096.0 * 2 * 2 / 8) * 4096 * 2 * 14336);
+  CHECK(findOp(ops, "activation").count == 4);
+  CHECK(findOp(ops, "dispatch").kind == OpKind::kMemory);
+}
+
+TEST_CASE("recomputation reruns the whole forward (full) or the attention core (selective)", "[workloads][compute]") {
+  const ModelSpec gpt = modelByName("gpt3-13b");
+  const ComputeModel cm(a100Compute());
+  Parallelism par;
+  par.tp = 2;
+  const TrainingConfig c = job(8);
+  par.recompute = Recompute::kNone;
+  const LayerTimes none = cm.layerTimes(gpt, c, par);
+  CHECK(none.recompute == Picoseconds{0});
+  par.recompute = Recompute::kFull;
+  const LayerTimes full = cm.layerTimes(gpt, c, par);
+  CHECK(full.recompute == full.forward);
+  CHECK(full.forward == none.forward);
+  par.recompute = Recompute::kSelective;
+  Picoseconds core;
+  for (const auto& op : layerOperators(gpt, c, par)) {
+    if (op.attention_core) core += cm.forwardTime(op, c.precision);
+  }
+  CHECK(cm.layerTimes(gpt, c, par).recompute == core);
+  CHECK(core > Picoseconds{0});
+  CHECK(core < none.forward);
+}
+
+TEST_CASE("a user time table overrides the roofline", "[workloads][compute]") {
+  const ModelSpec gpt = modelByName("gpt3-13b");
+  const TrainingConfig c = job(8);
+  const Parallelism par;
+  const auto ops = layerOperators(gpt, c, par);
+  const Operator& qkv = findOp(ops, "qkv");
+  const Operator& norm = findOp(ops, "input_norm");
+  const ComputeModel plain(a100Compute());
+  const ComputeModel measured(a100Compute(), megatronA100Params(),
+                              {{"qkv", microseconds(700)},
+                               {"input_norm", microseconds(30)},
+                               {"input_norm.backward", microseconds(50)},
+                               {"optimizer", milliseconds(5)}});
+  CHECK(measured.forwardTime(qkv, c.precision) == microseconds(700));
+  CHECK(measured.backwardTime(qkv, c.precision) == microseconds(1400));
+  CHECK(measured.forwardTime(norm, c.precision) == microseconds(30));
+  CHECK(measured.backwardTime(norm, c.precision) == microseconds(50));
+  const Operator& proj = findOp(ops, "projection");
+  CHECK(measured.forwardTime(proj, c.precision) == plain.forwardTime(proj, c.precision));
+  const LayerTimes a = plain.layerTimes(gpt, c, par);
+  const LayerTimes b = measured.layerTimes(gpt, c, par);
+  CHECK(b.forward - a.forward ==
+        microseconds(730) - plain.forwardTime(qkv, c.precision) - plain.forwardTime(norm, c.precision));
+  CHECK(measured.stageTimes(gpt, c, par, 0).optimizer == milliseconds(5));
+}
+
+TEST_CASE("pipeline bubble: (p-1)/(m+p-1) for 1F1B, divided by v when interleaved", "[workloads][compute]") {
+  const ModelSpec gpt = modelByName("gpt3-175b");
+  // Zero the stage-specific kernels so that every stage takes the same time.
+  const OperatorTimes zero = {{"embedding", Picoseconds{0}},     {"embedding.backward", Picoseconds{0}},
+                              {"final_norm", Picoseconds{0}},    {"final_norm.backward", Picoseconds{0}},
+                              {"logits", Picoseconds{0}},        {"logits.backward", Picoseconds{0}},
+                              {"cross_entropy", Picoseconds{0}}, {"cross_entropy.backward", Picoseconds{0}},
+                              {"optimizer", Picoseconds{0}}};
+  const ComputeModel cm(a100Compute(), megatronA100Params(), zero);
+  Parallelism par;
+  par.tp = 8;
+  par.pp = 8;
+  par.dp = 4;
+  const TrainingConfig c = job(128);  // m = 32
+  const IterationTime it = cm.iterationTime(gpt, c, par);
+  REQUIRE(it.micro_batches == 32);
+  const Picoseconds t = it.stages[0].perMicroBatch();
+  for (const auto& st : it.stages) CHECK(st.perMicroBatch() == t);
+  CHECK(it.busy == t * 32);
+  CHECK(it.bubble == t * 7);
+  CHECK(it.total == t * 39);
+  CHECK(it.bubbleFraction() == Approx(7.0 / 39));
+  par.schedule = PipelineSchedule::kInterleaved;
+  par.vpp = 3;
+  const IterationTime inter = cm.iterationTime(gpt, c, par);
+  CHECK(inter.bubble == t * 7 / 3);
+  CHECK(inter.busy == t * 32);
+}
+
+TEST_CASE("stage times: embedding on the first stage, logits on the last", "[workloads][compute]") {
+  const ModelSpec gpt = modelByName("gpt3-175b");
+  const ComputeModel cm(a100Compute());
+  Parallelism par;
+  par.tp = 8;
+  par.pp = 4;
+  par.dp = 1;
+  const TrainingConfig c = job(16);
+  const StageTimes first = cm.stageTimes(gpt, c, par, 0);
+  const StageTimes middle = cm.stageTimes(gpt, c, par, 1);
+  const StageTimes last = cm.stageTimes(gpt, c, par, 3);
+  CHECK(first.layers == 24);
+  CHECK(first.forward > middle.forward);
+  CHECK(last.forward > first.forward);  // the logit GEMM outweighs the embedding lookup
+  const IterationTime it = cm.iterationTime(gpt, c, par);
+  CHECK(it.slowest_stage == 3);
+  CHECK(it.total == it.busy + it.bubble + it.optimizer);
+}
+
+TEST_CASE("GPU presets and names", "[workloads][compute]") {
+  CHECK(gpuComputeByName("a100-80gb").peak_flops == 312e12);
+  CHECK(gpuComputeByName("h800").peak_flops == 989e12);
+  CHECK(gpuComputeByName("h200").hbm_bandwidth == 4.8e12);
+  CHECK_THROWS_WITH(gpuComputeByName("v100"), Contains("a100-80gb") && Contains("b200"));
+  CHECK(achievedFlopsPerGpu(1e15, 10, milliseconds(1000)) == Approx(1e14));
+  CHECK(achievedFlopsPerGpu(1e15, 0, milliseconds(1)) == 0);
+}
+
+TEST_CASE("FlashAttention replaces the three attention-core kernels by one", "[workloads][compute]") {
+  const ModelSpec l8 = modelByName("llama3-8b");
+  TrainingConfig c = job(8);
+  Parallelism par;
+  par.dp = 8;
+  const auto unfused = layerOperators(l8, c, par);
+  c.flash_attention = true;
+  const auto fused = layerOperators(l8, c, par);
+  CHECK(fused.size() + 2 == unfused.size());
+  const Operator& flash = findOp(fused, "flash_attention");
+  CHECK(flash.attention_core);
+  CHECK(flash.flops == findOp(unfused, "attention_scores").flops + findOp(unfused, "attention_values").flops);
+  CHECK(flash.flops == 4.0 * 8192 * 8192 * 4096);
+  CHECK(flash.bytes == 2.0 * 8192 * (2 * 4096 + 2 * 1024));  // Q, K, V and the output in bf16
+  // At 8192 tokens the unfused softmax traffic dominates: FlashAttention is much faster.
+  const ComputeModel cm(h100Compute());
+  TrainingConfig plain = c;
+  plain.flash_attention = false;
+  CHECK(cm.layerTimes(l8, c, par).forward.ps < cm.layerTimes(l8, plain, par).forward.ps * 3 / 4);
+}

@@ -1,0 +1,340 @@
+/**
+ * @file compute_model.cpp
+ * Kernel decomposition of a transformer layer, the roofline with its fitted GEMM efficiency,
+ * and stage / iteration times with the pipeline bubble.
+ */
+#include "workloads/compute_model.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <utility>
+
+#include "workloads/memory.hpp"
+
+namespace mv {
+
+namespace {
+
+/// Seconds to picoseconds, rounded up so that no kernel takes zero time.
+Picoseconds fromSeconds(double seconds) {
+  return Picoseconds{static_cast<int64_t>(std::ceil(seconds * 1e12))};
+}
+
+/// A GEMM of m×k by k×n, `batch` times in one kernel, `e` bytes per element.
+Operator gemm(std::string_view name, double m, double n, double k, double e, double batch = 1) {
+  Operator op;
+  op.name = name;
+  op.kind = OpKind::kGemm;
+  op.flops = 2 * m * n * k * batch;
+  op.bytes = e * batch * (m * k + k * n + m * n);
+  op.backward_factor = 2;
+  return op;
+}
+
+/// A memory-bound kernel moving `bytes`, whose backward moves `backward_factor` × as many.
+Operator memoryOp(std::string_view name, double bytes, double backward_factor) {
+  Operator op;
+  op.name = name;
+  op.kind = OpKind::kMemory;
+  op.bytes = bytes;
+  op.backward_factor = backward_factor;
+  return op;
+}
+
+/// Shape numbers shared by the kernel lists.
+struct Dims {
+  double e;    // activation element bytes
+  double s;    // sequence length
+  double b;    // micro-batch
+  double tok;  // tokens per micro-batch, b·s
+  double h;
+  double t;  // tensor-parallel size
+  double r;  // divisor of the LayerNorm/dropout region (t with SP, else 1)
+};
+
+Dims dims(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par) {
+  Dims d;
+  d.e = activationBytes(config.precision);
+  d.s = sequenceLength(model, config);
+  d.b = config.micro_batch;
+  d.tok = d.s * d.b;
+  d.h = model.hidden;
+  d.t = std::max<uint32_t>(par.tp, 1);
+  d.r = sequenceParallelActive(par) ? d.t : 1.0;
+  return d;
+}
+
+}  // namespace
+
+double GpuComputeSpec::peakFlops(TrainingPrecision precision) const {
+  switch (precision) {
+    case TrainingPrecision::kFp8:
+      return peak_flops_fp8 > 0 ? peak_flops_fp8 : peak_flops;
+    case TrainingPrecision::kFp32:
+      return peak_flops_fp32 > 0 ? peak_flops_fp32 : peak_flops / 2;
+    case TrainingPrecision::kBf16:
+    case TrainingPrecision::kFp16:
+      break;
+  }
+  return peak_flops;
+}
+
+// Dense peaks from calibration.md (bf16) and the vendors' datasheets (fp8, TF32).
+GpuComputeSpec a100Compute() {
+  return {"a100-80gb", 312e12, 0, 156e12, 2.0e12};
+}
+GpuComputeSpec h100Compute() {
+  return {"h100-sxm", 989e12, 1979e12, 494e12, 3.35e12};
+}
+GpuComputeSpec h200Compute() {
+  return {"h200", 989e12, 1979e12, 494e12, 4.8e12};
+}
+GpuComputeSpec b200Compute() {
+  return {"b200", 2250e12, 4500e12, 1100e12, 8.0e12};
+}
+
+GpuComputeSpec gpuComputeByName(std::string_view name) {
+  GpuComputeSpec a100_40 = a100Compute();
+  a100_40.name = "a100-40gb";
+  a100_40.hbm_bandwidth = 1.555e12;
+  GpuComputeSpec h800 = h100Compute();
+  h800.name = "h800";
+  const std::array<GpuComputeSpec, 6> presets = {a100Compute(), a100_40,       h100Compute(),
+                                                 h800,          h200Compute(), b200Compute()};
+  for (const auto& g : presets) {
+    if (g.name == name) return g;
+  }
+  std::string msg = "unknown GPU '" + std::string(name) + "'; valid:";
+  for (const auto& g : presets) msg += " " + g.name;
+  throw WorkloadError(msg);
+}
+
+std::vector<Operator> layerOperators(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par) {
+  const Dims d = dims(model, config, par);
+  const double e = d.e, tok = d.tok, h = d.h, t = d.t, r = d.r, s = d.s;
+  const double kv = model.kvWidth();
+  const double heads_local = model.heads / t;
+  const double hd = model.headDim();
+  const double f = model.ffn;
+  const double mask = 1;
+
+  std::vector<Operator> ops;
+  // LayerNorm: read x, write y; backward reads x and dy, writes dx.
+  ops.push_back(memoryOp("input_norm", 2 * e * tok * h / r, 1.5));
+  ops.push_back(gemm("qkv", tok, (h + 2 * kv) / t, h, e));
+  if (config.flash_attention) {
+    // One fused kernel: QK^T and ·V on chip, HBM traffic only Q, K, V and the output.
+    // FlashAttention-2's backward recomputes the scores: 5 GEMMs against 2 forward.
+    Operator flash = gemm("flash_attention", s, s, hd, e, d.b * heads_local);
+    flash.flops *= 2;
+    flash.bytes = e * tok * (2 * h + 2 * kv) / t;
+    flash.backward_factor = 2.5;
+    flash.attention_core = true;
+    ops.push_back(flash);
+  } else {
+    Operator scores = gemm("attention_scores", s, s, hd, e, d.b * heads_local);
+    scores.attention_core = true;
+    ops.push_back(scores);
+    // Causal fused scale-mask-softmax reads the lower triangle (e/2) and writes e; dropout
+    // reads e, writes e and a 1-byte mask. Backward: softmax 3e, dropout 2e + mask.
+    Operator softmax =
+        memoryOp("softmax_dropout", d.b * heads_local * s * s * (3.5 * e + mask), (5 * e + mask) / (3.5 * e + mask));
+    softmax.attention_core = true;
+    ops.push_back(softmax);
+    Operator values = gemm("attention_values", s, hd, s, e, d.b * heads_local);
+    values.attention_core = true;
+    ops.push_back(values);
+  }
+  ops.push_back(gemm("projection", tok, h, h / t, e));
+  // Fused bias-dropout-add: read output and residual, write sum and mask; backward reads dy
+  // and the mask, writes dx.
+  ops.push_back(memoryOp("attention_residual", tok * h * (3 * e + mask) / r, (2 * e + mask) / (3 * e + mask)));
+  ops.push_back(memoryOp("mlp_norm", 2 * e * tok * h / r, 1.5));
+
+  double expert_tokens = tok;  // tokens through one MLP kernel
+  uint32_t kernels = 1;
+  if (model.isMoe()) {
+    const double ep = std::max<uint32_t>(par.ep, 1);
+    const double k = model.top_k;
+    ops.push_back(gemm("router", tok / r, model.experts, h, e));
+    ops.push_back(memoryOp("dispatch", 2 * e * tok * k * h / r, 1.0));
+    // Balanced routing: each local expert sees tok·k·ep/experts tokens; experts/ep per GPU.
+    expert_tokens = tok * k * ep / model.experts;
+    kernels = static_cast<uint32_t>(std::max(1.0, model.experts / ep));
+  }
+  const double up_width = f * (model.gated_mlp ? 2 : 1) / t;
+  Operator up = gemm("mlp_up", expert_tokens, up_width, h, e);
+  up.count = kernels;
+  ops.push_back(up);
+  // GeLU: read e, write e (backward 3e); SwiGLU: read 2e, write e (backward 5e).
+  Operator act = model.gated_mlp ? memoryOp("activation", 3 * e * expert_tokens * f / t, 5.0 / 3.0)
+                                 : memoryOp("activation", 2 * e * expert_tokens * f / t, 1.5);
+  act.count = kernels;
+  ops.push_back(act);
+  Operator down = gemm("mlp_down", expert_tokens, h, f / t, e);
+  down.count = kernels;
+  ops.push_back(down);
+  if (model.isMoe()) ops.push_back(memoryOp("combine", 2 * e * tok * model.top_k * h / r, 1.0));
+  ops.push_back(memoryOp("mlp_residual", tok * h * (3 * e + mask) / r, (2 * e + mask) / (3 * e + mask)));
+  return ops;
+}
+
+std::vector<Operator> firstStageOperators(const ModelSpec& model, const TrainingConfig& config,
+                                          const Parallelism& par) {
+  const Dims d = dims(model, config, par);
+  // Gather the token rows (and position rows), write the sum; backward scatter-adds.
+  const double tensors = model.learned_positions ? 3 : 2;
+  return {memoryOp("embedding", tensors * d.e * d.tok * d.h, 1.5)};
+}
+
+std::vector<Operator> lastStageOperators(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par) {
+  const Dims d = dims(model, config, par);
+  const double vocab_local = static_cast<double>(model.vocab) / d.t;
+  return {
+      memoryOp("final_norm", 2 * d.e * d.tok * d.h / d.r, 1.5),
+      gemm("logits", d.tok, vocab_local, d.h, d.e),
+      // Vocab-parallel cross-entropy in fp32: read the logits, write and re-read fp32 softmax.
+      memoryOp("cross_entropy", d.tok * vocab_local * (d.e + 8), 1.0),
+  };
+}
+
+double EfficiencyCurve::operator()(double flops) const {
+  if (flops <= 0) return ceiling;
+  const double x = std::pow(flops / half_flops, exponent);
+  return floor + (ceiling - floor) * x / (1 + x);
+}
+
+ComputeModelParams megatronA100Params() {
+  // Fitted against Megatron-LM SC'21 Table 1 (Nelder-Mead on the largest relative error);
+  // what is fitted, the assumptions and the per-row errors: docs/workloads.md "Calibration".
+  ComputeModelParams p;
+  p.gemm.floor = 0.524;
+  p.gemm.ceiling = 0.693;
+  p.gemm.half_flops = 3.66e11;
+  p.gemm.exponent = 2.9;
+  p.memory_efficiency = 0.9;
+  p.kernel_overhead = microseconds(1);
+  p.optimizer_bytes_per_param = 30;
+  return p;
+}
+
+ComputeModel::ComputeModel(GpuComputeSpec gpu, ComputeModelParams params, OperatorTimes overrides)
+    : gpu_(std::move(gpu)), params_(params), overrides_(std::move(overrides)) {}
+
+double ComputeModel::rooflineSeconds(OpKind kind, double flops, double bytes, TrainingPrecision precision) const {
+  double seconds = bytes / (gpu_.hbm_bandwidth * params_.memory_efficiency);
+  if (kind == OpKind::kGemm && flops > 0) {
+    seconds = std::max(seconds, flops / (gpu_.peakFlops(precision) * params_.gemm(flops)));
+  }
+  return seconds;
+}
+
+Picoseconds ComputeModel::kernelTime(OpKind kind, double flops, double bytes, TrainingPrecision precision) const {
+  return fromSeconds(rooflineSeconds(kind, flops, bytes, precision)) + params_.kernel_overhead;
+}
+
+Picoseconds ComputeModel::forwardTime(const Operator& op, TrainingPrecision precision) const {
+  if (const auto it = overrides_.find(op.name); it != overrides_.end()) return it->second * op.count;
+  return kernelTime(op.kind, op.flops, op.bytes, precision) * op.count;
+}
+
+Picoseconds ComputeModel::backwardTime(const Operator& op, TrainingPrecision precision) const {
+  std::string key(op.name);
+  key += ".backward";
+  if (const auto it = overrides_.find(key); it != overrides_.end()) return it->second * op.count;
+  if (const auto it = overrides_.find(op.name); it != overrides_.end()) {
+    const double ps = std::ceil(static_cast<double>(it->second.ps) * op.backward_factor);
+    return Picoseconds{static_cast<int64_t>(ps)} * op.count;
+  }
+  if (op.kind == OpKind::kGemm) {
+    // backward_factor GEMMs as large as the forward one (input and weight gradients: 2),
+    // each at the forward kernel's efficiency and with its own overhead.
+    const double seconds = op.backward_factor * rooflineSeconds(op.kind, op.flops, op.bytes, precision);
+    const auto kernels = static_cast<int64_t>(std::ceil(op.backward_factor));
+    return (fromSeconds(seconds) + params_.kernel_overhead * kernels) * op.count;
+  }
+  return kernelTime(op.kind, 0, op.bytes * op.backward_factor, precision) * op.count;
+}
+
+LayerTimes ComputeModel::layerTimes(const ModelSpec& model, const TrainingConfig& config,
+                                    const Parallelism& par) const {
+  LayerTimes lt;
+  for (const Operator& op : layerOperators(model, config, par)) {
+    const Picoseconds fwd = forwardTime(op, config.precision);
+    lt.forward += fwd;
+    lt.backward += backwardTime(op, config.precision);
+    if (par.recompute == Recompute::kFull || (par.recompute == Recompute::kSelective && op.attention_core)) {
+      lt.recompute += fwd;
+    }
+  }
+  return lt;
+}
+
+StageTimes ComputeModel::stageTimes(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par,
+                                    uint32_t stage) const {
+  StageTimes st;
+  st.stage = stage;
+  st.layers = stageLayers(model, par, stage);
+  const LayerTimes lt = layerTimes(model, config, par);
+  st.forward = lt.forward * st.layers;
+  st.backward = lt.backward * st.layers;
+  st.recompute = lt.recompute * st.layers;
+  auto add = [&](const std::vector<Operator>& ops) {
+    for (const Operator& op : ops) {
+      st.forward += forwardTime(op, config.precision);
+      st.backward += backwardTime(op, config.precision);
+    }
+  };
+  if (stage == 0) add(firstStageOperators(model, config, par));
+  if (stage + 1 == std::max<uint32_t>(par.pp, 1)) add(lastStageOperators(model, config, par));
+
+  // Adam on the parameters this GPU updates (its shard with the distributed optimizer).
+  const StageParameters params = stageParameters(model, par, stage);
+  double updated = params.total();
+  if (par.distributed_optimizer) {
+    const double dp = std::max<uint32_t>(par.dp, 1);
+    updated = params.dense / dp + params.expert / std::max(1.0, dp / std::max<uint32_t>(par.ep, 1));
+  }
+  if (const auto it = overrides_.find(std::string_view("optimizer")); it != overrides_.end()) {
+    st.optimizer = it->second;
+  } else {
+    st.optimizer = kernelTime(OpKind::kMemory, 0, updated * params_.optimizer_bytes_per_param, config.precision);
+  }
+  return st;
+}
+
+IterationTime ComputeModel::iterationTime(const ModelSpec& model, const TrainingConfig& config,
+                                          const Parallelism& par) const {
+  IterationTime it;
+  it.micro_batches = microBatchCount(config, par);
+  const uint32_t p = std::max<uint32_t>(par.pp, 1);
+  Picoseconds sum;
+  Picoseconds slowest;
+  for (uint32_t stage = 0; stage < p; ++stage) {
+    StageTimes st = stageTimes(model, config, par, stage);
+    sum += st.perMicroBatch();
+    if (st.perMicroBatch() > slowest) {
+      slowest = st.perMicroBatch();
+      it.slowest_stage = stage;
+    }
+    it.optimizer = maxTime(it.optimizer, st.optimizer);
+    it.stages.push_back(st);
+  }
+  const int64_t v = par.schedule == PipelineSchedule::kInterleaved ? std::max<uint32_t>(par.vpp, 1) : 1;
+  it.busy = slowest * it.micro_batches;
+  it.bubble = (sum - slowest) / v;
+  it.total = it.busy + it.bubble + it.optimizer;
+  return it;
+}
+
+double IterationTime::bubbleFraction() const {
+  return total.ps > 0 ? static_cast<double>(bubble.ps) / static_cast<double>(total.ps) : 0.0;
+}
+
+double achievedFlopsPerGpu(double flops, uint32_t gpus, Picoseconds time) {
+  if (gpus == 0 || time.ps <= 0) return 0;
+  return flops / (static_cast<double>(gpus) * time.toSeconds());
+}
+
+}  // namespace mv

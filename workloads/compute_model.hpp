@@ -1,0 +1,221 @@
+/**
+ * @file compute_model.hpp
+ * How long the compute of a training step takes on one GPU. A transformer layer is broken
+ * into the kernels Megatron-LM runs (GEMMs and memory-bound element-wise kernels); each
+ * kernel's time is a roofline, max(FLOPs / (peak · efficiency(FLOPs)), bytes / (HBM
+ * bandwidth · memory efficiency)) plus a fixed per-kernel overhead, unless a user-supplied
+ * table gives the kernel's time. Stage and iteration times add the pipeline bubble and the
+ * optimizer step. The GEMM efficiency curve is fitted to Megatron-LM SC'21 Table 1, with
+ * communication folded in (docs/workloads.md). Host-side only.
+ */
+#pragma once
+
+#include <compare>  // ecs/units.hpp uses <=> without including it
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ecs/units.hpp"
+#include "workloads/model.hpp"
+#include "workloads/parallelism.hpp"
+
+namespace mv {
+
+/// Compute capability of one GPU, independent of any collective or network model.
+struct GpuComputeSpec {
+  std::string name;
+  /// Dense bf16/fp16 tensor-core peak, FLOP/s.
+  double peak_flops = 0;
+  /// Dense fp8 peak, FLOP/s; 0 when the GPU has no fp8 tensor cores (then bf16 is used).
+  double peak_flops_fp8 = 0;
+  /// Dense TF32 peak used for fp32 training, FLOP/s.
+  double peak_flops_fp32 = 0;
+  /// HBM bandwidth, bytes/s.
+  double hbm_bandwidth = 0;
+
+  /// Peak of the tensor cores used at `precision`.
+  double peakFlops(TrainingPrecision precision) const;
+};
+
+/// A100 SXM4 80GB: 312 TFLOP/s bf16, 156 TF32, 2.0 TB/s (calibration.md).
+GpuComputeSpec a100Compute();
+/// H100 SXM: 989 TFLOP/s bf16, 1979 fp8, 494 TF32, 3.35 TB/s.
+GpuComputeSpec h100Compute();
+/// H200: H100 compute with 4.8 TB/s.
+GpuComputeSpec h200Compute();
+/// B200: 2250 TFLOP/s bf16, 4500 fp8, 1100 TF32, 8 TB/s.
+GpuComputeSpec b200Compute();
+/**
+ * The preset called `name`: "a100-80gb", "a100-40gb", "h100-sxm", "h800" (compute as
+ * H100), "h200", "b200". Throws WorkloadError listing the valid names otherwise.
+ */
+GpuComputeSpec gpuComputeByName(std::string_view name);
+
+/// What bounds a kernel in the roofline.
+enum class OpKind : uint8_t {
+  kGemm,    ///< tensor-core matrix multiply: compute-bound, efficiency curve applies
+  kMemory,  ///< element-wise / reduction kernel: HBM-bound
+};
+
+/// One kernel of the forward pass on one GPU, one micro-batch.
+struct Operator {
+  /// Stable name, also the key of an OperatorTimes override ("qkv", "softmax_dropout", ...).
+  std::string_view name;
+  OpKind kind = OpKind::kGemm;
+  /// FLOPs of one kernel (for a batched GEMM, of the whole batch).
+  double flops = 0;
+  /// HBM bytes one kernel reads and writes.
+  double bytes = 0;
+  /// Identical kernels per layer (local experts of an MoE layer).
+  uint32_t count = 1;
+  /// Backward work relative to forward: GEMMs 2 (input- and weight-gradient GEMMs of the
+  /// same size; FlashAttention 2.5); memory kernels the ratio of backward to forward bytes.
+  double backward_factor = 2;
+  /// Part of the attention core that selective recomputation reruns.
+  bool attention_core = false;
+};
+
+/**
+ * The kernels of one transformer layer's forward pass on one GPU for one micro-batch,
+ * after the TP (and SP, EP) split, in execution order: input_norm, qkv, attention_scores,
+ * softmax_dropout, attention_values, projection, attention_residual, mlp_norm, [router,
+ * dispatch], mlp_up, activation, mlp_down, [combine], mlp_residual. Attention is the
+ * unfused Megatron-LM path (scores materialised; causal fused softmax reads half of them),
+ * or with `config.flash_attention` one "flash_attention" kernel in place of the three.
+ */
+std::vector<Operator> layerOperators(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par);
+/// Extra kernels of the first stage ("embedding").
+std::vector<Operator> firstStageOperators(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par);
+/// Extra kernels of the last stage ("final_norm", "logits", "cross_entropy").
+std::vector<Operator> lastStageOperators(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par);
+
+/**
+ * GEMM efficiency as a function of one kernel's FLOPs F: a sigmoid in log F between a
+ * floor and a ceiling, floor + (ceiling − floor) · F^k / (F^k + half_flops^k). Small GEMMs
+ * are further slowed by the per-kernel overhead of ComputeModelParams.
+ */
+struct EfficiencyCurve {
+  double floor = 0.5;
+  double ceiling = 0.7;
+  /// FLOPs at which the efficiency is half-way between floor and ceiling.
+  double half_flops = 3e11;
+  /// Steepness k (in log F).
+  double exponent = 3;
+
+  double operator()(double flops) const;
+};
+
+/// Knobs of the roofline.
+struct ComputeModelParams {
+  EfficiencyCurve gemm;
+  /// Fraction of the HBM bandwidth memory-bound kernels reach.
+  double memory_efficiency = 0.9;
+  /// Fixed time added to every kernel (launch and tail), picoseconds.
+  Picoseconds kernel_overhead = microseconds(1);
+  /// HBM bytes per locally updated parameter of the Adam step (mixed precision: fp32 grad,
+  /// master, m, v read; master, m, v written; bf16 weight written).
+  double optimizer_bytes_per_param = 30;
+};
+
+/**
+ * The calibrated default: the GEMM curve fitted so that model FLOPs / (compute time of one
+ * iteration including the 1F1B bubble) reproduces Megatron-LM SC'21 Table 1 on A100
+ * (docs/workloads.md lists the per-row errors). Communication is not modelled in that fit,
+ * so the curve absorbs the exposed part of it.
+ */
+ComputeModelParams megatronA100Params();
+
+/**
+ * Measured kernel times that replace the roofline, keyed by Operator::name (forward time
+ * of one kernel) and by "<name>.backward" (backward time of one kernel's backward pass;
+ * default: backward_factor × the forward time). "optimizer" replaces the optimizer step.
+ */
+using OperatorTimes = std::map<std::string, Picoseconds, std::less<>>;
+
+/// One layer on one GPU for one micro-batch.
+struct LayerTimes {
+  Picoseconds forward;
+  Picoseconds backward;
+  /// Forward work rerun before the backward pass (0 without recomputation).
+  Picoseconds recompute;
+
+  Picoseconds total() const { return forward + backward + recompute; }
+};
+
+/// One micro-batch through all layers a GPU of one pipeline stage holds (all its chunks).
+struct StageTimes {
+  uint32_t stage = 0;
+  uint32_t layers = 0;
+  Picoseconds forward;
+  Picoseconds backward;
+  Picoseconds recompute;
+  /// The optimizer step of this GPU, once per iteration.
+  Picoseconds optimizer;
+
+  /// Time per micro-batch: forward + backward + recompute.
+  Picoseconds perMicroBatch() const { return forward + backward + recompute; }
+};
+
+/// Compute time of one iteration on the GPUs of one pipeline.
+struct IterationTime {
+  /// Micro-batches per pipeline m.
+  uint32_t micro_batches = 0;
+  std::vector<StageTimes> stages;
+  /// Index of the slowest stage.
+  uint32_t slowest_stage = 0;
+  /// m × the slowest stage's time per micro-batch.
+  Picoseconds busy;
+  /// Pipeline fill and drain: (Σ stage times − slowest) / vpp; (p−1)·t for equal stages and 1F1B.
+  Picoseconds bubble;
+  /// Slowest optimizer step over the stages.
+  Picoseconds optimizer;
+  Picoseconds total;
+
+  /// bubble / total.
+  double bubbleFraction() const;
+};
+
+/// Roofline compute-time model of one GPU type.
+class ComputeModel {
+ public:
+  explicit ComputeModel(GpuComputeSpec gpu, ComputeModelParams params = megatronA100Params(),
+                        OperatorTimes overrides = {});
+
+  const GpuComputeSpec& gpu() const { return gpu_; }
+  const ComputeModelParams& params() const { return params_; }
+
+  /// Roofline time of one kernel with `flops` and `bytes` at `precision`, overhead included.
+  Picoseconds kernelTime(OpKind kind, double flops, double bytes, TrainingPrecision precision) const;
+  /// Forward time of `op` (all `count` kernels), from the override table if it names it.
+  Picoseconds forwardTime(const Operator& op, TrainingPrecision precision) const;
+  /// Backward time of `op` (all `count` kernels).
+  Picoseconds backwardTime(const Operator& op, TrainingPrecision precision) const;
+
+  /// One layer, one micro-batch, with `par.recompute`.
+  LayerTimes layerTimes(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par) const;
+  /// One micro-batch through pipeline stage `stage` (its layers, and embedding / logits on the ends).
+  StageTimes stageTimes(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par,
+                        uint32_t stage) const;
+  /**
+   * Compute time of one iteration: busy m·t_max, bubble (Σ t_i − t_max)/vpp (the 1F1B bubble
+   * (p−1)/(m+p−1) of the iteration for equal stages; (p−1)/(v·m+p−1) interleaved), plus
+   * the optimizer step. No communication.
+   */
+  IterationTime iterationTime(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par) const;
+
+ private:
+  /// Roofline time of one kernel without the overhead, seconds.
+  double rooflineSeconds(OpKind kind, double flops, double bytes, TrainingPrecision precision) const;
+
+  GpuComputeSpec gpu_;
+  ComputeModelParams params_;
+  OperatorTimes overrides_;
+};
+
+/// Achieved FLOP/s per GPU: `flops` (e.g. IterationFlops::hardware) / (gpus × time).
+double achievedFlopsPerGpu(double flops, uint32_t gpus, Picoseconds time);
+
+}  // namespace mv

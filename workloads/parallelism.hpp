@@ -1,0 +1,123 @@
+/**
+ * @file parallelism.hpp
+ * The training job (batch sizes, sequence length, precision) and how it is split over GPUs
+ * (Megatron-LM tensor, pipeline, data and expert parallelism, virtual pipeline stages,
+ * sequence parallelism, activation recomputation, distributed optimizer, pipeline
+ * schedule), with the validation rules Megatron-LM enforces.
+ */
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "workloads/model.hpp"
+
+namespace mv {
+
+/// Number format of the training step's GEMMs.
+enum class TrainingPrecision : uint8_t { kBf16, kFp16, kFp8, kFp32 };
+/// Activation recomputation (Korthikanti et al. 2022).
+enum class Recompute : uint8_t {
+  kNone,       ///< keep every activation
+  kSelective,  ///< recompute the attention core (QK^T, softmax, dropout, ·V)
+  kFull,       ///< keep only each layer's input, recompute the whole layer's forward
+};
+/// Pipeline schedule.
+enum class PipelineSchedule : uint8_t {
+  k1F1B,         ///< PipeDream-Flush one-forward-one-backward
+  kInterleaved,  ///< interleaved 1F1B with `vpp` model chunks per GPU (Narayanan et al. SC'21)
+};
+
+/// "bf16", "fp16", "fp8", "fp32".
+std::string_view toString(TrainingPrecision p);
+/// "none", "selective", "full".
+std::string_view toString(Recompute r);
+/// "1f1b", "interleaved".
+std::string_view toString(PipelineSchedule s);
+/// Parses the names above; throws WorkloadError listing the valid names otherwise.
+TrainingPrecision parseTrainingPrecision(std::string_view name);
+Recompute parseRecompute(std::string_view name);
+PipelineSchedule parseSchedule(std::string_view name);
+
+/**
+ * Bytes of one stored activation element: 2 for bf16/fp16 and for fp8 (Transformer Engine
+ * keeps activations between operators in bf16), 4 for fp32.
+ */
+uint32_t activationBytes(TrainingPrecision p);
+
+/// The training job.
+struct TrainingConfig {
+  /// Sequences per optimizer step (all data-parallel replicas together), B.
+  uint32_t global_batch = 0;
+  /// Sequences per micro-batch on one pipeline, b.
+  uint32_t micro_batch = 1;
+  /// Sequence length s; 0 means the model's `seq`.
+  uint32_t seq = 0;
+  TrainingPrecision precision = TrainingPrecision::kBf16;
+  /// Fused attention (FlashAttention): the s×s scores never reach HBM and are not stored for
+  /// the backward pass. false is the unfused path of Megatron-LM SC'21 (the calibration).
+  bool flash_attention = false;
+};
+
+/// How the job is split over GPUs (Megatron-LM conventions).
+struct Parallelism {
+  /// Tensor-parallel size t (also the experts' tensor-parallel size).
+  uint32_t tp = 1;
+  /// Pipeline stages p.
+  uint32_t pp = 1;
+  /// Data-parallel replicas d.
+  uint32_t dp = 1;
+  /// Expert-parallel size e: experts are spread over e ranks of the data-parallel group.
+  uint32_t ep = 1;
+  /// Virtual pipeline stages (model chunks) per GPU v; > 1 only with the interleaved schedule.
+  uint32_t vpp = 1;
+  /// Megatron sequence parallelism (LayerNorm, dropout sharded along s); no effect when tp == 1.
+  bool sequence_parallel = false;
+  Recompute recompute = Recompute::kNone;
+  /// Distributed optimizer (ZeRO-1): optimizer state sharded over the data-parallel group.
+  bool distributed_optimizer = false;
+  PipelineSchedule schedule = PipelineSchedule::k1F1B;
+};
+
+/// The sequence length of the job: `config.seq`, or the model's when that is 0.
+uint32_t sequenceLength(const ModelSpec& model, const TrainingConfig& config);
+/// GPUs the job uses, tp · pp · dp.
+uint32_t gpuCount(const Parallelism& par);
+/// Micro-batches each pipeline runs per iteration, m = global_batch / (micro_batch · dp).
+uint32_t microBatchCount(const TrainingConfig& config, const Parallelism& par);
+/// Whether sequence parallelism is in effect (requested and tp > 1).
+bool sequenceParallelActive(const Parallelism& par);
+
+/// One reason a configuration cannot run, with the configuration key it concerns.
+struct ConfigProblem {
+  /// Key path as in sweep.yaml, e.g. "parallelism.tp" or "workload.global_batch".
+  std::string key;
+  /// What is wrong and what would fix it.
+  std::string message;
+};
+
+/**
+ * Every reason `model` cannot be trained with `config` and `par` on `gpus` GPUs; empty when
+ * the combination is valid. Rules (Megatron-LM, megatron/training/arguments.py and
+ * megatron/core/parallel_state.py):
+ *  - tp · pp · dp == gpus; every size ≥ 1;
+ *  - heads % tp == 0; with GQA kv_heads % tp == 0 (query groups are split over TP);
+ *    ffn % tp == 0; with sequence parallelism seq % tp == 0;
+ *  - layers % (pp · vpp) == 0 (every model chunk has the same number of layers);
+ *  - global_batch % (micro_batch · dp) == 0;
+ *  - vpp > 1 needs the interleaved schedule and vice versa; the interleaved schedule needs
+ *    pp > 1 and the micro-batch count divisible by pp;
+ *  - MoE: experts % ep == 0 and dp % ep == 0 — the classic Megatron-core rule in which the
+ *    experts keep the attention's tensor-parallel size and the expert-parallel group is
+ *    carved out of the data-parallel group (expert data-parallel size dp / ep);
+ *    ep > 1 needs an MoE model.
+ * The model's own shape is checked too (validateModel), under the key "workload.model".
+ */
+std::vector<ConfigProblem> validateParallelism(const ModelSpec& model, const TrainingConfig& config,
+                                               const Parallelism& par, uint32_t gpus);
+/// The problems as one line each, "key: message".
+std::string formatProblems(const std::vector<ConfigProblem>& problems);
+
+}  // namespace mv
