@@ -5,6 +5,7 @@
  */
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <limits>
 
