@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "ecs/rng.hpp"
-#include "experiments/network_layout.hpp"
+#include "systems/network_layout.hpp"
 #include "kernels/cpu/cpu_executor.hpp"
 #include "network/builder.hpp"
 #include "network/network_sim.hpp"

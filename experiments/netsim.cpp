@@ -17,7 +17,7 @@
 
 #include "experiments/cli.hpp"
 #include "experiments/config_reader.hpp"
-#include "experiments/network_layout.hpp"
+#include "systems/network_layout.hpp"
 #include "experiments/network_yaml.hpp"
 #include "kernels/cpu/cpu_executor.hpp"
 #include "network/builder.hpp"

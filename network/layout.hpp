@@ -2,7 +2,7 @@
  * @file layout.hpp
  * What the network model needs to know about a topology, as plain host data: NICs,
  * switches with their ports, and compact equal-cost routing towards edge switches.
- * `topologies/` describes graphs; an adapter in `experiments/` turns one into a layout, so
+ * `topologies/` describes graphs; an adapter in `systems/` turns one into a layout, so
  * this layer depends on nothing but the ECS.
  */
 #pragma once

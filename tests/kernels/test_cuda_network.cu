@@ -9,7 +9,7 @@
 
 #include <cstdio>
 
-#include "experiments/network_layout.hpp"
+#include "systems/network_layout.hpp"
 #include "kernels/cpu/cpu_executor.hpp"
 #include "kernels/cuda/cuda_executor.cuh"
 #include "kernels/cuda/device_query.hpp"

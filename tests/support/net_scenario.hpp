@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "experiments/network_layout.hpp"
+#include "systems/network_layout.hpp"
 #include "experiments/network_yaml.hpp"
 #include "kernels/cpu/cpu_executor.hpp"
 #include "network/builder.hpp"

@@ -2,7 +2,7 @@
  * @file network_layout.cpp
  * Topology + routing -> network layout, and the idle RTT that sizes CC windows.
  */
-#include "experiments/network_layout.hpp"
+#include "systems/network_layout.hpp"
 
 #include <algorithm>
 

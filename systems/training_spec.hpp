@@ -1,0 +1,125 @@
+/**
+ * @file training_spec.hpp
+ * The contract between the sweep front end (experiments/) and the training simulation
+ * (systems/): one fully resolved training experiment in, one result out. Host-side only.
+ * Every field is reachable from sweep.yaml (docs/sweep.md lists the keys).
+ */
+#pragma once
+
+#include <compare>  // ecs/units.hpp uses <=> without including it
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "analytical/collective_model.hpp"
+#include "ecs/units.hpp"
+#include "network/components.hpp"
+#include "network/config.hpp"
+#include "topologies/topology.hpp"
+#include "workloads/memory.hpp"
+#include "workloads/model.hpp"
+#include "workloads/parallelism.hpp"
+
+namespace mv {
+
+/// How inter-server traffic is simulated (DESIGN.md §7). Intra-server traffic always uses
+/// the calibrated analytical model.
+enum class NetworkFidelity : uint8_t {
+  kPacket,      ///< packet level: RoCE, PFC, ECN, DCQCN/HPCC/DCTCP (network/)
+  kFlow,        ///< max-min fair sharing of flows over links
+  kAnalytical,  ///< α-β time per collective from the NIC rate and the path latency
+};
+
+/// Inter-server algorithm of each collective (`collectives:` in sweep.yaml).
+enum class CollectiveAlgorithm : uint8_t {
+  kRing,             ///< ring (all-reduce = reduce-scatter + all-gather; all-gather; reduce-scatter)
+  kTree,             ///< double binary tree (all-reduce only)
+  kHalvingDoubling,  ///< recursive halving-doubling (all-reduce, all-gather, reduce-scatter)
+  kDirect,           ///< every rank sends to every other rank (all-to-all)
+  kHierarchical,     ///< intra-server phase on the analytical model, inter-server phase per rail
+};
+
+struct CollectiveAlgorithms {
+  CollectiveAlgorithm all_reduce = CollectiveAlgorithm::kRing;
+  CollectiveAlgorithm all_gather = CollectiveAlgorithm::kRing;
+  CollectiveAlgorithm reduce_scatter = CollectiveAlgorithm::kRing;
+  CollectiveAlgorithm all_to_all = CollectiveAlgorithm::kDirect;
+  /// NCCL-like chunk: a collective's per-peer transfer is split into flows of at most this size.
+  Bytes chunk = mebibytes(4);
+  /// Delay between a chunk's arrival and the next dependent send (proxy polling, reduction
+  /// kernel); also the floor of every collective's time. Must be ≥ the step Δ; default 2 µs.
+  Picoseconds step_latency = microseconds(2);
+  /// Megatron DP gradient bucket (all-reduce / reduce-scatter issued per bucket during backward).
+  Bytes dp_bucket = mebibytes(40);
+  /// Flow priority of collective traffic (1..7, network.md).
+  uint32_t priority = 3;
+};
+
+/// The machines: GPU type and how GPUs, NICs and servers relate.
+struct ClusterSpec {
+  /// Catalogue name (analytical/gpu.hpp, workloads/compute_model.hpp), e.g. "a100-80gb".
+  std::string gpu = "a100-80gb";
+  /// GPUs the job uses (must equal tp · pp · dp).
+  uint32_t gpus = 8;
+  uint32_t gpus_per_server = 8;
+  /// NICs per server; GPU g of a server uses NIC g · nics / gpus_per_server.
+  uint32_t nics_per_server = 8;
+  /// Intra-server fabric and its knobs.
+  CollectiveModelConfig intra;
+};
+
+/// One fully resolved experiment.
+struct TrainingExperiment {
+  std::string name;
+  /// Stable id (a hash of the resolved configuration), used for RNG streams and file names.
+  uint64_t id = 0;
+  uint64_t seed = 1;
+  ModelSpec model;
+  TrainingConfig training;
+  Parallelism parallelism;
+  ClusterSpec cluster;
+  /// Inter-server topology; its NICs (in id order) are the servers' NICs, server by server.
+  Topology topology;
+  NetworkFidelity fidelity = NetworkFidelity::kPacket;
+  net::NetworkConfig network;
+  CollectiveAlgorithms collectives;
+  MemoryOptions memory;
+};
+
+/// What one experiment produced.
+struct TrainingResult {
+  /// The configuration did not fit in GPU memory; nothing was simulated.
+  bool oom = false;
+  /// Peak per-GPU memory over the pipeline stages (the stage with the largest total).
+  MemoryBreakdown peak_memory;
+  /// One training iteration, first task start to last task finish.
+  Picoseconds iteration;
+  /// Breakdown of the iteration on the critical rank (the one finishing last): compute
+  /// busy time, communication not hidden behind compute per kind, pipeline bubble.
+  Picoseconds compute;
+  Picoseconds exposed_tp;
+  Picoseconds exposed_pp;
+  Picoseconds exposed_dp;
+  Picoseconds exposed_ep;
+  Picoseconds bubble;
+  /// Model FLOPs / (GPUs · peak · iteration).
+  double mfu = 0;
+  double tokens_per_second = 0;
+  /// Totals of the packet network (zero at the other fidelities, except flows_done).
+  net::NetCounters network;
+  /// Simulator wall time of the batch that ran this experiment, seconds, and its step count.
+  double wall_seconds = 0;
+  int64_t events = 0;
+};
+
+/// Knobs of a simulation run (not of an experiment).
+struct SimulationOptions {
+  /// OpenMP threads; 0 = all cores.
+  int threads = 0;
+  /// Stop an experiment whose simulated time passes this (0 = no limit).
+  Picoseconds time_limit;
+};
+
+}  // namespace mv
