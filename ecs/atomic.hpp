@@ -30,6 +30,12 @@ MV_HD MV_INLINE T atomicFetchAdd(T* p, T v) {
   return MV_ATOMIC_REF(T, *p).fetch_add(v, MV_RELAXED);
 }
 
+/// Adds `v` to `*p` and returns the previous value, acquire-release: the thread that sees
+/// the last increment also sees every write made before the earlier increments.
+template <class T>
+MV_HD MV_INLINE T atomicFetchAddAcqRel(T* p, T v) {
+  return MV_ATOMIC_REF(T, *p).fetch_add(v, MV_ACQ_REL);
+}
 /// Stores `v` into `*p` and returns the previous value.
 template <class T>
 MV_HD MV_INLINE T atomicExchange(T* p, T v) {

@@ -112,6 +112,8 @@ struct TrainingResult {
   /// Simulator wall time of the batch that ran this experiment, seconds, and its step count.
   double wall_seconds = 0;
   int64_t events = 0;
+  /// Non-empty when the experiment was simulated but could not finish (time limit).
+  std::string error;
 };
 
 /// Knobs of a simulation run (not of an experiment).

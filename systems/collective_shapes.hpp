@@ -1,0 +1,44 @@
+/**
+ * @file collective_shapes.hpp
+ * Decomposition of an inter-server collective into transfers between its members (the
+ * NCCL algorithms of docs/training.md): ring, recursive halving-doubling and direct, each
+ * chunked so consecutive steps pipeline. A shape depends only on (op, algorithm, members,
+ * chunks); instances of one shape share it. Host-side only.
+ */
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <vector>
+
+#include "analytical/collective_model.hpp"
+#include "systems/training_components.hpp"
+
+namespace mv::train {
+
+/// A collective's transfers and their successor lists (indices local to the shape).
+struct CollectiveShape {
+  std::vector<TransferDef> transfers;
+  std::vector<uint32_t> succs;
+};
+
+/// Whether `algorithm` can run `op` (ring: all-reduce, all-gather, reduce-scatter;
+/// halving-doubling: the same for power-of-two groups; direct: all-to-all).
+bool algorithmSupports(CollectiveAlgorithm algorithm, CollectiveOp op, uint32_t members);
+
+/// The transfers of `op` over `members` ranks split into `chunks` pipelined chunks. Throws
+/// std::invalid_argument when the algorithm cannot run the op (algorithmSupports).
+CollectiveShape makeShape(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members, uint32_t chunks);
+
+/**
+ * α-β time of the same algorithm between servers: per sequential step the step latency and
+ * the one-way path latency, plus the bytes each rank sends at the NIC rate (ring all-reduce
+ * 2(n−1)/n·S/B, all-gather and reduce-scatter (n−1)/n·S/B, all-to-all (n−1)/n·S/B).
+ */
+int64_t analyticalTime(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members, int64_t bytes,
+                       int64_t nic_rate_bps, int64_t step_ps);
+
+/// "ring", "tree", "halving_doubling", "direct", "hierarchical".
+const char* algorithmName(CollectiveAlgorithm algorithm);
+
+}  // namespace mv::train

@@ -1,0 +1,195 @@
+/**
+ * @file training_components.hpp
+ * The training side's ECS tables (DESIGN.md §4): per-experiment static tables filled by the
+ * host — stage programs (task templates), ranks with their per-task state, collective
+ * instances with their member lists and transfer state, collective transfer templates —
+ * and the per-experiment configuration row. Flows and flow records are the network's.
+ * docs/training.md describes how they interact.
+ */
+#pragma once
+
+#include <cstdint>
+
+#include "analytical/collective_model.hpp"
+#include "ecs/table.hpp"
+#include "ecs/type_list.hpp"
+#include "network/components.hpp"
+#include "systems/training_spec.hpp"
+#include "workloads/task_graph.hpp"
+
+namespace mv::train {
+
+inline constexpr int64_t kNever = INT64_MAX;
+
+/// How a collective instance moves its data.
+enum class CollMode : uint8_t {
+  kIntraServer,  ///< all members on one server: the calibrated intra-server model
+  kAnalytical,   ///< inter-server, α-β closed form (analytical fidelity)
+  kTransfers,    ///< inter-server, decomposed into transfers (network flows or NVLink hops)
+};
+
+/// Per-experiment configuration row.
+struct TrainConfig {
+  NetworkFidelity fidelity = NetworkFidelity::kPacket;
+  int64_t step_latency_ps = 0;   ///< delay from a chunk's arrival to the dependent send (≥ Δ)
+  int64_t nic_rate_bps = 0;      ///< NIC goodput per GPU (line × payload / (data + ACK wire bytes) / GPUs per NIC)
+  int64_t path_latency_ps = 0;   ///< idle round trip of the longest NIC-to-NIC path
+  int64_t nvlink_bps = 0;        ///< NVLink bandwidth per GPU and direction (intra-server hops)
+  uint32_t tp = 1, pp = 1, dp = 1, ep = 1;
+  uint32_t gpus_per_server = 8;
+  uint32_t nics_per_server = 8;
+  uint32_t priority = 3;
+  CollectiveModel intra;         ///< intra-server collective model of the GPU
+};
+
+// --- stage programs (templates) ----------------------------------------------------------
+struct ProgramTask : Archetype<TaskDef> {
+  static constexpr const char* kName = "ProgramTask";
+  static constexpr bool kStatic = true;
+};
+struct Successor {
+  uint32_t task = 0;
+};
+struct ProgramSucc : Archetype<Successor> {
+  static constexpr const char* kName = "ProgramSucc";
+  static constexpr bool kStatic = true;
+};
+
+// --- ranks ---------------------------------------------------------------------------------
+struct RankInfo {
+  uint32_t rank = 0;
+  uint32_t stage = 0;
+  uint32_t tp_index = 0;
+  uint32_t dp_index = 0;
+  uint32_t server = 0;
+  uint32_t nic = 0;
+  uint32_t program_base = 0;   ///< first ProgramTask row of its stage (local to the experiment)
+  uint32_t succ_base = 0;      ///< first ProgramSucc row of its stage
+  uint32_t task_count = 0;
+  uint32_t state_base = 0;     ///< first RankTask row of this rank
+  uint32_t dp_coll_base = 0;   ///< Collective row of its DP group's collective 0
+  uint32_t ep_coll_base = 0;   ///< Collective row of its EP group's collective 0
+  uint32_t dp_member = 0;      ///< index in its DP group
+  uint32_t ep_member = 0;      ///< index in its EP group
+};
+/// Where each stream of a rank is.
+struct RankStreams {
+  uint32_t next[kStreams] = {};      ///< program index from which to look for the stream's next task
+  uint32_t running[kStreams] = {kNoTask, kNoTask, kNoTask, kNoTask};
+  int64_t busy_until[kStreams] = {}; ///< finish of the running compute task; free time when idle
+  int64_t start[kStreams] = {};      ///< start of the running task
+};
+/// Where the rank's compute-stream time went (the iteration breakdown) and when it ended.
+struct RankTimes {
+  int64_t compute = 0;
+  int64_t tp = 0;
+  int64_t pp = 0;
+  int64_t dp = 0;
+  int64_t ep = 0;
+  int64_t bubble = 0;
+  int64_t finish = 0;
+  uint32_t tasks_done = 0;
+  uint32_t pad = 0;
+};
+struct Rank : Archetype<RankInfo, RankStreams, RankTimes> {
+  static constexpr const char* kName = "Rank";
+  static constexpr bool kStatic = true;
+};
+
+/// Per-rank state of one task of its program.
+struct TaskState {
+  int32_t deps_left = 0;
+  CommKind ready_kind = CommKind::kNone;  ///< kind of the dependency that set ready_ps
+  uint8_t pad[3] = {};
+  int64_t ready_ps = 0;     ///< latest finish among finished dependencies
+  int64_t done_ps = kNever; ///< communication tasks: completion, written by whoever completes it
+  int64_t sent_ps = 0;      ///< receives: when the sender started sending
+};
+struct RankTask : Archetype<TaskState> {
+  static constexpr const char* kName = "RankTask";
+  static constexpr bool kStatic = true;
+};
+
+// --- collectives -------------------------------------------------------------------------
+struct CollInfo {
+  CollMode mode = CollMode::kIntraServer;
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  CommKind comm = CommKind::kDp;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+  uint32_t members = 0;
+  uint32_t member_base = 0;     ///< first GroupMember row
+  uint32_t task = 0;            ///< program index of the collective's task (the same for every member)
+  uint32_t shape_base = 0;      ///< first TransferShape row of its decomposition
+  uint32_t shape_count = 0;
+  uint32_t state_base = 0;      ///< first TransferState row
+  int64_t bytes = 0;            ///< per-rank buffer (nccl-tests convention)
+  int64_t analytical_ps = 0;    ///< duration for kIntraServer / kAnalytical (floored at the step latency)
+};
+struct CollState {
+  uint32_t arrived = 0;
+  uint32_t transfers_done = 0;
+  int64_t arrive_max = 0;
+  int64_t done_max = 0;
+};
+struct Collective : Archetype<CollInfo, CollState> {
+  static constexpr const char* kName = "Collective";
+  static constexpr bool kStatic = true;
+};
+struct Member {
+  uint32_t rank = 0;
+};
+struct GroupMember : Archetype<Member> {
+  static constexpr const char* kName = "GroupMember";
+  static constexpr bool kStatic = true;
+};
+
+/// One transfer of a collective's decomposition (shared by instances of the same shape):
+/// member `src` sends bytes·num/den to member `dst` once `dep_count` transfers finished.
+struct TransferDef {
+  uint32_t src = 0;
+  uint32_t dst = 0;
+  uint32_t num = 1;
+  uint32_t den = 1;
+  uint32_t dep_count = 0;
+  uint32_t succ_begin = 0;   ///< first TransferSucc row (local)
+  uint32_t succ_count = 0;
+  uint32_t pad = 0;
+};
+struct TransferShape : Archetype<TransferDef> {
+  static constexpr const char* kName = "TransferShape";
+  static constexpr bool kStatic = true;
+};
+struct TransferNext {
+  uint32_t transfer = 0;
+};
+struct TransferSucc : Archetype<TransferNext> {
+  static constexpr const char* kName = "TransferSucc";
+  static constexpr bool kStatic = true;
+};
+struct TransferCounter {
+  int32_t deps_left = 0;
+  uint32_t pad = 0;
+  int64_t ready_ps = 0;
+};
+struct TransferState : Archetype<TransferCounter> {
+  static constexpr const char* kName = "TransferState";
+  static constexpr bool kStatic = true;
+};
+
+/// Flow ids of training traffic (40 bits, unique per source NIC): bit 39 set for a collective
+/// transfer (collective row: 21 bits, transfer: 18 bits), clear for a pipeline message
+/// (sender rank: 19 bits, sender task: 20 bits).
+MV_HD inline uint64_t p2pFlowId(uint32_t rank, uint32_t task) { return (uint64_t{rank} << 20) | task; }
+MV_HD inline uint64_t transferFlowId(uint32_t coll, uint32_t transfer) {
+  return (uint64_t{1} << 39) | (uint64_t{coll} << 18) | transfer;
+}
+MV_HD inline bool isTransferFlow(uint64_t id) { return (id >> 39) & 1; }
+inline constexpr uint32_t kMaxFlowRanks = 1u << 19;
+inline constexpr uint32_t kMaxFlowTasks = 1u << 20;
+inline constexpr uint32_t kMaxFlowCollectives = 1u << 21;
+inline constexpr uint32_t kMaxTransfers = 1u << 18;
+
+using TrainingArchetypes = TypeList<ProgramTask, ProgramSucc, Rank, RankTask, Collective, GroupMember, TransferShape,
+                                    TransferSucc, TransferState>;
+
+}  // namespace mv::train

@@ -1,0 +1,463 @@
+#include "systems/training_sim.hpp"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "analytical/gpu.hpp"
+#include "ecs/engine.hpp"
+#include "ecs/graph.hpp"
+#include "ecs/world.hpp"
+#include "kernels/cpu/cpu_executor.hpp"
+#include "network/builder.hpp"
+#include "systems/collective_shapes.hpp"
+#include "systems/network_layout.hpp"
+#include "systems/training_systems.hpp"
+#include "topologies/routing.hpp"
+#include "workloads/compute_model.hpp"
+#include "workloads/flops.hpp"
+#include "workloads/task_graph.hpp"
+
+namespace mv {
+
+namespace {
+
+using namespace train;
+
+struct TrainWorldConfig {
+  net::NetExperiment net;
+  TrainConfig train;
+};
+using TrainWorld = WorldOfT<TrainWorldConfig, Concat<net::NetworkArchetypes, TrainingArchetypes>::type>;
+using TrainView = TrainWorld::View;
+using TrainGraph = Graph<System<net::NicSystem<TrainView>>, System<net::SwitchSystem<TrainView>>,
+                         System<FlowCompletionSystem<TrainView>>, System<RankSystem<TrainView>>, CommitAll,
+                         AdvanceClocks>;
+
+/// The compute preset of a catalogue GPU ("h100" is the compute model's "h100-sxm").
+GpuComputeSpec computeSpecOf(const std::string& gpu) { return gpuComputeByName(gpu == "h100" ? "h100-sxm" : gpu); }
+/// The interconnect entry of a GPU (the 40 GB A100 has the 80 GB one's NVLink).
+const GpuSpec& interconnectOf(const std::string& gpu) { return gpuByName(gpu == "a100-40gb" ? "a100-80gb" : gpu); }
+
+/// Algorithm used for `op` by this experiment.
+CollectiveAlgorithm algorithmFor(const CollectiveAlgorithms& a, CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::kAllGather:
+      return a.all_gather;
+    case CollectiveOp::kReduceScatter:
+      return a.reduce_scatter;
+    case CollectiveOp::kAllToAll:
+      return a.all_to_all;
+    default:
+      return a.all_reduce;
+  }
+}
+
+/// Host-side plan of one experiment.
+struct Plan {
+  TrainingProgram program;
+  net::NetworkLayout layout;
+  TrainConfig cfg;
+  int64_t lookahead_ps = 0;
+};
+
+Plan makePlan(const TrainingExperiment& x) {
+  Plan p;
+  const GpuSpec& gpu = interconnectOf(x.cluster.gpu);
+  ProgramOptions po;
+  po.dp_bucket = x.collectives.dp_bucket;
+  po.tp_model = makeCollectiveModel(gpu, x.cluster.intra);
+  p.program = buildTrainingProgram(x.model, x.training, x.parallelism, ComputeModel(computeSpecOf(x.cluster.gpu)), po);
+  const Routing routing = computeRouting(x.topology);
+  p.layout = makeNetworkLayout(x.topology, routing, x.network.payload_bytes);
+  TrainConfig& c = p.cfg;
+  c.fidelity = x.fidelity;
+  c.step_latency_ps = x.collectives.step_latency.ps;
+  // Analytical goodput: payload share of the data packets and of the ACKs that share the
+  // links with them in bidirectional collective traffic.
+  int64_t line = 0;
+  for (const net::LayoutNic& n : p.layout.nics) line = std::max(line, n.rate_bps);
+  const int64_t payload = x.network.payload_bytes;
+  const int64_t wire = net::dataWireBytes(x.network.payload_bytes, x.network.cc) +
+                       net::kAckBytes / std::max<int32_t>(x.network.ack_interval, 1);
+  // GPUs sharing a NIC communicate at once (the TP ranks of a server move in lockstep), so
+  // each gets its share.
+  const int64_t sharing = std::max<int64_t>(1, x.cluster.gpus_per_server / std::max<uint32_t>(x.cluster.nics_per_server, 1));
+  c.nic_rate_bps = static_cast<int64_t>(static_cast<Int128>(line) * payload / (wire * sharing));
+  // A transfer completes at its sender when the last byte is acknowledged: a round trip.
+  c.path_latency_ps = p.layout.max_rtt_ps;
+  c.nvlink_bps = gpu.nvlink_bandwidth.bps / 2;
+  c.tp = x.parallelism.tp;
+  c.pp = x.parallelism.pp;
+  c.dp = x.parallelism.dp;
+  c.ep = x.parallelism.ep;
+  c.gpus_per_server = x.cluster.gpus_per_server;
+  c.nics_per_server = x.cluster.nics_per_server;
+  c.priority = x.collectives.priority;
+  c.intra = po.tp_model;
+  // Sends start step_latency after their cause and are seen by the NICs one step later:
+  // a step of at most half the step latency keeps every send in the future (training.md).
+  p.lookahead_ps = std::min(p.layout.min_delay_ps, c.step_latency_ps / 2);
+  return p;
+}
+
+/// Appends the rows of `table` for experiment e from `values` and returns the first row.
+template <class A, class T, class F>
+int64_t appendRows(TrainWorld& world, ExpId e, const std::vector<T>& values, F&& set) {
+  const int64_t first = world.appendStatic<A>(e, static_cast<int64_t>(values.size()));
+  for (size_t i = 0; i < values.size(); ++i) set(world.table<A>(), first + static_cast<int64_t>(i), values[i]);
+  return first;
+}
+
+/// Builds the collectives of experiment e: DP groups (stage, tp index) and EP groups
+/// (stage, tp index, dp / ep); fills each rank's collective bases.
+class CollectiveBuilder {
+ public:
+  CollectiveBuilder(TrainWorld& world, ExpId e, const TrainingExperiment& x, const Plan& plan)
+      : world_(world), e_(e), x_(x), plan_(plan) {}
+
+  void build(std::vector<RankInfo>& ranks) {
+    const TrainConfig& c = plan_.cfg;
+    for (uint32_t s = 0; s < c.pp; ++s) {
+      const StageProgram& prog = plan_.program.stages[s];
+      for (uint32_t t = 0; t < c.tp; ++t) {
+        if (prog.dp_collectives > 0) {
+          const auto base = static_cast<uint32_t>(infos_.size());
+          std::vector<uint32_t> members;
+          for (uint32_t d = 0; d < c.dp; ++d) members.push_back(rankAt(s, t, d));
+          for (uint32_t d = 0; d < c.dp; ++d) ranks[rankAt(s, t, d)].dp_coll_base = base;
+          addGroup(prog, CommKind::kDp, members);
+        }
+        if (prog.ep_collectives > 0) {
+          for (uint32_t g = 0; g < c.dp / c.ep; ++g) {
+            const auto base = static_cast<uint32_t>(infos_.size());
+            std::vector<uint32_t> members;
+            for (uint32_t j = 0; j < c.ep; ++j) members.push_back(rankAt(s, t, g * c.ep + j));
+            for (uint32_t j = 0; j < c.ep; ++j) ranks[rankAt(s, t, g * c.ep + j)].ep_coll_base = base;
+            addGroup(prog, CommKind::kEp, members);
+          }
+        }
+      }
+    }
+    for (uint32_t r = 0; r < ranks.size(); ++r) {
+      ranks[r].dp_member = ranks[r].dp_index;
+      ranks[r].ep_member = ranks[r].dp_index % c.ep;
+    }
+  }
+
+  /// Writes the collected rows (after the rank tables of experiment e).
+  void commit() {
+    appendRows<Collective>(world_, e_, infos_, [](auto& t, int64_t r, const CollInfo& v) { t.template get<CollInfo>(r) = v; });
+    appendRows<GroupMember>(world_, e_, members_, [](auto& t, int64_t r, uint32_t v) { t.template get<Member>(r) = Member{v}; });
+    appendRows<TransferShape>(world_, e_, shapes_, [](auto& t, int64_t r, const TransferDef& v) { t.template get<TransferDef>(r) = v; });
+    appendRows<TransferSucc>(world_, e_, succs_, [](auto& t, int64_t r, uint32_t v) { t.template get<TransferNext>(r) = TransferNext{v}; });
+    appendRows<TransferState>(world_, e_, counters_, [](auto& t, int64_t r, const TransferCounter& v) { t.template get<TransferCounter>(r) = v; });
+  }
+
+  /// Flows the collectives may create in one step at most (every transfer's first wave).
+  int64_t firstWaveFlows() const { return first_wave_; }
+  size_t collectives() const { return infos_.size(); }
+
+ private:
+  uint32_t rankAt(uint32_t s, uint32_t t, uint32_t d) const { return t + plan_.cfg.tp * (d + plan_.cfg.dp * s); }
+  uint32_t serverOf(uint32_t r) const { return r / plan_.cfg.gpus_per_server; }
+
+  void addGroup(const StageProgram& prog, CommKind kind, const std::vector<uint32_t>& members) {
+    const auto member_base = static_cast<uint32_t>(members_.size());
+    members_.insert(members_.end(), members.begin(), members.end());
+    const bool one_server = std::all_of(members.begin(), members.end(),
+                                        [&](uint32_t r) { return serverOf(r) == serverOf(members.front()); });
+    for (uint32_t i = 0; i < prog.tasks.size(); ++i) {
+      const TaskDef& d = prog.tasks[i];
+      if (d.kind != TaskKind::kCollective || d.comm != kind) continue;
+      CollInfo info;
+      info.op = d.op;
+      info.comm = kind;
+      info.algorithm = algorithmFor(x_.collectives, d.op);
+      info.members = static_cast<uint32_t>(members.size());
+      info.member_base = member_base;
+      info.task = i;
+      info.bytes = d.bytes;
+      const int64_t floor = plan_.cfg.step_latency_ps;
+      if (one_server) {
+        info.mode = CollMode::kIntraServer;
+        info.analytical_ps = std::max(
+            floor, collectiveTime(plan_.cfg.intra, d.op, static_cast<int32_t>(members.size()), Bytes{d.bytes}).ps);
+      } else if (x_.fidelity == NetworkFidelity::kAnalytical) {
+        info.mode = CollMode::kAnalytical;
+        // As the transfers would: the first sends start one step latency after the last
+        // arrival, and every step costs a step latency and a round trip.
+        info.analytical_ps = floor + analyticalTime(d.op, info.algorithm, info.members, d.bytes,
+                                                    plan_.cfg.nic_rate_bps, floor + plan_.cfg.path_latency_ps);
+      } else {
+        info.mode = CollMode::kTransfers;
+        addTransfers(info);
+      }
+      infos_.push_back(info);
+    }
+  }
+
+  void addTransfers(CollInfo& info) {
+    const int64_t per_peer = info.bytes / info.members;
+    const int64_t chunk = std::max<int64_t>(x_.collectives.chunk.count, 1);
+    const auto chunks = static_cast<uint32_t>(std::clamp<int64_t>((per_peer + chunk - 1) / chunk, 1, 64));
+    const auto key = std::make_tuple(info.op, info.algorithm, info.members, chunks);
+    auto it = shape_index_.find(key);
+    if (it == shape_index_.end()) {
+      const CollectiveShape shape = makeShape(info.op, info.algorithm, info.members, chunks);
+      if (shape.transfers.size() >= kMaxTransfers) {
+        throw TrainingError("collectives.chunk: a collective over " + std::to_string(info.members) +
+                            " ranks would have more than 2^18 transfers; raise the chunk size");
+      }
+      const auto base = static_cast<uint32_t>(shapes_.size());
+      const auto succ_base = static_cast<uint32_t>(succs_.size());
+      for (TransferDef d : shape.transfers) {
+        d.succ_begin += succ_base;
+        shapes_.push_back(d);
+      }
+      succs_.insert(succs_.end(), shape.succs.begin(), shape.succs.end());
+      it = shape_index_.emplace(key, std::make_pair(base, static_cast<uint32_t>(shape.transfers.size()))).first;
+    }
+    info.shape_base = it->second.first;
+    info.shape_count = it->second.second;
+    info.state_base = static_cast<uint32_t>(counters_.size());
+    for (uint32_t k = 0; k < info.shape_count; ++k) {
+      const TransferDef& d = shapes_[info.shape_base + k];
+      counters_.push_back(TransferCounter{static_cast<int32_t>(d.dep_count), 0, 0});
+      if (d.dep_count == 0) ++first_wave_;
+    }
+  }
+
+  TrainWorld& world_;
+  ExpId e_;
+  const TrainingExperiment& x_;
+  const Plan& plan_;
+  std::vector<CollInfo> infos_;
+  std::vector<uint32_t> members_;
+  std::vector<TransferDef> shapes_;
+  std::vector<uint32_t> succs_;
+  std::vector<TransferCounter> counters_;
+  std::map<std::tuple<CollectiveOp, CollectiveAlgorithm, uint32_t, uint32_t>, std::pair<uint32_t, uint32_t>> shape_index_;
+  int64_t first_wave_ = 0;
+};
+
+/// Fills every training table of experiment e; returns the most flows it may create in a step.
+int64_t buildTraining(TrainWorld& world, ExpId e, const TrainingExperiment& x, const Plan& plan) {
+  const TrainConfig& c = plan.cfg;
+  std::vector<TaskDef> tasks;
+  std::vector<uint32_t> succs;
+  std::vector<uint32_t> program_base;
+  std::vector<uint32_t> succ_base;
+  for (const StageProgram& s : plan.program.stages) {
+    program_base.push_back(static_cast<uint32_t>(tasks.size()));
+    succ_base.push_back(static_cast<uint32_t>(succs.size()));
+    tasks.insert(tasks.end(), s.tasks.begin(), s.tasks.end());
+    succs.insert(succs.end(), s.succs.begin(), s.succs.end());
+  }
+  appendRows<ProgramTask>(world, e, tasks, [](auto& t, int64_t r, const TaskDef& v) { t.template get<TaskDef>(r) = v; });
+  appendRows<ProgramSucc>(world, e, succs, [](auto& t, int64_t r, uint32_t v) { t.template get<Successor>(r) = Successor{v}; });
+
+  const uint32_t gpus = c.tp * c.pp * c.dp;
+  std::vector<RankInfo> ranks(gpus);
+  std::vector<TaskState> states;
+  for (uint32_t r = 0; r < gpus; ++r) {
+    RankInfo& ri = ranks[r];
+    ri.rank = r;
+    ri.tp_index = r % c.tp;
+    ri.dp_index = (r / c.tp) % c.dp;
+    ri.stage = r / (c.tp * c.dp);
+    ri.server = r / c.gpus_per_server;
+    ri.nic = ri.server * c.nics_per_server + (r % c.gpus_per_server) * c.nics_per_server / c.gpus_per_server;
+    const StageProgram& prog = plan.program.stages[ri.stage];
+    ri.program_base = program_base[ri.stage];
+    ri.succ_base = succ_base[ri.stage];
+    ri.task_count = static_cast<uint32_t>(prog.tasks.size());
+    ri.state_base = static_cast<uint32_t>(states.size());
+    for (const TaskDef& d : prog.tasks) {
+      TaskState s;
+      s.deps_left = static_cast<int32_t>(d.dep_count);
+      states.push_back(s);
+    }
+  }
+  CollectiveBuilder colls(world, e, x, plan);
+  colls.build(ranks);
+  if (colls.collectives() >= kMaxFlowCollectives) throw TrainingError("parallelism: more than 2^21 collectives per iteration");
+  appendRows<Rank>(world, e, ranks, [](auto& t, int64_t r, const RankInfo& v) {
+    t.template get<RankInfo>(r) = v;
+    t.template get<RankStreams>(r) = RankStreams{};
+    t.template get<RankTimes>(r) = RankTimes{};
+  });
+  appendRows<RankTask>(world, e, states, [](auto& t, int64_t r, const TaskState& v) { t.template get<TaskState>(r) = v; });
+  colls.commit();
+  return colls.firstWaveFlows() + 2 * int64_t{gpus};
+}
+
+/// The result of a finished experiment from its rank rows and counters.
+TrainingResult collectResult(TrainWorld& world, ExpId e, const TrainingExperiment& x) {
+  TrainingResult res;
+  auto& ranks = world.table<Rank>();
+  int64_t critical = -1;
+  int64_t tasks = 0;
+  for (int64_t row = ranks.expBegin(e); row < ranks.expEnd(e); ++row) {
+    const RankTimes& t = ranks.get<RankTimes>(row);
+    const RankInfo& info = ranks.get<RankInfo>(row);
+    tasks += t.tasks_done;
+    if (t.tasks_done != info.task_count && res.error.empty()) {
+      res.error = "rank " + std::to_string(info.rank) + " stopped after " + std::to_string(t.tasks_done) + " of " +
+                  std::to_string(info.task_count) + " tasks (time limit reached)";
+    }
+    if (critical < 0 || t.finish > ranks.get<RankTimes>(critical).finish) critical = row;
+  }
+  const RankTimes& t = ranks.get<RankTimes>(critical);
+  res.iteration = Picoseconds{t.finish};
+  res.compute = Picoseconds{t.compute};
+  res.exposed_tp = Picoseconds{t.tp};
+  res.exposed_pp = Picoseconds{t.pp};
+  res.exposed_dp = Picoseconds{t.dp};
+  res.exposed_ep = Picoseconds{t.ep};
+  res.bubble = Picoseconds{t.finish - t.compute - t.tp - t.pp - t.dp - t.ep};
+  res.peak_memory = peakStageMemory(x);
+  const double seconds = static_cast<double>(t.finish) * 1e-12;
+  if (seconds > 0) {
+    const double flops = iterationFlops(x.model, x.training, x.parallelism.recompute).model;
+    const double peak = computeSpecOf(x.cluster.gpu).peakFlops(x.training.precision);
+    res.mfu = flops / (static_cast<double>(x.cluster.gpus) * peak * seconds);
+    res.tokens_per_second =
+        static_cast<double>(x.training.global_batch) * sequenceLength(x.model, x.training) / seconds;
+  }
+  res.network = net::experimentCounters(world, e);
+  res.events = tasks + res.network.packet_hops;
+  return res;
+}
+
+}  // namespace
+
+MemoryBreakdown peakStageMemory(const TrainingExperiment& x) {
+  return peakMemory(x.model, x.training, x.parallelism, x.memory);
+}
+
+std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
+  std::vector<std::string> out;
+  for (const ConfigProblem& p : validateParallelism(x.model, x.training, x.parallelism, x.cluster.gpus)) {
+    out.push_back(p.key + ": " + p.message);
+  }
+  const ClusterSpec& c = x.cluster;
+  try {
+    computeSpecOf(c.gpu);
+    interconnectOf(c.gpu);
+  } catch (const std::exception& err) {
+    out.push_back(std::string("cluster.gpu: ") + err.what());
+  }
+  if (c.gpus_per_server == 0 || c.gpus_per_server > static_cast<uint32_t>(kMaxServerGpus)) {
+    out.push_back("cluster.gpus_per_server: must be 1.." + std::to_string(kMaxServerGpus));
+    return out;
+  }
+  if (c.gpus % c.gpus_per_server != 0) out.push_back("cluster.gpus: must be a multiple of cluster.gpus_per_server");
+  if (c.gpus_per_server % std::max<uint32_t>(x.parallelism.tp, 1) != 0) {
+    out.push_back("parallelism.tp: tensor parallelism must stay inside a server (tp must divide gpus_per_server)");
+  }
+  if (c.nics_per_server == 0 || c.nics_per_server > c.gpus_per_server || c.gpus_per_server % c.nics_per_server != 0) {
+    out.push_back("cluster.nics_per_server: must divide gpus_per_server");
+  } else {
+    const uint64_t needed = uint64_t{c.gpus / c.gpus_per_server} * c.nics_per_server;
+    if (x.topology.nicCount() < needed) {
+      out.push_back("topology: has " + std::to_string(x.topology.nicCount()) + " NICs, the job needs " +
+                    std::to_string(needed) + " (" + std::to_string(c.gpus / c.gpus_per_server) + " servers × " +
+                    std::to_string(c.nics_per_server) + " NICs)");
+    }
+  }
+  if (c.gpus >= kMaxFlowRanks) out.push_back("cluster.gpus: at most 2^19 GPUs");
+  if (x.fidelity == NetworkFidelity::kFlow) out.push_back("network.fidelity: flow is not available yet (use packet or analytical)");
+  if (x.collectives.step_latency.ps <= 0) out.push_back("collectives.step_latency: must be positive");
+  const Parallelism& par = x.parallelism;
+  auto checkAlgo = [&](const char* key, CollectiveAlgorithm a, CollectiveOp op, uint32_t n) {
+    if (n > 1 && !algorithmSupports(a, op, n)) {
+      out.push_back(std::string("collectives.") + key + ": " + algorithmName(a) + " cannot run " + collectiveOpName(op) +
+                    " over " + std::to_string(n) + " ranks" +
+                    (a == CollectiveAlgorithm::kTree || a == CollectiveAlgorithm::kHierarchical ? " (not implemented yet)"
+                                                                                                : ""));
+    }
+  };
+  if (par.distributed_optimizer) {
+    checkAlgo("reduce_scatter", x.collectives.reduce_scatter, CollectiveOp::kReduceScatter, par.dp);
+    checkAlgo("all_gather", x.collectives.all_gather, CollectiveOp::kAllGather, par.dp);
+  } else {
+    checkAlgo("all_reduce", x.collectives.all_reduce, CollectiveOp::kAllReduce, par.dp);
+  }
+  if (x.model.isMoe()) checkAlgo("all_to_all", x.collectives.all_to_all, CollectiveOp::kAllToAll, par.ep);
+  return out;
+}
+
+std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment> experiments,
+                                             const SimulationOptions& options, const ResultCallback& on_result) {
+  std::vector<TrainingResult> results(experiments.size());
+  std::vector<size_t> batch;  // experiments that fit, in input order
+  for (size_t i = 0; i < experiments.size(); ++i) {
+    const TrainingExperiment& x = experiments[i];
+    const std::vector<std::string> problems = checkTrainingExperiment(x);
+    if (!problems.empty()) throw TrainingError("experiment '" + x.name + "': " + problems.front());
+    results[i].peak_memory = peakStageMemory(x);
+    if (!results[i].peak_memory.fits(interconnectOf(x.cluster.gpu).hbm_capacity)) {
+      results[i].oom = true;
+      if (on_result) on_result(i, results[i]);
+    } else {
+      batch.push_back(i);
+    }
+  }
+  if (batch.empty()) return results;
+
+  const auto n = static_cast<uint32_t>(batch.size());
+  TrainWorld world(n, TableCapacity{1024, 1024});
+  int64_t flows_per_step = 0;
+  for (ExpId e = 0; e < n; ++e) {
+    const TrainingExperiment& x = experiments[batch[e]];
+    const Plan plan = makePlan(x);
+    if (plan.program.templateTasks() >= kMaxFlowTasks) throw TrainingError("experiment '" + x.name + "': more than 2^20 tasks per stage");
+    world.config(e).net = net::pathQuantities(plan.layout, x.network);
+    world.config(e).train = plan.cfg;
+    ExperimentClock& clock = world.clock(e);
+    clock.lookahead_ps = plan.lookahead_ps;
+    clock.seed = x.seed;
+    clock.stable_id = static_cast<uint32_t>(x.id ^ (x.id >> 32));
+    if (options.time_limit.ps > 0) clock.end_ps = options.time_limit.ps;
+    net::buildNetwork(world, e, plan.layout, x.network, plan.lookahead_ps);
+    flows_per_step += buildTraining(world, e, x, plan);
+  }
+  world.commitAllHost();
+  world.grow<net::Flow>(TableCapacity{2 * flows_per_step + 1024, flows_per_step + 1024});
+  world.grow<net::FlowRecord>(TableCapacity{flows_per_step + 1024, flows_per_step + 1024});
+
+  const CpuExecutor exec(options.threads);
+  std::vector<bool> reported(n, false);
+  double wall = 0;
+  auto report = [&](bool all) {
+    for (ExpId e = 0; e < n; ++e) {
+      if (reported[e] || !(all || world.clock(e).done())) continue;
+      reported[e] = true;
+      TrainingResult& r = results[batch[e]];
+      r = collectResult(world, e, experiments[batch[e]]);
+      r.wall_seconds = wall;
+      if (on_result) on_result(batch[e], r);
+    }
+  };
+  for (;;) {
+    const RunReport r = exec.run<TrainGraph>(world.view(), 4096);
+    wall += r.wall_seconds;
+    if (r.status != 0u) {
+      throw std::runtime_error("the simulation stopped: " + TrainWorld::statusMessage(r.status, "training world"));
+    }
+    report(false);
+    if (r.finished || r.steps == 0) break;
+  }
+  report(true);
+  return results;
+}
+
+std::string describeTrainingGraph(bool dot) {
+  const auto nodes = TrainGraph::describe();
+  return dot ? formatGraphDot(nodes) : formatGraph(nodes);
+}
+
+}  // namespace mv

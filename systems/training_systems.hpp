@@ -1,0 +1,354 @@
+/**
+ * @file training_systems.hpp
+ * The training side's systems (DESIGN.md §5 `schedule`): `flow_completion` turns finished
+ * flows into pipeline-message and collective progress; `rank` advances each rank's streams
+ * event by event at exact picoseconds inside the step window. Both create the network's
+ * flows. Timing rules that keep every run exact for any thread count and any step
+ * (docs/training.md): a network send starts `step_latency` (≥ 2Δ) after its cause, every
+ * communication lasts at least `step_latency`, so whatever a system learns in one step
+ * happens no earlier than the window in which its consumer runs.
+ */
+#pragma once
+
+#include <cstdint>
+
+#include "ecs/atomic.hpp"
+#include "ecs/system.hpp"
+#include "ecs/units.hpp"
+#include "network/components.hpp"
+#include "network/nic_system.hpp"
+#include "network/switch_system.hpp"
+#include "systems/training_components.hpp"
+
+namespace mv::train {
+
+/// Operations on one experiment's training tables, shared by both systems.
+template <class Ctx>
+struct TrainOps {
+  const Ctx& ctx;
+
+  MV_HD const TrainConfig& cfg() const { return ctx.config().train; }
+  MV_HD int64_t base(const auto& table) const { return table.expBegin(ctx.exp); }
+
+  MV_HD RankInfo& rankInfo(uint32_t rank) const {
+    auto& t = ctx.template table<Rank>();
+    return t.template get<RankInfo>(base(t) + rank);
+  }
+  MV_HD const TaskDef& task(const RankInfo& r, uint32_t index) const {
+    auto& t = ctx.template table<ProgramTask>();
+    return t.template get<TaskDef>(base(t) + r.program_base + index);
+  }
+  MV_HD uint32_t successor(const RankInfo& r, uint32_t k) const {
+    auto& t = ctx.template table<ProgramSucc>();
+    return t.template get<Successor>(base(t) + r.succ_base + k).task;
+  }
+  MV_HD TaskState& state(const RankInfo& r, uint32_t index) const {
+    auto& t = ctx.template table<RankTask>();
+    return t.template get<TaskState>(base(t) + r.state_base + index);
+  }
+  MV_HD CollInfo& collInfo(uint32_t coll) const {
+    auto& t = ctx.template table<Collective>();
+    return t.template get<CollInfo>(base(t) + coll);
+  }
+  MV_HD CollState& collState(uint32_t coll) const {
+    auto& t = ctx.template table<Collective>();
+    return t.template get<CollState>(base(t) + coll);
+  }
+  MV_HD uint32_t member(const CollInfo& c, uint32_t k) const {
+    auto& t = ctx.template table<GroupMember>();
+    return t.template get<Member>(base(t) + c.member_base + k).rank;
+  }
+  MV_HD const TransferDef& shape(const CollInfo& c, uint32_t k) const {
+    auto& t = ctx.template table<TransferShape>();
+    return t.template get<TransferDef>(base(t) + c.shape_base + k);
+  }
+  MV_HD uint32_t nextTransfer(const TransferDef& d, uint32_t k) const {
+    auto& t = ctx.template table<TransferSucc>();
+    return t.template get<TransferNext>(base(t) + d.succ_begin + k).transfer;
+  }
+  MV_HD TransferCounter& counter(const CollInfo& c, uint32_t k) const {
+    auto& t = ctx.template table<TransferState>();
+    return t.template get<TransferCounter>(base(t) + c.state_base + k);
+  }
+
+  /// Megatron rank order: TP fastest, then DP, then PP.
+  MV_HD uint32_t rankAt(uint32_t stage, uint32_t tp_index, uint32_t dp_index) const {
+    return tp_index + cfg().tp * (dp_index + cfg().dp * stage);
+  }
+  MV_HD uint32_t serverOf(uint32_t rank) const { return rank / cfg().gpus_per_server; }
+
+  /// Marks a communication task of `rank` complete at `t` (atomic: its rank may be running;
+  /// it acts on the value only in a later window, as t ≥ the next window's start).
+  MV_HD void complete(uint32_t rank, uint32_t index, int64_t t) const {
+    atomicStore<int64_t>(&state(rankInfo(rank), index).done_ps, t);
+    ctx.wakeAt(Picoseconds{t});
+  }
+
+  /// Time to move `bytes` over NVLink between two GPUs of a server.
+  MV_HD int64_t nvlinkTime(int64_t bytes) const {
+    return serializationTime(Bytes{bytes}, BitsPerSecond{cfg().nvlink_bps}).ps;
+  }
+  /// Analytical time of a point-to-point message between servers, as the packet network
+  /// would deliver it: at goodput, acknowledged a round trip later, noticed a step latency after.
+  MV_HD int64_t nicTime(int64_t bytes) const {
+    return serializationTime(Bytes{bytes}, BitsPerSecond{cfg().nic_rate_bps}).ps + cfg().path_latency_ps +
+           cfg().step_latency_ps;
+  }
+
+  /// Creates a network flow (packet level) starting at `start`.
+  MV_HD void createFlow(uint32_t src_nic, uint32_t dst_nic, int64_t bytes, int64_t start, uint64_t id) const {
+    ctx.template table<net::Flow>().create(ctx.exp, net::flowKey(src_nic, id),
+                                           net::FlowSpec{src_nic, dst_nic, bytes, start, id, cfg().priority, 0},
+                                           net::FlowSend{}, net::FlowCc{}, net::FlowRecv{});
+    ctx.wakeAt(Picoseconds{start});
+  }
+  MV_HD uint32_t nicOf(uint32_t rank) const { return rankInfo(rank).nic; }
+
+  // --- pipeline messages -----------------------------------------------------------------
+
+  /// The receive matching send `index` of `sender`.
+  MV_HD void receiverOf(const RankInfo& sender, const TaskDef& send, uint32_t& rank) const {
+    rank = rankAt(send.peer_stage, sender.tp_index, sender.dp_index);
+  }
+  /// A send of `sender` starts at `t`: over NVLink (or analytically) its arrival is known
+  /// now; otherwise it becomes a flow.
+  MV_HD void startSend(const RankInfo& sender, uint32_t index, const TaskDef& send, int64_t t) const {
+    uint32_t peer = 0;
+    receiverOf(sender, send, peer);
+    const int64_t start = t + cfg().step_latency_ps;
+    const bool same_server = serverOf(peer) == serverOf(sender.rank);
+    if (same_server || cfg().fidelity == NetworkFidelity::kAnalytical) {
+      const int64_t done = start + (same_server ? nvlinkTime(send.bytes) : nicTime(send.bytes));
+      deliver(sender, index, send, peer, t, done);
+      return;
+    }
+    createFlow(sender.nic, nicOf(peer), send.bytes, start, p2pFlowId(sender.rank, index));
+  }
+  /// The message of send `index` arrived at `done`: completes the send and the receive.
+  MV_HD void deliver(const RankInfo& sender, uint32_t index, const TaskDef& send, uint32_t peer, int64_t sent,
+                     int64_t done) const {
+    complete(sender.rank, index, done);
+    TaskState& recv = state(rankInfo(peer), send.peer_task);
+    recv.sent_ps = sent;
+    complete(peer, send.peer_task, done);
+  }
+
+  // --- collectives -----------------------------------------------------------------------
+
+  /// Rank `rank` reaches collective `coll` at `t`; the last member starts it.
+  MV_HD void arrive(uint32_t coll, int64_t t) const {
+    CollInfo& c = collInfo(coll);
+    CollState& s = collState(coll);
+    atomicFetchMax<int64_t>(&s.arrive_max, t);
+    if (atomicFetchAddAcqRel<uint32_t>(&s.arrived, 1u) + 1 != c.members) return;
+    const int64_t t0 = atomicLoad<int64_t>(&s.arrive_max);
+    if (c.mode != CollMode::kTransfers) {
+      finishCollective(c, t0 + c.analytical_ps);
+      return;
+    }
+    for (uint32_t k = 0; k < c.shape_count; ++k) {
+      if (shape(c, k).dep_count == 0) startTransfer(coll, c, k, t0 + cfg().step_latency_ps);
+    }
+  }
+  MV_HD void finishCollective(const CollInfo& c, int64_t done) const {
+    for (uint32_t k = 0; k < c.members; ++k) complete(member(c, k), c.task, done);
+  }
+  /// Transfer `k` of `coll` starts at `t`: a flow between servers, an NVLink hop inside one.
+  MV_HD void startTransfer(uint32_t coll, const CollInfo& c, uint32_t k, int64_t t) const {
+    const TransferDef& d = shape(c, k);
+    const uint32_t src = member(c, d.src);
+    const uint32_t dst = member(c, d.dst);
+    const int64_t bytes = static_cast<int64_t>((static_cast<Int128>(c.bytes) * d.num + d.den - 1) / d.den);
+    if (serverOf(src) == serverOf(dst) || bytes == 0) {
+      finishTransfer(coll, k, t + nvlinkTime(bytes));
+      return;
+    }
+    createFlow(nicOf(src), nicOf(dst), bytes, t, transferFlowId(coll, k));
+  }
+  /// Transfer `k` of `coll` arrived at `t`: releases its successors, and the last transfer
+  /// completes the collective.
+  MV_HD void finishTransfer(uint32_t coll, uint32_t k, int64_t t) const {
+    const CollInfo& c = collInfo(coll);
+    CollState& s = collState(coll);
+    const TransferDef& d = shape(c, k);
+    const int64_t ready = t + cfg().step_latency_ps;
+    for (uint32_t j = 0; j < d.succ_count; ++j) {
+      const uint32_t next = nextTransfer(d, j);
+      TransferCounter& n = counter(c, next);
+      atomicFetchMax<int64_t>(&n.ready_ps, ready);
+      if (atomicFetchAddAcqRel<int32_t>(&n.deps_left, -1) == 1) {
+        startTransfer(coll, c, next, atomicLoad<int64_t>(&n.ready_ps));
+      }
+    }
+    atomicFetchMax<int64_t>(&s.done_max, ready);
+    if (atomicFetchAddAcqRel<uint32_t>(&s.transfers_done, 1u) + 1 == c.shape_count) {
+      finishCollective(c, atomicLoad<int64_t>(&s.done_max));
+    }
+  }
+};
+
+/// Consumes the flow records of finished training flows (one row each).
+template <class WV>
+struct FlowCompletionSystem {
+  static constexpr const char* kName = "flow_completion";
+  static constexpr const char* kWhy =
+      "turn finished flows into delivered pipeline messages and collective progress (next transfers, completion)";
+  using After = TypeList<net::NicSystem<WV>, net::SwitchSystem<WV>>;
+  using Ctx = RowContext<WV>;
+
+  MV_HD static void run(const Ctx& ctx, const net::FlowResult& r) {
+    const TrainOps<Ctx> ops{ctx};
+    if (isTransferFlow(r.id)) {
+      ops.finishTransfer(static_cast<uint32_t>((r.id >> 18) & (kMaxFlowCollectives - 1)),
+                         static_cast<uint32_t>(r.id & (kMaxTransfers - 1)), r.finish_ps);
+    } else {
+      const uint32_t rank = static_cast<uint32_t>(r.id >> 20);
+      const uint32_t index = static_cast<uint32_t>(r.id & (kMaxFlowTasks - 1));
+      const RankInfo& sender = ops.rankInfo(rank);
+      const TaskDef& send = ops.task(sender, index);
+      uint32_t peer = 0;
+      ops.receiverOf(sender, send, peer);
+      ops.deliver(sender, index, send, peer, r.start_ps, r.finish_ps + ops.cfg().step_latency_ps);
+    }
+    ctx.template table<net::FlowRecord>().destroyRow(ctx.row);
+  }
+};
+
+/// Advances one rank: its streams run their tasks in program order at exact times.
+template <class WV>
+struct RankSystem {
+  static constexpr const char* kName = "rank";
+  static constexpr const char* kWhy =
+      "start ready tasks on each stream of each rank, finish compute at exact times, arrive at collectives, send pipeline messages";
+  using After = TypeList<FlowCompletionSystem<WV>>;
+  using Ctx = RowContext<WV>;
+
+  MV_HD static void run(const Ctx& ctx, const RankInfo& info, RankStreams& st, RankTimes& times) {
+    const TrainOps<Ctx> ops{ctx};
+    const int64_t end = ctx.window_end.ps;
+    for (;;) {
+      int64_t best = kNever;
+      int best_stream = -1;
+      bool best_finish = false;
+      for (int s = 0; s < kStreams; ++s) {
+        if (st.running[s] == kNoTask) continue;
+        const int64_t t = finishTime(ops, info, st, s);
+        if (t < best) {
+          best = t;
+          best_stream = s;
+          best_finish = true;
+        }
+      }
+      for (int s = 0; s < kStreams; ++s) {
+        if (st.running[s] != kNoTask) continue;
+        const uint32_t next = headOf(ops, info, st, s);
+        if (next == kNoTask) continue;
+        const TaskState& ts = ops.state(info, next);
+        if (ts.deps_left != 0) continue;
+        const int64_t t = ts.ready_ps > st.busy_until[s] ? ts.ready_ps : st.busy_until[s];
+        if (t < best) {
+          best = t;
+          best_stream = s;
+          best_finish = false;
+        }
+      }
+      if (best >= end) {
+        if (best != kNever) ctx.wakeAt(Picoseconds{best});
+        return;
+      }
+      if (best_finish) {
+        finish(ops, info, st, times, best_stream, best);
+      } else {
+        start(ops, info, st, times, best_stream, best);
+      }
+    }
+  }
+
+ private:
+  /// The stream's next task in program order (kNoTask when it has none left).
+  MV_HD static uint32_t headOf(const TrainOps<Ctx>& ops, const RankInfo& info, RankStreams& st, int s) {
+    while (st.next[s] < info.task_count && ops.task(info, st.next[s]).stream != s) ++st.next[s];
+    return st.next[s] < info.task_count ? st.next[s] : kNoTask;
+  }
+  MV_HD static int64_t finishTime(const TrainOps<Ctx>& ops, const RankInfo& info, const RankStreams& st, int s) {
+    const uint32_t index = st.running[s];
+    if (ops.task(info, index).kind == TaskKind::kCompute) return st.busy_until[s];
+    const int64_t done = atomicLoad<int64_t>(&ops.state(info, index).done_ps);
+    if (done == kNever) return kNever;
+    return done > st.start[s] ? done : st.start[s];
+  }
+
+  MV_HD static void start(const TrainOps<Ctx>& ops, const RankInfo& info, RankStreams& st, RankTimes& times, int s,
+                          int64_t t) {
+    const uint32_t index = st.next[s];
+    const TaskDef& d = ops.task(info, index);
+    if (s == kComputeStream) chargeGap(ops.state(info, index), st.busy_until[s], t, times);
+    st.running[s] = index;
+    st.start[s] = t;
+    st.next[s] = index + 1;
+    switch (d.kind) {
+      case TaskKind::kCompute:
+        st.busy_until[s] = t + d.compute_ps + d.tp_ps;
+        times.compute += d.compute_ps;
+        times.tp += d.tp_ps;
+        break;
+      case TaskKind::kSend:
+        ops.startSend(info, index, d, t);
+        break;
+      case TaskKind::kRecv:
+        break;
+      case TaskKind::kCollective:
+        ops.arrive((d.comm == CommKind::kEp ? info.ep_coll_base : info.dp_coll_base) + d.seq, t);
+        break;
+    }
+  }
+
+  /// Idle time of the compute stream before a task, by what it waited for: a pipeline
+  /// message's time in flight is exposed PP communication, waiting before it was sent is
+  /// the bubble; DP/EP collectives are exposed DP/EP communication.
+  MV_HD static void chargeGap(const TaskState& ts, int64_t idle_since, int64_t t, RankTimes& times) {
+    const int64_t gap = t - idle_since;
+    if (gap <= 0) return;
+    switch (ts.ready_kind) {
+      case CommKind::kPp: {
+        const int64_t from = ts.sent_ps > idle_since ? ts.sent_ps : idle_since;
+        const int64_t in_flight = t - from < 0 ? 0 : (t - from > gap ? gap : t - from);
+        times.pp += in_flight;
+        times.bubble += gap - in_flight;
+        break;
+      }
+      case CommKind::kDp:
+        times.dp += gap;
+        break;
+      case CommKind::kEp:
+        times.ep += gap;
+        break;
+      default:
+        times.bubble += gap;
+        break;
+    }
+  }
+
+  MV_HD static void finish(const TrainOps<Ctx>& ops, const RankInfo& info, RankStreams& st, RankTimes& times, int s,
+                           int64_t t) {
+    const uint32_t index = st.running[s];
+    const TaskDef& d = ops.task(info, index);
+    if (s == kComputeStream && d.kind == TaskKind::kCollective) times.ep += t - st.start[s];
+    const TaskState& own = ops.state(info, index);
+    for (uint32_t k = 0; k < d.succ_count; ++k) {
+      TaskState& n = ops.state(info, ops.successor(info, d.succ_begin + k));
+      n.deps_left -= 1;
+      if (t >= n.ready_ps) {
+        n.ready_ps = t;
+        n.ready_kind = d.comm;
+        if (d.kind == TaskKind::kRecv) n.sent_ps = own.sent_ps;
+      }
+    }
+    st.running[s] = kNoTask;
+    st.busy_until[s] = t;
+    times.finish = t > times.finish ? t : times.finish;
+    times.tasks_done += 1;
+  }
+};
+
+}  // namespace mv::train

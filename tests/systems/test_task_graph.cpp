@@ -1,0 +1,88 @@
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "systems/training_spec.hpp"
+#include "tests/systems/training_fixture.hpp"
+#include "workloads/task_graph.hpp"
+
+namespace mv {
+namespace {
+
+using Key = std::tuple<bool, uint32_t, uint32_t>;
+
+/// Each (pass, micro-batch, chunk) appears once, and a micro-batch's backward of a chunk
+/// comes after its forward.
+void checkOrder(const std::vector<ScheduleItem>& order, uint32_t m, uint32_t v) {
+  std::map<Key, size_t> at;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const Key k{order[i].forward, order[i].micro_batch, order[i].chunk};
+    REQUIRE(at.count(k) == 0);
+    at[k] = i;
+  }
+  REQUIRE(at.size() == 2u * m * v);
+  for (uint32_t mb = 0; mb < m; ++mb) {
+    for (uint32_t c = 0; c < v; ++c) CHECK(at.at({true, mb, c}) < at.at({false, mb, c}));
+  }
+}
+
+TEST_CASE("1F1B: stage s runs p-s-1 warm-up forwards, then alternates") {
+  const auto order = pipelineOrder(0, 4, 8, 1);
+  checkOrder(order, 8, 1);
+  for (size_t i = 0; i < 3; ++i) CHECK(order[i].forward);
+  CHECK(order[3].forward);
+  CHECK_FALSE(order[4].forward);
+  CHECK(order[4].micro_batch == 0);
+  const auto last = pipelineOrder(3, 4, 8, 1);
+  checkOrder(last, 8, 1);
+  for (size_t i = 0; i < last.size(); ++i) CHECK(last[i].forward == (i % 2 == 0));
+}
+
+TEST_CASE("interleaved 1F1B visits every chunk of every micro-batch once, forward before backward") {
+  for (uint32_t s = 0; s < 4; ++s) checkOrder(pipelineOrder(s, 4, 8, 2), 8, 2);
+  const auto order = pipelineOrder(0, 4, 8, 2);
+  // Megatron's order: micro-batches 0..3 on chunk 0, then 0..3 on chunk 1.
+  CHECK(order[3].chunk == 0);
+  CHECK(order[4].chunk == 1);
+  CHECK(order[4].micro_batch == 0);
+}
+
+TEST_CASE("programs: every send meets a receive of the same size on its peer stage") {
+  for (uint32_t vpp : {1u, 2u}) {
+    TrainingExperiment x = test::tinyExperiment(1, 4, 2, 8, 8);
+    x.parallelism.vpp = vpp;
+    x.parallelism.schedule = vpp > 1 ? PipelineSchedule::kInterleaved : PipelineSchedule::k1F1B;
+    x.parallelism.distributed_optimizer = true;
+    const ComputeModel compute(a100Compute());
+    const TrainingProgram prog = buildTrainingProgram(x.model, x.training, x.parallelism, compute, ProgramOptions{});
+    REQUIRE(prog.stages.size() == 4);
+    std::set<std::pair<uint32_t, uint32_t>> matched;
+    for (const StageProgram& s : prog.stages) {
+      uint32_t deps = 0;
+      for (const TaskDef& t : s.tasks) deps += t.dep_count;
+      CHECK(deps == s.succs.size());
+      for (const TaskDef& t : s.tasks) {
+        if (t.kind != TaskKind::kSend) continue;
+        REQUIRE(t.peer_task != kNoTask);
+        const TaskDef& r = prog.stages[t.peer_stage].tasks[t.peer_task];
+        CHECK(r.kind == TaskKind::kRecv);
+        CHECK(r.bytes == t.bytes);
+        CHECK(r.micro_batch == t.micro_batch);
+        CHECK(r.forward == t.forward);
+        CHECK(matched.insert({t.peer_stage, t.peer_task}).second);
+      }
+    }
+    // Each of the 8 micro-batches crosses 4·vpp − 1 virtual-stage boundaries each way.
+    CHECK(matched.size() == 2u * 8u * (4u * vpp - 1u));
+    // Compute of a stage = m × its per-micro-batch time + its optimizer step (compute model).
+    for (uint32_t s = 0; s < 4; ++s) {
+      const StageTimes st = compute.stageTimes(x.model, x.training, x.parallelism, s);
+      CHECK(prog.stages[s].computePs() == 8 * st.perMicroBatch().ps + st.optimizer.ps);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mv

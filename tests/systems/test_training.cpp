@@ -1,0 +1,120 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <vector>
+
+#include "network/nic_system.hpp"
+#include "systems/training_sim.hpp"
+#include "tests/systems/training_fixture.hpp"
+#include "workloads/compute_model.hpp"
+
+namespace mv {
+namespace {
+
+TrainingResult runOne(const TrainingExperiment& x, int threads = 2) {
+  SimulationOptions o;
+  o.threads = threads;
+  const std::vector<TrainingExperiment> one{x};
+  return simulateTraining(one, o).front();
+}
+
+double rel(double a, double b) { return std::abs(a - b) / b; }
+
+TEST_CASE("1F1B with near-free communication: iteration and bubble follow the pipeline formula") {
+  TrainingExperiment x = test::tinyExperiment(1, 4, 1, 8, 4);
+  x.model = test::tinyGpt(16, 2048);
+  x.model.seq = 256;
+  x.fidelity = NetworkFidelity::kAnalytical;
+  const TrainingResult r = runOne(x);
+  const IterationTime it = ComputeModel(a100Compute()).iterationTime(x.model, x.training, x.parallelism);
+  INFO("simulated " << r.iteration.ps << " ps, formula " << it.total.ps << " ps");
+  CHECK(rel(static_cast<double>(r.iteration.ps), static_cast<double>(it.total.ps)) < 0.01);
+  CHECK(rel(static_cast<double>(r.bubble.ps), static_cast<double>(it.bubble.ps)) < 0.03);
+  const double pipelined = static_cast<double>(r.iteration.ps - it.optimizer.ps);
+  CHECK(std::abs(static_cast<double>(r.bubble.ps) / pipelined - 3.0 / 11.0) < 0.02);
+  CHECK(r.exposed_dp.ps == 0);
+  CHECK(r.mfu > 0.1);
+  CHECK(r.mfu < 0.7);
+}
+
+TEST_CASE("ring all-reduce over the packet network takes 2(n-1)/n S/B plus its latency terms") {
+  TrainingExperiment x = test::tinyExperiment(1, 1, 4, 1, 1);
+  x.model = test::tinyGpt(4, 512);
+  x.collectives.dp_bucket = mebibytes(1024);  // one bucket: the whole all-reduce is exposed
+  const TrainingResult r = runOne(x);
+  const double params = parameterCount(x.model);
+  const double s_bytes = params * 4;
+  const double n = 4;
+  // Each link of the ring carries one flow's data and the next flow's ACKs (one per packet).
+  const double wire =
+      static_cast<double>(net::dataWireBytes(x.network.payload_bytes, x.network.cc) + net::kAckBytes) /
+      x.network.payload_bytes;
+  const double transfer_ps = 2 * (n - 1) / n * s_bytes * wire * 8 / 100e9 * 1e12;
+  const double latency_ps = 2 * (n - 1) * (2e6 + 4e6);  // step latency + round trip per step
+  INFO("exposed DP " << r.exposed_dp.ps << " ps, formula " << transfer_ps + latency_ps << " ps");
+  CHECK(rel(static_cast<double>(r.exposed_dp.ps), transfer_ps + latency_ps) < 0.03);
+  CHECK(r.network.drops == 0);
+  CHECK(r.network.flows_done > 0);
+}
+
+TEST_CASE("training results do not depend on the thread count or on the batch") {
+  TrainingExperiment packet = test::tinyExperiment(2, 2, 2, 4, 2);
+  packet.model = test::tinyGpt(8, 512);
+  packet.collectives.dp_bucket = mebibytes(8);
+  TrainingExperiment dcqcn = packet;
+  dcqcn.network.cc = net::CcKind::kDcqcn;
+  dcqcn.id = 8;
+  TrainingExperiment analytical = packet;
+  analytical.fidelity = NetworkFidelity::kAnalytical;
+  analytical.id = 9;
+  const TrainingResult one = runOne(packet, 1);
+  const TrainingResult two = runOne(packet, 2);
+  CHECK(one.iteration.ps == two.iteration.ps);
+  CHECK(one.exposed_pp.ps == two.exposed_pp.ps);
+  CHECK(one.network.packet_hops == two.network.packet_hops);
+  const std::vector<TrainingExperiment> batch{packet, dcqcn, analytical};
+  SimulationOptions o;
+  o.threads = 2;
+  const std::vector<TrainingResult> mixed = simulateTraining(batch, o);
+  CHECK(mixed[0].iteration.ps == one.iteration.ps);
+  CHECK(mixed[1].iteration.ps == runOne(dcqcn).iteration.ps);
+  CHECK(mixed[2].iteration.ps == runOne(analytical).iteration.ps);
+  // The fidelities agree on an uncongested job.
+  INFO("packet: iteration " << one.iteration.ps << " compute " << one.compute.ps << " tp " << one.exposed_tp.ps
+                            << " pp " << one.exposed_pp.ps << " dp " << one.exposed_dp.ps << " bubble " << one.bubble.ps);
+  INFO("analytical: iteration " << mixed[2].iteration.ps << " compute " << mixed[2].compute.ps << " pp "
+                                << mixed[2].exposed_pp.ps << " dp " << mixed[2].exposed_dp.ps << " bubble "
+                                << mixed[2].bubble.ps);
+  CHECK(rel(static_cast<double>(mixed[2].iteration.ps), static_cast<double>(one.iteration.ps)) < 0.05);
+  CHECK(one.exposed_pp.ps > 0);
+  CHECK(one.exposed_dp.ps > 0);
+}
+
+TEST_CASE("an experiment that cannot fit is reported OOM and not simulated") {
+  TrainingExperiment big = test::tinyExperiment(1, 1, 8, 1, 8);
+  big.model = modelByName("gpt3-175b");
+  big.training.global_batch = 8;
+  const TrainingResult r = runOne(big);
+  CHECK(r.oom);
+  CHECK(r.iteration.ps == 0);
+  CHECK(r.peak_memory.total().count > int64_t{80} * 1000 * 1000 * 1000);
+  const TrainingResult small = runOne(test::tinyExperiment(1, 1, 2, 2, 2));
+  CHECK_FALSE(small.oom);
+  CHECK(small.iteration.ps > 0);
+}
+
+TEST_CASE("invalid experiments are refused with the key at fault") {
+  TrainingExperiment x = test::tinyExperiment(2, 2, 2, 4, 2);
+  x.topology = test::starTopology(2);
+  auto problems = checkTrainingExperiment(x);
+  REQUIRE_FALSE(problems.empty());
+  CHECK(problems.front().rfind("topology:", 0) == 0);
+  x = test::tinyExperiment(2, 2, 2, 4, 2);
+  x.parallelism.tp = 4;
+  x.cluster.gpus = 16;
+  problems = checkTrainingExperiment(x);
+  REQUIRE_FALSE(problems.empty());
+}
+
+}  // namespace
+}  // namespace mv

@@ -1,0 +1,301 @@
+#include "workloads/task_graph.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "workloads/flops.hpp"
+#include "workloads/memory.hpp"
+
+namespace mv {
+
+int64_t StageProgram::computePs() const {
+  int64_t sum = 0;
+  for (const TaskDef& t : tasks) {
+    if (t.kind == TaskKind::kCompute) sum += t.compute_ps;
+  }
+  return sum;
+}
+
+int64_t TrainingProgram::templateTasks() const {
+  int64_t n = 0;
+  for (const StageProgram& s : stages) n += static_cast<int64_t>(s.tasks.size());
+  return n;
+}
+
+std::vector<ScheduleItem> pipelineOrder(uint32_t stage, uint32_t stages, uint32_t micro_batches, uint32_t chunks) {
+  const uint32_t p = stages;
+  const uint32_t v = chunks;
+  const uint32_t total = micro_batches * v;
+  // Virtual micro-batch k of the interleaved schedule (Megatron-LM): groups of p
+  // micro-batches go through chunk 0, then chunk 1, ...; backward visits chunks in reverse.
+  auto item = [&](uint32_t k, bool forward) {
+    const uint32_t in_group = k % (p * v);
+    const uint32_t chunk = forward ? in_group / p : v - 1 - in_group / p;
+    return ScheduleItem{forward, (k / (p * v)) * p + k % p, chunk};
+  };
+  auto plain = [&](uint32_t k, bool forward) { return ScheduleItem{forward, k, 0}; };
+  const uint32_t warmup =
+      v == 1 ? std::min(p - stage - 1, total) : std::min((p - stage - 1) * 2 + (v - 1) * p, total);
+  std::vector<ScheduleItem> order;
+  order.reserve(2 * total);
+  auto at = [&](uint32_t k, bool forward) { return v == 1 ? plain(k, forward) : item(k, forward); };
+  for (uint32_t k = 0; k < warmup; ++k) order.push_back(at(k, true));
+  for (uint32_t i = 0; i + warmup < total; ++i) {
+    order.push_back(at(warmup + i, true));
+    order.push_back(at(i, false));
+  }
+  for (uint32_t k = total - warmup; k < total; ++k) order.push_back(at(k, false));
+  return order;
+}
+
+namespace {
+
+/// Compute and TP time of one pass of one model chunk for one micro-batch.
+struct BlockTimes {
+  int64_t forward = 0;
+  int64_t backward = 0;  ///< including recomputation
+  int64_t tp_forward = 0;
+  int64_t tp_backward = 0;
+};
+
+/// Per-chunk block times of `stage`: its layers split evenly over the chunks, the
+/// embedding on chunk 0 of stage 0 and the output layer on the last chunk of the last stage.
+std::vector<BlockTimes> chunkTimes(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par,
+                                   const ComputeModel& compute, const ProgramOptions& options, uint32_t stage) {
+  const uint32_t v = std::max<uint32_t>(par.vpp, 1);
+  const uint32_t layers = stageLayers(model, par, stage);
+  const LayerTimes lt = compute.layerTimes(model, config, par);
+  const uint32_t seq = sequenceLength(model, config);
+  // TP collectives of one layer and pass: two all-reduces of the b·s·h activations, or an
+  // all-gather and a reduce-scatter each with sequence parallelism (Korthikanti et al.).
+  const Bytes act{int64_t{config.micro_batch} * seq * model.hidden * activationBytes(config.precision)};
+  const auto tp = static_cast<int32_t>(par.tp);
+  int64_t tp_layer = 0;
+  if (tp > 1) {
+    tp_layer = sequenceParallelActive(par)
+                   ? 2 * (collectiveTime(options.tp_model, CollectiveOp::kAllGather, tp, act).ps +
+                          collectiveTime(options.tp_model, CollectiveOp::kReduceScatter, tp, act).ps)
+                   : 2 * collectiveTime(options.tp_model, CollectiveOp::kAllReduce, tp, act).ps;
+  }
+  const int64_t tp_recompute = par.recompute == Recompute::kFull ? tp_layer : 0;
+  std::vector<BlockTimes> out(v);
+  for (uint32_t c = 0; c < v; ++c) {
+    const uint32_t n = layers / v + (c < layers % v ? 1 : 0);
+    out[c].forward = lt.forward.ps * n;
+    out[c].backward = (lt.backward.ps + lt.recompute.ps) * n;
+    out[c].tp_forward = tp_layer * n;
+    out[c].tp_backward = (tp_layer + tp_recompute) * n;
+  }
+  auto addOps = [&](BlockTimes& b, const std::vector<Operator>& ops) {
+    for (const Operator& op : ops) {
+      b.forward += compute.forwardTime(op, config.precision).ps;
+      b.backward += compute.backwardTime(op, config.precision).ps;
+    }
+  };
+  if (stage == 0) addOps(out[0], firstStageOperators(model, config, par));
+  if (stage + 1 == std::max<uint32_t>(par.pp, 1)) addOps(out[v - 1], lastStageOperators(model, config, par));
+  return out;
+}
+
+/// Builds one stage's program: tasks in program order, edges collected then compacted.
+class ProgramBuilder {
+ public:
+  explicit ProgramBuilder(uint32_t stage) { program_.stage = stage; }
+
+  uint32_t add(TaskDef t) {
+    if (t.kind == TaskKind::kCollective) t.seq = t.comm == CommKind::kEp ? program_.ep_collectives++ : program_.dp_collectives++;
+    program_.tasks.push_back(t);
+    return static_cast<uint32_t>(program_.tasks.size() - 1);
+  }
+  void edge(uint32_t from, uint32_t to) {
+    if (from == kNoTask || to == kNoTask) return;
+    edges_.emplace_back(from, to);
+  }
+  StageProgram finish() {
+    std::stable_sort(edges_.begin(), edges_.end(), [](auto a, auto b) { return a.first < b.first; });
+    for (auto [from, to] : edges_) {
+      TaskDef& f = program_.tasks[from];
+      if (f.succ_count == 0) f.succ_begin = static_cast<uint32_t>(program_.succs.size());
+      ++f.succ_count;
+      program_.succs.push_back(to);
+      ++program_.tasks[to].dep_count;
+    }
+    return std::move(program_);
+  }
+
+ private:
+  StageProgram program_;
+  std::vector<std::pair<uint32_t, uint32_t>> edges_;
+};
+
+TaskDef computeTask(int64_t compute_ps, int64_t tp_ps, const ScheduleItem& it) {
+  TaskDef t;
+  t.forward = it.forward;
+  t.compute_ps = compute_ps;
+  t.tp_ps = tp_ps;
+  t.micro_batch = it.micro_batch;
+  t.chunk = it.chunk;
+  return t;
+}
+
+TaskDef commTask(TaskKind kind, CommKind comm, uint8_t stream, CollectiveOp op, int64_t bytes, uint32_t mb,
+                 uint32_t chunk, bool forward = true) {
+  TaskDef t;
+  t.forward = forward;
+  t.kind = kind;
+  t.comm = comm;
+  t.stream = stream;
+  t.op = op;
+  t.bytes = bytes;
+  t.micro_batch = mb;
+  t.chunk = chunk;
+  return t;
+}
+
+/// Where the activations of (stage, chunk) go in the forward pass: (stage, chunk) of the
+/// next virtual stage, or none after the last.
+struct Peer {
+  bool exists = false;
+  uint32_t stage = 0;
+  uint32_t chunk = 0;
+};
+Peer nextVirtual(uint32_t stage, uint32_t chunk, uint32_t p, uint32_t v) {
+  if (stage + 1 < p) return {true, stage + 1, chunk};
+  if (chunk + 1 < v) return {true, 0, chunk + 1};
+  return {};
+}
+Peer prevVirtual(uint32_t stage, uint32_t chunk, uint32_t p) {
+  if (stage > 0) return {true, stage - 1, chunk};
+  if (chunk > 0) return {true, p - 1, chunk - 1};
+  return {};
+}
+
+/// Buckets of `bytes` (at least one).
+int64_t bucketCount(int64_t bytes, int64_t bucket) { return std::max<int64_t>(1, (bytes + bucket - 1) / bucket); }
+
+/// Index of a P2P task by (receive?, forward?, micro-batch, chunk) in a stage's program.
+struct P2pIndex {
+  uint32_t micro_batches = 0;
+  uint32_t chunks = 0;
+  std::vector<uint32_t> at;  // [recv][forward][mb][chunk]
+  void init(uint32_t m, uint32_t v) {
+    micro_batches = m;
+    chunks = v;
+    at.assign(4 * size_t{m} * v, kNoTask);
+  }
+  uint32_t& slot(bool recv, bool forward, uint32_t mb, uint32_t chunk) {
+    return at[((size_t{recv} * 2 + size_t{forward}) * micro_batches + mb) * chunks + chunk];
+  }
+};
+
+}  // namespace
+
+TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par,
+                                     const ComputeModel& compute, const ProgramOptions& options) {
+  const uint32_t p = std::max<uint32_t>(par.pp, 1);
+  const uint32_t v = std::max<uint32_t>(par.vpp, 1);
+  const uint32_t m = microBatchCount(config, par);
+  const uint32_t seq = sequenceLength(model, config);
+  const int64_t act_bytes = int64_t{config.micro_batch} * seq * model.hidden * activationBytes(config.precision);
+  // Pipeline messages: the b·s·h activation (or its gradient), split over TP (÷t with SP,
+  // each TP rank sends its slice either way as Megatron's scatter-gather does).
+  const int64_t p2p_bytes = act_bytes / std::max<uint32_t>(par.tp, 1);
+  // Expert all-to-all per layer and pass: dispatch and combine of the top-k routed tokens.
+  const int64_t a2a_layer = model.isMoe() ? 2 * act_bytes * model.top_k / std::max<uint32_t>(par.tp, 1) : 0;
+  const bool dist_opt = par.distributed_optimizer && par.dp > 1;
+  const int64_t bucket = std::max<int64_t>(options.dp_bucket.count, 1);
+
+  TrainingProgram out;
+  out.micro_batches = m;
+  std::vector<P2pIndex> index(p);
+  for (uint32_t s = 0; s < p; ++s) {
+    index[s].init(m, v);
+    ProgramBuilder b(s);
+    const std::vector<BlockTimes> times = chunkTimes(model, config, par, compute, options, s);
+    const double params = stageParameters(model, par, s).total() / v;
+    const uint32_t layers = stageLayers(model, par, s);
+    std::vector<uint32_t> dp_tasks;
+    // Parameter all-gathers of the previous optimizer step, per bucket and chunk, on the DP stream.
+    std::vector<std::vector<uint32_t>> gathers(v);
+    if (dist_opt) {
+      const auto param_bytes = static_cast<int64_t>(params * activationBytes(config.precision));
+      const int64_t n = bucketCount(param_bytes, bucket);
+      for (uint32_t c = 0; c < v; ++c) {
+        for (int64_t k = 0; k < n; ++k) {
+          const int64_t bytes = param_bytes / n + (k < param_bytes % n ? 1 : 0);
+          gathers[c].push_back(b.add(commTask(TaskKind::kCollective, CommKind::kDp, kDpStream, CollectiveOp::kAllGather,
+                                              bytes, kNoTask, c)));
+        }
+      }
+    }
+    std::vector<bool> first_forward(v, true);
+    for (const ScheduleItem& it : pipelineOrder(s, p, m, v)) {
+      const BlockTimes& bt = times[it.chunk];
+      const uint32_t layers_in_chunk = layers / v + (it.chunk < layers % v ? 1 : 0);
+      const Peer from = it.forward ? prevVirtual(s, it.chunk, p) : nextVirtual(s, it.chunk, p, v);
+      const Peer to = it.forward ? nextVirtual(s, it.chunk, p, v) : prevVirtual(s, it.chunk, p);
+      uint32_t recv = kNoTask;
+      if (from.exists) {
+        TaskDef r = commTask(TaskKind::kRecv, CommKind::kPp, kRecvStream, CollectiveOp::kAllReduce, p2p_bytes,
+                             it.micro_batch, it.chunk, it.forward);
+        r.peer_stage = from.stage;
+        recv = b.add(r);
+        index[s].slot(true, it.forward, it.micro_batch, it.chunk) = recv;
+      }
+      // The block, split per DP bucket where buckets overlap it.
+      const bool last_backward = !it.forward && it.micro_batch + 1 == m;
+      const bool gathered_forward = it.forward && first_forward[it.chunk] && dist_opt;
+      const int64_t total = it.forward ? bt.forward : bt.backward;
+      const int64_t tp_total = it.forward ? bt.tp_forward : bt.tp_backward;
+      const auto grad_bytes = static_cast<int64_t>(params * options.grad_bytes);
+      const int64_t pieces = last_backward && par.dp > 1 ? bucketCount(grad_bytes, bucket)
+                             : gathered_forward          ? static_cast<int64_t>(gathers[it.chunk].size())
+                                                         : 1;
+      uint32_t last = kNoTask;
+      for (int64_t k = 0; k < pieces; ++k) {
+        const int64_t c_ps = total / pieces + (k < total % pieces ? 1 : 0);
+        const int64_t t_ps = tp_total / pieces + (k < tp_total % pieces ? 1 : 0);
+        last = b.add(computeTask(c_ps, t_ps, it));
+        if (k == 0) b.edge(recv, last);
+        if (gathered_forward) b.edge(gathers[it.chunk][static_cast<size_t>(k)], last);
+        if (last_backward && par.dp > 1) {
+          const int64_t bytes = grad_bytes / pieces + (k < grad_bytes % pieces ? 1 : 0);
+          const uint32_t red =
+              b.add(commTask(TaskKind::kCollective, CommKind::kDp, kDpStream,
+                             dist_opt ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce, bytes, kNoTask, it.chunk));
+          b.edge(last, red);
+          dp_tasks.push_back(red);
+        }
+      }
+      if (it.forward) first_forward[it.chunk] = false;
+      if (a2a_layer > 0 && par.ep > 1) {
+        last = b.add(commTask(TaskKind::kCollective, CommKind::kEp, kComputeStream, CollectiveOp::kAllToAll,
+                              a2a_layer * layers_in_chunk, it.micro_batch, it.chunk, it.forward));
+      }
+      if (to.exists) {
+        TaskDef snd = commTask(TaskKind::kSend, CommKind::kPp, kSendStream, CollectiveOp::kAllReduce, p2p_bytes,
+                               it.micro_batch, it.chunk, it.forward);
+        snd.peer_stage = to.stage;
+        const uint32_t send = b.add(snd);
+        b.edge(last, send);
+        index[s].slot(false, it.forward, it.micro_batch, it.chunk) = send;
+      }
+    }
+    TaskDef opt;
+    opt.compute_ps = compute.stageTimes(model, config, par, s).optimizer.ps;
+    const uint32_t step = b.add(opt);
+    for (uint32_t d : dp_tasks) b.edge(d, step);
+    out.stages.push_back(b.finish());
+  }
+  // Match every send with the receive of the same (pass, micro-batch) on the peer's chunk.
+  for (uint32_t s = 0; s < p; ++s) {
+    for (TaskDef& t : out.stages[s].tasks) {
+      if (t.kind != TaskKind::kSend) continue;
+      const Peer peer = t.forward ? nextVirtual(s, t.chunk, p, v) : prevVirtual(s, t.chunk, p);
+      t.peer_task = index[t.peer_stage].slot(true, t.forward, t.micro_batch, peer.chunk);
+    }
+  }
+  return out;
+}
+
+}  // namespace mv

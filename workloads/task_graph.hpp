@@ -1,0 +1,125 @@
+/**
+ * @file task_graph.hpp
+ * Per-rank task graphs of one training iteration (Megatron-LM 1F1B or interleaved 1F1B),
+ * built once per pipeline stage: every rank of a stage runs the same program (a template),
+ * and per-rank state stays a few bytes per task. docs/training.md describes the tasks.
+ *
+ * A program is a list of tasks in program order; each task runs on one stream, and a
+ * stream runs its tasks in list order, one at a time (CUDA stream semantics). Edges
+ * (`succ_*`) add the cross-stream dependencies (CUDA events). Host-side only.
+ */
+#pragma once
+
+#include <compare>  // ecs/units.hpp uses <=> without including it
+#include <cstdint>
+#include <vector>
+
+#include "analytical/collective_model.hpp"
+#include "ecs/units.hpp"
+#include "workloads/compute_model.hpp"
+#include "workloads/model.hpp"
+#include "workloads/parallelism.hpp"
+
+namespace mv {
+
+enum class TaskKind : uint8_t {
+  kCompute,     ///< GPU kernels for a fixed time (TP collectives of the block folded in)
+  kSend,        ///< pipeline send to the peer stage (completes when the data arrived)
+  kRecv,        ///< pipeline receive (completes when the data arrived and the task started)
+  kCollective,  ///< DP or EP collective over the rank's group (starts when the last member arrives)
+};
+
+/// What the time a task occupies counts as in the iteration breakdown.
+enum class CommKind : uint8_t { kNone, kTp, kPp, kDp, kEp };
+
+/// Streams of a rank.
+enum Stream : uint8_t { kComputeStream = 0, kSendStream = 1, kRecvStream = 2, kDpStream = 3 };
+inline constexpr int kStreams = 4;
+
+inline constexpr uint32_t kNoTask = 0xffffffffu;
+
+/// One task of a stage's program. Plain data (copied into device tables).
+struct TaskDef {
+  TaskKind kind = TaskKind::kCompute;
+  CommKind comm = CommKind::kNone;
+  uint8_t stream = kComputeStream;
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  /// Cross-stream dependencies that must finish before the task starts.
+  uint32_t dep_count = 0;
+  /// Successors: rows [succ_begin, succ_begin + succ_count) of the program's `succs`.
+  uint32_t succ_begin = 0;
+  uint32_t succ_count = 0;
+  /// Compute tasks: kernel time without communication.
+  int64_t compute_ps = 0;
+  /// Compute tasks: blocking tensor-parallel collectives of the block (intra-server model).
+  int64_t tp_ps = 0;
+  /// Communication tasks: bytes per rank (collectives: the nccl-tests buffer convention).
+  int64_t bytes = 0;
+  /// P2P: the peer's pipeline stage and the index of the matching task in its program.
+  uint32_t peer_stage = 0;
+  uint32_t peer_task = kNoTask;
+  /// Collectives: index among this program's collectives of the same CommKind (members of
+  /// a group meet on equal indices).
+  uint32_t seq = 0;
+  /// Micro-batch and model chunk (for traces); kNoTask for per-iteration tasks.
+  uint32_t micro_batch = kNoTask;
+  uint32_t chunk = 0;
+  /// Forward pass (false: backward) of a per-micro-batch task.
+  bool forward = true;
+};
+
+/// The program of every rank of one pipeline stage.
+struct StageProgram {
+  uint32_t stage = 0;
+  std::vector<TaskDef> tasks;
+  std::vector<uint32_t> succs;
+  uint32_t dp_collectives = 0;
+  uint32_t ep_collectives = 0;
+
+  /// Sum over compute tasks of compute_ps (one rank's busy compute time).
+  int64_t computePs() const;
+};
+
+/// Knobs of program generation.
+struct ProgramOptions {
+  /// Megatron DP bucket: gradients are reduced (parameters gathered) per bucket of this size.
+  Bytes dp_bucket = mebibytes(40);
+  /// Bytes per gradient element in the DP reduction (Megatron's fp32 main grads).
+  uint32_t grad_bytes = 4;
+  /// Intra-server collective model of the GPU, for the TP collectives folded into blocks.
+  CollectiveModel tp_model;
+};
+
+/// Every stage's program of one iteration.
+struct TrainingProgram {
+  std::vector<StageProgram> stages;
+  uint32_t micro_batches = 0;
+
+  /// Tasks over all stage templates.
+  int64_t templateTasks() const;
+};
+
+/**
+ * Builds the programs. Per micro-batch and model chunk a stage runs a forward block and a
+ * backward block (recomputation included) on the compute stream; with tp > 1 each block
+ * carries its layers' TP collectives (2 all-reduces per layer and pass, or all-gather +
+ * reduce-scatter with sequence parallelism; again for full recomputation); with ep > 1 each
+ * block is followed by its layers' expert all-to-alls (dispatch + combine, lumped) on the
+ * compute stream. Pipeline sends and receives run on their own streams. The gradients of a
+ * chunk are reduced over DP per bucket during the last micro-batch's backward (all-reduce,
+ * or reduce-scatter with the distributed optimizer, whose parameter all-gathers of the
+ * previous step overlap the first micro-batch's forward per bucket); the optimizer step
+ * waits for every reduction. `par` must be valid (validateParallelism).
+ */
+TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par,
+                                     const ComputeModel& compute, const ProgramOptions& options);
+
+/// Order of (forward?, micro-batch, chunk) of stage `stage` under the 1F1B or interleaved schedule.
+struct ScheduleItem {
+  bool forward = true;
+  uint32_t micro_batch = 0;
+  uint32_t chunk = 0;
+};
+std::vector<ScheduleItem> pipelineOrder(uint32_t stage, uint32_t stages, uint32_t micro_batches, uint32_t chunks);
+
+}  // namespace mv
