@@ -15,26 +15,24 @@ uint32_t log2Of(uint32_t n) {
   return l;
 }
 
-/// Collects transfers indexed by (step, member, chunk) and their dependencies.
+/// Collects transfers and their dependencies.
 class ShapeBuilder {
  public:
-  ShapeBuilder(uint32_t steps, uint32_t members, uint32_t chunks)
-      : members_(members), chunks_(chunks), deps_(size_t{steps} * members * chunks) {
-    shape_.transfers.resize(deps_.size());
-  }
-  uint32_t index(uint32_t step, uint32_t member, uint32_t chunk) const {
-    return (step * members_ + member) * chunks_ + chunk;
-  }
-  void set(uint32_t step, uint32_t src, uint32_t dst, uint32_t chunk, uint32_t num, uint32_t den) {
-    TransferDef& t = shape_.transfers[index(step, src, chunk)];
+  explicit ShapeBuilder(uint32_t chunks) : chunks_(chunks) {}
+  uint32_t chunks() const { return chunks_; }
+  /// A transfer of 1/parts of one chunk of the buffer from member src to member dst.
+  uint32_t add(uint32_t src, uint32_t dst, uint32_t parts) {
+    TransferDef t;
     t.src = src;
     t.dst = dst;
-    t.num = num;
-    t.den = den * chunks_;
+    t.num = 1;
+    t.den = parts * chunks_;
+    shape_.transfers.push_back(t);
+    deps_.emplace_back();
+    return static_cast<uint32_t>(shape_.transfers.size() - 1);
   }
-  void dependsOn(uint32_t step, uint32_t member, uint32_t chunk, uint32_t on_step, uint32_t on_member) {
-    deps_[index(on_step, on_member, chunk)].push_back(index(step, member, chunk));
-  }
+  /// `later` starts only after `earlier` arrived.
+  void after(uint32_t later, uint32_t earlier) { deps_[earlier].push_back(later); }
   CollectiveShape finish() {
     for (size_t i = 0; i < deps_.size(); ++i) {
       TransferDef& t = shape_.transfers[i];
@@ -49,53 +47,82 @@ class ShapeBuilder {
   }
 
  private:
-  uint32_t members_;
   uint32_t chunks_;
   CollectiveShape shape_;
   std::vector<std::vector<uint32_t>> deps_;
 };
 
-/// Ring: in step j member i sends 1/n of the buffer to i+1, after receiving step j−1 from i−1.
-CollectiveShape ring(uint32_t n, uint32_t chunks, uint32_t steps) {
-  ShapeBuilder b(steps, n, chunks);
+inline constexpr uint32_t kNone = 0xffffffffu;
+
+/**
+ * A ring over `ring` (group member ids) for one chunk: in step j ring position i sends
+ * 1/parts of the chunk to position i+1, after receiving step j−1 from i−1. `ready_in[i]`
+ * (or kNone) is what position i's first send waits for; returns, per position, the last
+ * transfer it received.
+ */
+std::vector<uint32_t> ringPhase(ShapeBuilder& b, const std::vector<uint32_t>& ring, uint32_t steps, uint32_t parts,
+                                const std::vector<uint32_t>& ready_in) {
+  const auto n = static_cast<uint32_t>(ring.size());
+  std::vector<uint32_t> last_in(ready_in);
   for (uint32_t j = 0; j < steps; ++j) {
+    std::vector<uint32_t> received(n, kNone);
     for (uint32_t i = 0; i < n; ++i) {
-      for (uint32_t c = 0; c < chunks; ++c) {
-        b.set(j, i, (i + 1) % n, c, 1, n);
-        if (j > 0) b.dependsOn(j, i, c, j - 1, (i + n - 1) % n);
-      }
+      const uint32_t t = b.add(ring[i], ring[(i + 1) % n], parts);
+      if (last_in[i] != kNone) b.after(t, last_in[i]);
+      received[(i + 1) % n] = t;
     }
+    last_in = received;
   }
+  return last_in;
+}
+
+std::vector<uint32_t> iota(uint32_t n) {
+  std::vector<uint32_t> v(n);
+  for (uint32_t i = 0; i < n; ++i) v[i] = i;
+  return v;
+}
+
+CollectiveShape ring(CollectiveOp op, uint32_t n, uint32_t chunks) {
+  ShapeBuilder b(chunks);
+  const uint32_t steps = op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1;
+  for (uint32_t c = 0; c < chunks; ++c) ringPhase(b, iota(n), steps, n, std::vector<uint32_t>(n, kNone));
   return b.finish();
 }
 
-/// Recursive halving (reduce-scatter: distance n/2, n/4, ..., 1; sizes S/2, S/4, ...) and/or
-/// doubling (all-gather: distance 1, 2, ..., n/2; sizes S/n, 2S/n, ...). Each step's send
-/// waits for the previous step's receive from the previous partner.
-CollectiveShape halvingDoubling(uint32_t n, uint32_t chunks, bool halving, bool doubling) {
+/// Recursive halving (reduce-scatter: distance n/2, ..., 1; sizes S/2, S/4, ...) and/or
+/// doubling (all-gather: distance 1, ..., n/2; sizes S/n, 2S/n, ...).
+CollectiveShape halvingDoubling(CollectiveOp op, uint32_t n, uint32_t chunks) {
   const uint32_t l = log2Of(n);
-  const uint32_t steps = (halving ? l : 0) + (doubling ? l : 0);
-  ShapeBuilder b(steps, n, chunks);
   std::vector<uint32_t> distance;
-  std::vector<uint32_t> parts;  // the step moves 1/parts of the buffer
-  if (halving) {
+  std::vector<uint32_t> parts;
+  if (op != CollectiveOp::kAllGather) {
     for (uint32_t k = 0; k < l; ++k) {
       distance.push_back(n >> (k + 1));
       parts.push_back(2u << k);
     }
   }
-  if (doubling) {
+  if (op != CollectiveOp::kReduceScatter) {
     for (uint32_t k = 0; k < l; ++k) {
       distance.push_back(1u << k);
       parts.push_back(n >> k);
     }
   }
-  for (uint32_t j = 0; j < steps; ++j) {
-    for (uint32_t i = 0; i < n; ++i) {
-      for (uint32_t c = 0; c < chunks; ++c) {
-        b.set(j, i, i ^ distance[j], c, 1, parts[j]);
-        if (j > 0) b.dependsOn(j, i, c, j - 1, i ^ distance[j - 1]);
+  ShapeBuilder b(chunks);
+  for (uint32_t c = 0; c < chunks; ++c) {
+    std::vector<uint32_t> last_in(n, kNone);
+    std::vector<uint32_t> last_out(n, kNone);
+    for (size_t j = 0; j < distance.size(); ++j) {
+      std::vector<uint32_t> received(n, kNone);
+      for (uint32_t i = 0; i < n; ++i) {
+        const uint32_t t = b.add(i, i ^ distance[j], parts[j]);
+        // What a member sends combines everything it received so far: the previous step's
+        // receive, and (through its own previous send) all earlier ones.
+        if (last_in[i] != kNone) b.after(t, last_in[i]);
+        if (last_out[i] != kNone) b.after(t, last_out[i]);
+        received[i ^ distance[j]] = t;
+        last_out[i] = t;
       }
+      last_in = received;
     }
   }
   return b.finish();
@@ -103,18 +130,95 @@ CollectiveShape halvingDoubling(uint32_t n, uint32_t chunks, bool halving, bool 
 
 /// Direct all-to-all: every member sends 1/n of its buffer to every other member at once.
 CollectiveShape direct(uint32_t n, uint32_t chunks) {
-  ShapeBuilder b(n - 1, n, chunks);
-  for (uint32_t j = 0; j + 1 < n; ++j) {
-    for (uint32_t i = 0; i < n; ++i) {
-      for (uint32_t c = 0; c < chunks; ++c) b.set(j, i, (i + j + 1) % n, c, 1, n);
+  ShapeBuilder b(chunks);
+  for (uint32_t c = 0; c < chunks; ++c) {
+    for (uint32_t j = 1; j < n; ++j) {
+      for (uint32_t i = 0; i < n; ++i) b.add(i, (i + j) % n, n);
     }
+  }
+  return b.finish();
+}
+
+/**
+ * Double binary tree all-reduce (NCCL): two binary trees, each reducing half the buffer
+ * to its root and broadcasting it back; tree 0 is the heap tree over members 0..n−1, tree 1
+ * the same over the members in reverse order, so most inner nodes of one are leaves of
+ * the other. A send up waits for the sends up from the node's children; a send down waits
+ * for the node's receive from its parent (at the root: for its children's sends up).
+ */
+CollectiveShape doubleBinaryTree(uint32_t n, uint32_t chunks) {
+  ShapeBuilder b(chunks);
+  for (uint32_t c = 0; c < chunks; ++c) {
+    for (uint32_t tree = 0; tree < 2; ++tree) {
+      auto member = [&](uint32_t pos) { return tree == 0 ? pos : n - 1 - pos; };
+      std::vector<uint32_t> up(n, kNone);    // send from position to its parent
+      std::vector<uint32_t> down(n, kNone);  // send from the parent to position
+      for (uint32_t pos = n; pos-- > 1;) {
+        up[pos] = b.add(member(pos), member((pos - 1) / 2), 2);
+        for (uint32_t child : {2 * pos + 1, 2 * pos + 2}) {
+          if (child < n) b.after(up[pos], up[child]);
+        }
+      }
+      for (uint32_t pos = 1; pos < n; ++pos) {
+        const uint32_t parent = (pos - 1) / 2;
+        down[pos] = b.add(member(parent), member(pos), 2);
+        if (parent == 0) {
+          for (uint32_t child : {1u, 2u}) {
+            if (child < n) b.after(down[pos], up[child]);
+          }
+        } else {
+          b.after(down[pos], down[parent]);
+        }
+      }
+    }
+  }
+  return b.finish();
+}
+
+/**
+ * Hierarchical (members grouped by server, g per server, k servers, member m on server
+ * m / g): reduce-scatter inside each server over NVLink, the operation across servers
+ * between the members with the same local index (one ring per rail, on 1/g of the buffer),
+ * all-gather inside each server. Reduce-scatter skips the last phase, all-gather the first.
+ */
+CollectiveShape hierarchical(CollectiveOp op, uint32_t n, uint32_t g, uint32_t chunks) {
+  const uint32_t k = n / g;
+  ShapeBuilder b(chunks);
+  for (uint32_t c = 0; c < chunks; ++c) {
+    std::vector<uint32_t> ready(n, kNone);
+    auto local = [&](uint32_t server) {
+      std::vector<uint32_t> v;
+      for (uint32_t l = 0; l < g; ++l) v.push_back(server * g + l);
+      return v;
+    };
+    auto rail = [&](uint32_t l) {
+      std::vector<uint32_t> v;
+      for (uint32_t s = 0; s < k; ++s) v.push_back(s * g + l);
+      return v;
+    };
+    auto phase = [&](auto groups, uint32_t count, uint32_t steps, uint32_t parts) {
+      std::vector<uint32_t> next(n, kNone);
+      for (uint32_t q = 0; q < count; ++q) {
+        const std::vector<uint32_t> ring = groups(q);
+        std::vector<uint32_t> in;
+        for (uint32_t m : ring) in.push_back(ready[m]);
+        const std::vector<uint32_t> out = ringPhase(b, ring, steps, parts, in);
+        for (size_t i = 0; i < ring.size(); ++i) next[ring[i]] = out[i];
+      }
+      ready = next;
+    };
+    if (op != CollectiveOp::kAllGather) phase(local, k, g - 1, g);
+    if (op == CollectiveOp::kAllReduce) phase(rail, g, 2 * (k - 1), g * k);
+    if (op == CollectiveOp::kReduceScatter) phase(rail, g, k - 1, g * k);
+    if (op == CollectiveOp::kAllGather) phase(rail, g, k - 1, g * k);
+    if (op != CollectiveOp::kReduceScatter) phase(local, k, g - 1, g);
   }
   return b.finish();
 }
 
 }  // namespace
 
-bool algorithmSupports(CollectiveAlgorithm algorithm, CollectiveOp op, uint32_t members) {
+bool algorithmSupports(CollectiveAlgorithm algorithm, CollectiveOp op, uint32_t members, uint32_t per_server) {
   const bool reduce_like =
       op == CollectiveOp::kAllReduce || op == CollectiveOp::kAllGather || op == CollectiveOp::kReduceScatter;
   switch (algorithm) {
@@ -122,25 +226,37 @@ bool algorithmSupports(CollectiveAlgorithm algorithm, CollectiveOp op, uint32_t 
       return reduce_like;
     case CollectiveAlgorithm::kHalvingDoubling:
       return reduce_like && powerOfTwo(members);
+    case CollectiveAlgorithm::kTree:
+      return op == CollectiveOp::kAllReduce;
+    case CollectiveAlgorithm::kHierarchical:
+      return reduce_like && per_server >= 1 && members % per_server == 0;
     case CollectiveAlgorithm::kDirect:
       return op == CollectiveOp::kAllToAll;
-    default:
-      return false;
   }
+  return false;
 }
 
-CollectiveShape makeShape(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members, uint32_t chunks) {
+CollectiveShape makeShape(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members, uint32_t chunks,
+                          uint32_t per_server) {
   if (members < 2 || chunks < 1) throw std::invalid_argument("a collective shape needs two members and one chunk");
-  if (!algorithmSupports(algorithm, op, members)) {
+  if (!algorithmSupports(algorithm, op, members, per_server)) {
     throw std::invalid_argument(std::string("the ") + algorithmName(algorithm) + " algorithm cannot run " +
                                 collectiveOpName(op) + " over " + std::to_string(members) + " ranks");
   }
-  if (algorithm == CollectiveAlgorithm::kDirect) return direct(members, chunks);
-  if (algorithm == CollectiveAlgorithm::kHalvingDoubling) {
-    return halvingDoubling(members, chunks, op != CollectiveOp::kAllGather, op != CollectiveOp::kReduceScatter);
+  switch (algorithm) {
+    case CollectiveAlgorithm::kDirect:
+      return direct(members, chunks);
+    case CollectiveAlgorithm::kHalvingDoubling:
+      return halvingDoubling(op, members, chunks);
+    case CollectiveAlgorithm::kTree:
+      return doubleBinaryTree(members, chunks);
+    case CollectiveAlgorithm::kHierarchical:
+      if (per_server > 1 && per_server < members) return hierarchical(op, members, per_server, chunks);
+      return ring(op, members, chunks);
+    case CollectiveAlgorithm::kRing:
+      break;
   }
-  const uint32_t steps = op == CollectiveOp::kAllReduce ? 2 * (members - 1) : members - 1;
-  return ring(members, chunks, steps);
+  return ring(op, members, chunks);
 }
 
 int64_t analyticalTime(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members, int64_t bytes,
@@ -148,6 +264,7 @@ int64_t analyticalTime(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t 
   const int64_t n = members;
   int64_t steps = op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1;
   if (algorithm == CollectiveAlgorithm::kHalvingDoubling) steps = (op == CollectiveOp::kAllReduce ? 2 : 1) * log2Of(members);
+  if (algorithm == CollectiveAlgorithm::kTree) steps = 2 * log2Of(members + 1);
   if (algorithm == CollectiveAlgorithm::kDirect) steps = 1;
   const int64_t factor = op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1;
   const auto sent = static_cast<int64_t>((static_cast<Int128>(bytes) * factor + n - 1) / n);

@@ -1,9 +1,10 @@
 /**
  * @file collective_shapes.hpp
  * Decomposition of an inter-server collective into transfers between its members (the
- * NCCL algorithms of docs/training.md): ring, recursive halving-doubling and direct, each
+ * NCCL algorithms of docs/training.md): ring, recursive halving-doubling, double binary
+ * tree, hierarchical (NVLink inside servers, rings across them per rail) and direct, each
  * chunked so consecutive steps pipeline. A shape depends only on (op, algorithm, members,
- * chunks); instances of one shape share it. Host-side only.
+ * members per server, chunks); instances of one shape share it. Host-side only.
  */
 #pragma once
 
@@ -22,13 +23,17 @@ struct CollectiveShape {
   std::vector<uint32_t> succs;
 };
 
-/// Whether `algorithm` can run `op` (ring: all-reduce, all-gather, reduce-scatter;
-/// halving-doubling: the same for power-of-two groups; direct: all-to-all).
-bool algorithmSupports(CollectiveAlgorithm algorithm, CollectiveOp op, uint32_t members);
+/// Whether `algorithm` can run `op` over `members` ranks, `per_server` on each server
+/// (ring: all-reduce, all-gather, reduce-scatter; halving-doubling: the same for
+/// power-of-two groups; tree: all-reduce; hierarchical: the ring ops when per_server
+/// divides the group; direct: all-to-all).
+bool algorithmSupports(CollectiveAlgorithm algorithm, CollectiveOp op, uint32_t members, uint32_t per_server = 1);
 
-/// The transfers of `op` over `members` ranks split into `chunks` pipelined chunks. Throws
-/// std::invalid_argument when the algorithm cannot run the op (algorithmSupports).
-CollectiveShape makeShape(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members, uint32_t chunks);
+/// The transfers of `op` over `members` ranks (`per_server` consecutive members per server)
+/// split into `chunks` pipelined chunks. Throws std::invalid_argument when the algorithm
+/// cannot run the op (algorithmSupports).
+CollectiveShape makeShape(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members, uint32_t chunks,
+                          uint32_t per_server = 1);
 
 /**
  * α-β time of the same algorithm between servers: per sequential step the step latency and

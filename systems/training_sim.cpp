@@ -199,14 +199,24 @@ class CollectiveBuilder {
     }
   }
 
+  /// Consecutive members of a collective's group on one server (groups are laid out in
+  /// rank order, so a server holds a contiguous run of them).
+  uint32_t membersPerServer(const CollInfo& info) const {
+    const uint32_t first = serverOf(members_[info.member_base]);
+    uint32_t k = 0;
+    while (k < info.members && serverOf(members_[info.member_base + k]) == first) ++k;
+    return k;
+  }
+
   void addTransfers(CollInfo& info) {
     const int64_t per_peer = info.bytes / info.members;
     const int64_t chunk = std::max<int64_t>(x_.collectives.chunk.count, 1);
     const auto chunks = static_cast<uint32_t>(std::clamp<int64_t>((per_peer + chunk - 1) / chunk, 1, 64));
-    const auto key = std::make_tuple(info.op, info.algorithm, info.members, chunks);
+    const uint32_t per_server = membersPerServer(info);
+    const auto key = std::make_tuple(info.op, info.algorithm, info.members, chunks, per_server);
     auto it = shape_index_.find(key);
     if (it == shape_index_.end()) {
-      const CollectiveShape shape = makeShape(info.op, info.algorithm, info.members, chunks);
+      const CollectiveShape shape = makeShape(info.op, info.algorithm, info.members, chunks, per_server);
       if (shape.transfers.size() >= kMaxTransfers) {
         throw TrainingError("collectives.chunk: a collective over " + std::to_string(info.members) +
                             " ranks would have more than 2^18 transfers; raise the chunk size");
@@ -239,7 +249,8 @@ class CollectiveBuilder {
   std::vector<TransferDef> shapes_;
   std::vector<uint32_t> succs_;
   std::vector<TransferCounter> counters_;
-  std::map<std::tuple<CollectiveOp, CollectiveAlgorithm, uint32_t, uint32_t>, std::pair<uint32_t, uint32_t>> shape_index_;
+  std::map<std::tuple<CollectiveOp, CollectiveAlgorithm, uint32_t, uint32_t, uint32_t>, std::pair<uint32_t, uint32_t>>
+      shape_index_;
   int64_t first_wave_ = 0;
 };
 
@@ -372,12 +383,11 @@ std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
   if (x.fidelity == NetworkFidelity::kFlow) out.push_back("network.fidelity: flow is not available yet (use packet or analytical)");
   if (x.collectives.step_latency.ps <= 0) out.push_back("collectives.step_latency: must be positive");
   const Parallelism& par = x.parallelism;
+  const uint32_t per_server = c.gpus_per_server / std::max<uint32_t>(par.tp, 1);
   auto checkAlgo = [&](const char* key, CollectiveAlgorithm a, CollectiveOp op, uint32_t n) {
-    if (n > 1 && !algorithmSupports(a, op, n)) {
+    if (n > 1 && !algorithmSupports(a, op, n, std::min(n, per_server))) {
       out.push_back(std::string("collectives.") + key + ": " + algorithmName(a) + " cannot run " + collectiveOpName(op) +
-                    " over " + std::to_string(n) + " ranks" +
-                    (a == CollectiveAlgorithm::kTree || a == CollectiveAlgorithm::kHierarchical ? " (not implemented yet)"
-                                                                                                : ""));
+                    " over " + std::to_string(n) + " ranks");
     }
   };
   if (par.distributed_optimizer) {
@@ -418,11 +428,13 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
     world.config(e).net = net::pathQuantities(plan.layout, x.network);
     world.config(e).train = plan.cfg;
     ExperimentClock& clock = world.clock(e);
-    clock.lookahead_ps = plan.lookahead_ps;
+    const int64_t lookahead =
+        options.lookahead.ps > 0 ? std::min(options.lookahead.ps, plan.lookahead_ps) : plan.lookahead_ps;
+    clock.lookahead_ps = lookahead;
     clock.seed = x.seed;
     clock.stable_id = static_cast<uint32_t>(x.id ^ (x.id >> 32));
     if (options.time_limit.ps > 0) clock.end_ps = options.time_limit.ps;
-    net::buildNetwork(world, e, plan.layout, x.network, plan.lookahead_ps);
+    net::buildNetwork(world, e, plan.layout, x.network, lookahead);
     flows_per_step += buildTraining(world, e, x, plan);
   }
   world.commitAllHost();

@@ -122,6 +122,9 @@ struct SimulationOptions {
   int threads = 0;
   /// Stop an experiment whose simulated time passes this (0 = no limit).
   Picoseconds time_limit;
+  /// Step Δ; 0 = the largest valid one per experiment (min link delay, half the step
+  /// latency). A smaller value only slows the run down: results do not change.
+  Picoseconds lookahead;
 };
 
 }  // namespace mv

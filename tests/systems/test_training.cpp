@@ -11,9 +11,10 @@
 namespace mv {
 namespace {
 
-TrainingResult runOne(const TrainingExperiment& x, int threads = 2) {
+TrainingResult runOne(const TrainingExperiment& x, int threads = 2, Picoseconds lookahead = {}) {
   SimulationOptions o;
   o.threads = threads;
+  o.lookahead = lookahead;
   const std::vector<TrainingExperiment> one{x};
   return simulateTraining(one, o).front();
 }
@@ -57,7 +58,7 @@ TEST_CASE("ring all-reduce over the packet network takes 2(n-1)/n S/B plus its l
   CHECK(r.network.flows_done > 0);
 }
 
-TEST_CASE("training results do not depend on the thread count or on the batch") {
+TEST_CASE("training results do not depend on the thread count, the step or the batch") {
   TrainingExperiment packet = test::tinyExperiment(2, 2, 2, 4, 2);
   packet.model = test::tinyGpt(8, 512);
   packet.collectives.dp_bucket = mebibytes(8);
@@ -70,6 +71,10 @@ TEST_CASE("training results do not depend on the thread count or on the batch") 
   const TrainingResult one = runOne(packet, 1);
   const TrainingResult two = runOne(packet, 2);
   CHECK(one.iteration.ps == two.iteration.ps);
+  const TrainingResult half = runOne(packet, 2, nanoseconds(500));
+  CHECK(half.iteration.ps == one.iteration.ps);
+  CHECK(half.exposed_dp.ps == one.exposed_dp.ps);
+  CHECK(half.network.packet_hops == one.network.packet_hops);
   CHECK(one.exposed_pp.ps == two.exposed_pp.ps);
   CHECK(one.network.packet_hops == two.network.packet_hops);
   const std::vector<TrainingExperiment> batch{packet, dcqcn, analytical};
@@ -114,6 +119,41 @@ TEST_CASE("invalid experiments are refused with the key at fault") {
   x.cluster.gpus = 16;
   problems = checkTrainingExperiment(x);
   REQUIRE_FALSE(problems.empty());
+}
+
+}  // namespace
+}  // namespace mv
+
+namespace mv {
+namespace {
+
+TEST_CASE("every all-reduce algorithm runs at packet level; hierarchical wins when GPUs share a NIC") {
+  // 8 data-parallel GPUs, 4 per server behind one NIC: two servers.
+  TrainingExperiment x = test::tinyExperiment(1, 1, 8, 1, 4);
+  x.model = test::tinyGpt(4, 256);
+  x.collectives.dp_bucket = mebibytes(1024);
+  std::vector<TrainingExperiment> batch;
+  for (CollectiveAlgorithm a : {CollectiveAlgorithm::kRing, CollectiveAlgorithm::kTree,
+                                CollectiveAlgorithm::kHalvingDoubling, CollectiveAlgorithm::kHierarchical}) {
+    x.collectives.all_reduce = a;
+    x.id += 1;
+    REQUIRE(checkTrainingExperiment(x).empty());
+    batch.push_back(x);
+  }
+  SimulationOptions o;
+  o.threads = 2;
+  const std::vector<TrainingResult> r = simulateTraining(batch, o);
+  for (const TrainingResult& t : r) {
+    CHECK(t.error.empty());
+    CHECK(t.exposed_dp.ps > 0);
+  }
+  // Ring: 14 steps of S/8, the two server-crossing hops each carrying one of them per step:
+  // 14/8 S/B at the NIC. Hierarchical: 4 rails × 2 steps × S/8 through each NIC = S/B.
+  const double ring = static_cast<double>(r[0].exposed_dp.ps);
+  const double hier = static_cast<double>(r[3].exposed_dp.ps);
+  INFO("ring " << ring << " ps, hierarchical " << hier << " ps");
+  CHECK(hier < 0.7 * ring);
+  CHECK(hier > 0.45 * ring);
 }
 
 }  // namespace

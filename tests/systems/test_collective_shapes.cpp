@@ -1,0 +1,142 @@
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "systems/collective_shapes.hpp"
+
+namespace mv::train {
+namespace {
+
+/// Transfers in an order where each comes after everything it waits for; fails on a cycle.
+std::vector<uint32_t> topological(const CollectiveShape& s) {
+  std::vector<uint32_t> left(s.transfers.size());
+  std::vector<uint32_t> order;
+  for (size_t i = 0; i < s.transfers.size(); ++i) {
+    left[i] = s.transfers[i].dep_count;
+    if (left[i] == 0) order.push_back(static_cast<uint32_t>(i));
+  }
+  for (size_t k = 0; k < order.size(); ++k) {
+    const TransferDef& t = s.transfers[order[k]];
+    for (uint32_t j = 0; j < t.succ_count; ++j) {
+      const uint32_t next = s.succs[t.succ_begin + j];
+      if (--left[next] == 0) order.push_back(next);
+    }
+  }
+  REQUIRE(order.size() == s.transfers.size());
+  return order;
+}
+
+/**
+ * informed[b][a]: member b received, directly or through a chain of transfers each waiting
+ * for the previous one's arrival, something member a sent. After an all-reduce or an
+ * all-gather every member is informed by every other.
+ */
+std::vector<std::vector<bool>> informed(const CollectiveShape& s, uint32_t n) {
+  const std::vector<uint32_t> order = topological(s);
+  std::vector<std::vector<bool>> carries(s.transfers.size(), std::vector<bool>(n, false));
+  std::vector<std::vector<bool>> out(n, std::vector<bool>(n, false));
+  for (uint32_t t : order) {
+    const TransferDef& d = s.transfers[t];
+    carries[t][d.src] = true;
+    for (uint32_t a = 0; a < n; ++a) {
+      if (!carries[t][a]) continue;
+      out[d.dst][a] = true;
+      for (uint32_t j = 0; j < d.succ_count; ++j) carries[s.succs[d.succ_begin + j]][a] = true;
+    }
+  }
+  return out;
+}
+
+/// Fraction of the buffer member m sends over the whole collective.
+double sentBy(const CollectiveShape& s, uint32_t m) {
+  double f = 0;
+  for (const TransferDef& t : s.transfers) {
+    if (t.src == m) f += static_cast<double>(t.num) / t.den;
+  }
+  return f;
+}
+
+void checkEveryoneInformed(const CollectiveShape& s, uint32_t n) {
+  const auto info = informed(s, n);
+  for (uint32_t b = 0; b < n; ++b) {
+    for (uint32_t a = 0; a < n; ++a) {
+      if (a != b) CHECK(info[b][a]);
+    }
+  }
+}
+
+TEST_CASE("ring all-reduce: 2(n-1) steps, each member sends 2(n-1)/n of the buffer, everyone informed") {
+  for (uint32_t n : {2u, 3u, 8u}) {
+    for (uint32_t chunks : {1u, 3u}) {
+      const CollectiveShape s = makeShape(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, n, chunks);
+      CHECK(s.transfers.size() == 2u * (n - 1) * n * chunks);
+      for (uint32_t m = 0; m < n; ++m) CHECK(sentBy(s, m) == Approx(2.0 * (n - 1) / n));
+      checkEveryoneInformed(s, n);
+    }
+  }
+}
+
+TEST_CASE("halving-doubling: log2 n steps each way, the ring's volume, everyone informed") {
+  const CollectiveShape ar = makeShape(CollectiveOp::kAllReduce, CollectiveAlgorithm::kHalvingDoubling, 8, 1);
+  CHECK(ar.transfers.size() == 2u * 3u * 8u);
+  for (uint32_t m = 0; m < 8; ++m) CHECK(sentBy(ar, m) == Approx(2.0 * 7 / 8));
+  checkEveryoneInformed(ar, 8);
+  const CollectiveShape ag = makeShape(CollectiveOp::kAllGather, CollectiveAlgorithm::kHalvingDoubling, 8, 1);
+  for (uint32_t m = 0; m < 8; ++m) CHECK(sentBy(ag, m) == Approx(7.0 / 8));
+  checkEveryoneInformed(ag, 8);
+  CHECK_FALSE(algorithmSupports(CollectiveAlgorithm::kHalvingDoubling, CollectiveOp::kAllReduce, 6));
+  CHECK_THROWS_AS(makeShape(CollectiveOp::kAllReduce, CollectiveAlgorithm::kHalvingDoubling, 6, 1),
+                  std::invalid_argument);
+}
+
+TEST_CASE("double binary tree: each tree reduces and broadcasts half the buffer; everyone informed") {
+  for (uint32_t n : {2u, 5u, 8u}) {
+    const CollectiveShape s = makeShape(CollectiveOp::kAllReduce, CollectiveAlgorithm::kTree, n, 2);
+    // Per chunk and tree: n−1 sends up and n−1 sends down.
+    CHECK(s.transfers.size() == 2u * 2u * 2u * (n - 1));
+    checkEveryoneInformed(s, n);
+    double total = 0;
+    for (uint32_t m = 0; m < n; ++m) total += sentBy(s, m);
+    CHECK(total == Approx(2.0 * (n - 1)));  // 2 trees × 2(n−1) sends × 1/2 of the buffer
+  }
+}
+
+TEST_CASE("hierarchical all-reduce: only 1/g of the buffer crosses servers per member") {
+  const uint32_t n = 8;
+  const uint32_t g = 4;  // 2 servers of 4 members
+  const CollectiveShape s = makeShape(CollectiveOp::kAllReduce, CollectiveAlgorithm::kHierarchical, n, 1, g);
+  checkEveryoneInformed(s, n);
+  for (uint32_t m = 0; m < n; ++m) {
+    double across = 0;
+    for (const TransferDef& t : s.transfers) {
+      if (t.src == m && t.src / g != t.dst / g) across += static_cast<double>(t.num) / t.den;
+    }
+    CHECK(across == Approx(2.0 * (2 - 1) / (2 * g)));
+  }
+  const CollectiveShape rs = makeShape(CollectiveOp::kReduceScatter, CollectiveAlgorithm::kHierarchical, n, 1, g);
+  CHECK(topological(rs).size() == rs.transfers.size());
+}
+
+TEST_CASE("direct all-to-all: every ordered pair once, 1/n each") {
+  const CollectiveShape s = makeShape(CollectiveOp::kAllToAll, CollectiveAlgorithm::kDirect, 5, 1);
+  CHECK(s.transfers.size() == 20);
+  for (const TransferDef& t : s.transfers) {
+    CHECK(t.src != t.dst);
+    CHECK(t.dep_count == 0);
+  }
+  for (uint32_t m = 0; m < 5; ++m) CHECK(sentBy(s, m) == Approx(4.0 / 5));
+}
+
+TEST_CASE("analytical times follow the algorithms' step counts and volumes") {
+  const int64_t rate = 100'000'000'000;
+  const int64_t step = 1'000'000;
+  const int64_t s = 100'000'000;
+  // Ring: 2(n−1) steps + 2(n−1)/n·S at the rate (8 bits per byte, ps).
+  CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 4, s, rate, step) ==
+        6 * step + 150'000'000LL * 8 * 10);
+  CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kHalvingDoubling, 4, s, rate, step) ==
+        4 * step + 150'000'000LL * 8 * 10);
+}
+
+}  // namespace
+}  // namespace mv::train
