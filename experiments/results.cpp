@@ -1,0 +1,806 @@
+/**
+ * @file results.cpp
+ * Summary rows (one list of cells rendered both as CSV and JSON, so the two files cannot
+ * disagree), manifests, the results folder, the closing table and progress lines.
+ */
+#include "experiments/results.hpp"
+
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <stdexcept>
+#include <string_view>
+#include <system_error>
+#include <variant>
+
+#include "ecs/macros.hpp"
+#include "experiments/version.hpp"
+
+namespace mv {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr double kPsPerMs = 1e9;
+constexpr double kPsPerUs = 1e6;
+constexpr double kBytesPerGib = 1024.0 * 1024.0 * 1024.0;
+
+// --- cells -------------------------------------------------------------------------------
+
+/// One value of a summary row: empty (not applicable), integer, real or text.
+using Cell = std::variant<std::monostate, int64_t, double, std::string>;
+
+/// The summary columns after the swept ones, in order; `metricCells` fills them.
+constexpr const char* kMetricColumns[] = {
+    "status",        "iteration_ms", "compute_ms", "exposed_tp_ms", "exposed_pp_ms",   "exposed_dp_ms",
+    "exposed_ep_ms", "bubble_ms",    "mfu",        "tokens_per_s",  "peak_memory_gib", "ecn_marks",
+    "cnps",          "pauses",       "paused_us",  "drops",         "retransmits",     "timeouts",
+    "flows_done",    "packet_hops",  "wall_s",     "events",        "events_per_s",    "error"};
+constexpr size_t kMetricCount = std::size(kMetricColumns);
+
+/// A real cell, empty when not finite (JSON has no NaN or infinity).
+Cell real(double v) {
+  return std::isfinite(v) ? Cell{v} : Cell{};
+}
+Cell milliseconds(Picoseconds t) {
+  return real(static_cast<double>(t.ps) / kPsPerMs);
+}
+
+/// Cells of the metric columns: everything for ok; memory and simulator cost for oom;
+/// only the status and message for error.
+std::vector<Cell> metricCells(const ExperimentRecord& r) {
+  const RunStatus status = r.status();
+  const TrainingResult& res = r.result;
+  const bool ok = status == RunStatus::kOk;
+  const bool ran = status != RunStatus::kError;
+  const net::NetCounters& n = res.network;
+  auto simulated = [ok](Cell c) { return ok ? std::move(c) : Cell{}; };
+  auto count = [&simulated](int64_t v) { return simulated(Cell{v}); };
+  const Cell events_per_s =
+      ran && res.wall_seconds > 0 ? real(static_cast<double>(res.events) / res.wall_seconds) : Cell{};
+  std::vector<Cell> cells = {
+      std::string(runStatusName(status)),
+      simulated(milliseconds(res.iteration)),
+      simulated(milliseconds(res.compute)),
+      simulated(milliseconds(res.exposed_tp)),
+      simulated(milliseconds(res.exposed_pp)),
+      simulated(milliseconds(res.exposed_dp)),
+      simulated(milliseconds(res.exposed_ep)),
+      simulated(milliseconds(res.bubble)),
+      simulated(real(res.mfu)),
+      simulated(real(res.tokens_per_second)),
+      ran ? real(static_cast<double>(res.peak_memory.total().count) / kBytesPerGib) : Cell{},
+      count(n.ecn_marks),
+      count(n.cnps),
+      count(n.pauses),
+      simulated(real(static_cast<double>(n.paused_ps) / kPsPerUs)),
+      count(n.drops),
+      count(n.retransmits),
+      count(n.timeouts),
+      count(n.flows_done),
+      count(n.packet_hops),
+      ran ? real(res.wall_seconds) : Cell{},
+      ran ? Cell{res.events} : Cell{},
+      events_per_s,
+      r.error.empty() ? Cell{} : Cell{r.error},
+  };
+  MV_ASSERT(cells.size() == kMetricCount, "metric cells out of step with kMetricColumns");
+  return cells;
+}
+
+/// The shortest text that reads back as the same double.
+std::string shortestReal(double v) {
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  MV_ASSERT(ec == std::errc(), "to_chars failed on a double");
+  return std::string(buf, end);
+}
+
+/// A CSV field, quoted when it holds a comma, quote or line break (RFC 4180).
+std::string csvField(std::string_view text) {
+  if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+std::string csvCell(const Cell& cell) {
+  if (const auto* i = std::get_if<int64_t>(&cell)) return std::to_string(*i);
+  if (const auto* d = std::get_if<double>(&cell)) return shortestReal(*d);
+  if (const auto* s = std::get_if<std::string>(&cell)) return csvField(*s);
+  return "";
+}
+
+Json jsonCell(const Cell& cell) {
+  if (const auto* i = std::get_if<int64_t>(&cell)) return *i;
+  if (const auto* d = std::get_if<double>(&cell)) return *d;
+  if (const auto* s = std::get_if<std::string>(&cell)) return *s;
+  return nullptr;
+}
+
+/// The swept keys and values as a JSON object, in axis order.
+Json sweptJson(const ExperimentRecord& r) {
+  Json swept = Json::object();
+  for (const auto& [key, value] : r.swept) swept[key] = value;
+  return swept;
+}
+
+/// Memory of one GPU, in bytes (parameters as a count, in_flight in micro-batches).
+Json memoryJson(const MemoryBreakdown& m) {
+  return Json{{"stage", m.stage},
+              {"parameters", m.parameters},
+              {"weights_bytes", m.weights.count},
+              {"gradients_bytes", m.gradients.count},
+              {"optimizer_bytes", m.optimizer.count},
+              {"activation_per_layer_bytes", m.activation_per_layer.count},
+              {"in_flight", m.in_flight},
+              {"activations_bytes", m.activations.count},
+              {"logits_bytes", m.logits.count},
+              {"workspace_bytes", m.workspace.count},
+              {"total_bytes", m.total().count}};
+}
+
+/// The summary.json object of one experiment: the CSV columns (swept ones grouped under
+/// "swept") and the memory breakdown.
+Json summaryRowJson(const ExperimentRecord& r) {
+  Json row = {{"name", r.name}, {"id", formatExperimentId(r.id)}, {"swept", sweptJson(r)}};
+  const std::vector<Cell> cells = metricCells(r);
+  for (size_t i = 0; i < kMetricCount; ++i) row[kMetricColumns[i]] = jsonCell(cells[i]);
+  row["memory"] = r.status() == RunStatus::kError ? Json(nullptr) : memoryJson(r.result.peak_memory);
+  return row;
+}
+
+std::string csvHeader(const std::vector<std::string>& swept_keys) {
+  std::string line = "name,id";
+  for (const std::string& key : swept_keys) line.append(",").append(csvField(key));
+  for (const char* column : kMetricColumns) line.append(",").append(column);
+  return line + "\n";
+}
+
+/// The CSV fields of the metric columns, each preceded by its comma.
+std::string csvMetrics(const ExperimentRecord& r) {
+  std::string text;
+  for (const Cell& cell : metricCells(r)) text.append(",").append(csvCell(cell));
+  return text;
+}
+
+/// One CSV line: identity, the swept columns of `swept_keys`, then `metrics` (csvMetrics).
+std::string csvRow(const ExperimentRecord& r, const std::vector<std::string>& swept_keys, const std::string& metrics) {
+  std::string line = csvField(r.name) + "," + formatExperimentId(r.id);
+  for (const std::string& key : swept_keys) {
+    line += ',';
+    const auto it = std::find_if(r.swept.begin(), r.swept.end(), [&key](const auto& kv) { return kv.first == key; });
+    if (it != r.swept.end()) line += csvField(it->second);
+  }
+  return line.append(metrics).append("\n");
+}
+
+/// Adds the swept keys of `r` not yet in `keys`, keeping first-seen order.
+void collectSweptKeys(const ExperimentRecord& r, std::vector<std::string>& keys) {
+  for (const auto& kv : r.swept) {
+    if (std::find(keys.begin(), keys.end(), kv.first) == keys.end()) keys.push_back(kv.first);
+  }
+}
+
+// --- manifests ---------------------------------------------------------------------------
+
+/// A plain YAML scalar as JSON, read by the YAML 1.2 core schema: null, bool, integer,
+/// real (finite), else text.
+Json yamlScalarJson(const std::string& text) {
+  if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL") return nullptr;
+  if (text == "true" || text == "True" || text == "TRUE") return true;
+  if (text == "false" || text == "False" || text == "FALSE") return false;
+  const std::string_view digits = text.front() == '+' ? std::string_view(text).substr(1) : std::string_view(text);
+  const char* first = digits.data();
+  const char* last = digits.data() + digits.size();
+  int64_t i = 0;
+  if (const auto [end, ec] = std::from_chars(first, last, i); ec == std::errc() && end == last) return i;
+  double d = 0;
+  if (const auto [end, ec] = std::from_chars(first, last, d); ec == std::errc() && end == last && std::isfinite(d)) {
+    return d;
+  }
+  return text;
+}
+
+Json yamlToJson(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: {
+      Json out = Json::object();
+      for (const auto& kv : node) out[kv.first.Scalar()] = yamlToJson(kv.second);
+      return out;
+    }
+    case YAML::NodeType::Sequence: {
+      Json out = Json::array();
+      for (const auto& item : node) out.push_back(yamlToJson(item));
+      return out;
+    }
+    case YAML::NodeType::Scalar:
+      // Quoted scalars carry the non-specific tag "!" and stay text.
+      return node.Tag() == "!" ? Json(node.Scalar()) : yamlScalarJson(node.Scalar());
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      return nullptr;
+  }
+  return nullptr;
+}
+
+/// The resolved configuration as JSON, or null when the text is not YAML.
+Json configJson(const std::string& yaml) {
+  try {
+    return yamlToJson(YAML::Load(yaml));
+  } catch (const YAML::Exception&) {
+    return nullptr;
+  }
+}
+
+Json networkJson(const net::NetCounters& n) {
+  return Json{{"packets_sent", n.packets_sent},
+              {"packet_hops", n.packet_hops},
+              {"ecn_marks", n.ecn_marks},
+              {"cnps", n.cnps},
+              {"pauses", n.pauses},
+              {"paused_ps", n.paused_ps},
+              {"drops", n.drops},
+              {"retransmits", n.retransmits},
+              {"timeouts", n.timeouts},
+              {"nacks", n.nacks},
+              {"flows_done", n.flows_done},
+              {"overflow", n.overflow}};
+}
+
+/// The whole TrainingResult, times in integer picoseconds so it reads back exactly.
+Json resultJson(const TrainingResult& res) {
+  return Json{{"oom", res.oom},
+              {"iteration_ps", res.iteration.ps},
+              {"compute_ps", res.compute.ps},
+              {"exposed_tp_ps", res.exposed_tp.ps},
+              {"exposed_pp_ps", res.exposed_pp.ps},
+              {"exposed_dp_ps", res.exposed_dp.ps},
+              {"exposed_ep_ps", res.exposed_ep.ps},
+              {"bubble_ps", res.bubble.ps},
+              {"mfu", res.mfu},
+              {"tokens_per_second", res.tokens_per_second},
+              {"peak_memory", memoryJson(res.peak_memory)},
+              {"network", networkJson(res.network)},
+              {"wall_seconds", res.wall_seconds},
+              {"events", res.events}};
+}
+
+/// A finite double, or 0 for the null nlohmann writes in place of NaN and infinity.
+double realFrom(const Json& v) {
+  return v.is_null() ? 0.0 : v.get<double>();
+}
+
+MemoryBreakdown memoryFromJson(const Json& j) {
+  MemoryBreakdown m;
+  m.stage = j.at("stage").get<uint32_t>();
+  m.parameters = realFrom(j.at("parameters"));
+  m.weights = Bytes{j.at("weights_bytes").get<int64_t>()};
+  m.gradients = Bytes{j.at("gradients_bytes").get<int64_t>()};
+  m.optimizer = Bytes{j.at("optimizer_bytes").get<int64_t>()};
+  m.activation_per_layer = Bytes{j.at("activation_per_layer_bytes").get<int64_t>()};
+  m.in_flight = realFrom(j.at("in_flight"));
+  m.activations = Bytes{j.at("activations_bytes").get<int64_t>()};
+  m.logits = Bytes{j.at("logits_bytes").get<int64_t>()};
+  m.workspace = Bytes{j.at("workspace_bytes").get<int64_t>()};
+  return m;
+}
+
+net::NetCounters networkFromJson(const Json& j) {
+  net::NetCounters n;
+  n.packets_sent = j.at("packets_sent").get<int64_t>();
+  n.packet_hops = j.at("packet_hops").get<int64_t>();
+  n.ecn_marks = j.at("ecn_marks").get<int64_t>();
+  n.cnps = j.at("cnps").get<int64_t>();
+  n.pauses = j.at("pauses").get<int64_t>();
+  n.paused_ps = j.at("paused_ps").get<int64_t>();
+  n.drops = j.at("drops").get<int64_t>();
+  n.retransmits = j.at("retransmits").get<int64_t>();
+  n.timeouts = j.at("timeouts").get<int64_t>();
+  n.nacks = j.at("nacks").get<int64_t>();
+  n.flows_done = j.at("flows_done").get<int64_t>();
+  n.overflow = j.at("overflow").get<int64_t>();
+  return n;
+}
+
+TrainingResult resultFromJson(const Json& j) {
+  TrainingResult res;
+  res.oom = j.at("oom").get<bool>();
+  res.iteration = Picoseconds{j.at("iteration_ps").get<int64_t>()};
+  res.compute = Picoseconds{j.at("compute_ps").get<int64_t>()};
+  res.exposed_tp = Picoseconds{j.at("exposed_tp_ps").get<int64_t>()};
+  res.exposed_pp = Picoseconds{j.at("exposed_pp_ps").get<int64_t>()};
+  res.exposed_dp = Picoseconds{j.at("exposed_dp_ps").get<int64_t>()};
+  res.exposed_ep = Picoseconds{j.at("exposed_ep_ps").get<int64_t>()};
+  res.bubble = Picoseconds{j.at("bubble_ps").get<int64_t>()};
+  res.mfu = realFrom(j.at("mfu"));
+  res.tokens_per_second = realFrom(j.at("tokens_per_second"));
+  res.peak_memory = memoryFromJson(j.at("peak_memory"));
+  res.network = networkFromJson(j.at("network"));
+  res.wall_seconds = realFrom(j.at("wall_seconds"));
+  res.events = j.at("events").get<int64_t>();
+  return res;
+}
+
+uint64_t parseExperimentId(const std::string& hex) {
+  uint64_t id = 0;
+  const char* last = hex.data() + hex.size();
+  const auto [end, ec] = std::from_chars(hex.data(), last, id, 16);
+  if (hex.size() != 16 || ec != std::errc() || end != last) throw std::runtime_error("bad experiment id '" + hex + "'");
+  return id;
+}
+
+// --- files -------------------------------------------------------------------------------
+
+constexpr const char* kSummaryCsv = "summary.csv";
+constexpr const char* kSummaryJson = "summary.json";
+constexpr const char* kExperimentsDir = "experiments";
+constexpr const char* kManifest = "manifest.json";
+constexpr const char* kTempSuffix = ".tmp";
+
+std::filesystem::path tempPath(const std::filesystem::path& path) {
+  return path.string() + kTempSuffix;
+}
+
+/// Writes `text` to `path` through `<path>.tmp` and a rename, so a reader (or a resume
+/// after a kill) never sees half a file.
+void writeAtomically(const std::filesystem::path& path, const std::string& text) {
+  const std::filesystem::path tmp = tempPath(path);
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) throw std::runtime_error("cannot write " + tmp.string());
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+std::string readFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path.string());
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+/// Whether `dir` holds the results of a sweep: a summary (or its temporary file) or an
+/// experiments folder.
+bool holdsResults(const std::filesystem::path& dir) {
+  const std::filesystem::path ours[] = {kExperimentsDir, kSummaryCsv, kSummaryJson, tempPath(kSummaryCsv),
+                                        tempPath(kSummaryJson)};
+  return std::any_of(std::begin(ours), std::end(ours),
+                     [&dir](const std::filesystem::path& name) { return std::filesystem::exists(dir / name); });
+}
+
+void validateName(const std::string& name) {
+  if (name.empty() || name == "." || name == ".." ||
+      name.find_first_of(std::string_view("/\\\0", 3)) != std::string::npos) {
+    throw std::invalid_argument("experiment name '" + name +
+                                "' cannot name a folder (empty, '.', '..', or holds '/', '\\' or NUL)");
+  }
+}
+
+// --- closing table -----------------------------------------------------------------------
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+double peakGib(const ExperimentRecord& r) {
+  return static_cast<double>(r.result.peak_memory.total().count) / kBytesPerGib;
+}
+
+/// The ranking key of an ok experiment: smaller is better.
+double rankValue(const ExperimentRecord& r, RankBy by) {
+  switch (by) {
+    case RankBy::kIterationTime:
+      return static_cast<double>(r.result.iteration.ps);
+    case RankBy::kMfu:
+      return -r.result.mfu;
+    case RankBy::kTokensPerSecond:
+      return -r.result.tokens_per_second;
+    case RankBy::kPeakMemory:
+      return peakGib(r);
+  }
+  return 0;
+}
+
+/// Rows of text cells rendered with each column as wide as its widest cell; columns
+/// flagged in `right` are right-aligned. No trailing spaces.
+std::string alignColumns(const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right) {
+  std::vector<size_t> width(right.size(), 0);
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c) {
+      if (c > 0) line += "  ";
+      const std::string pad(width[c] - row[c].size(), ' ');
+      line += right[c] ? pad + row[c] : row[c] + pad;
+    }
+    line.erase(line.find_last_not_of(' ') + 1);
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string sweptValue(const ExperimentRecord& r, const std::string& key) {
+  for (const auto& [k, v] : r.swept) {
+    if (k == key) return v;
+  }
+  return "";
+}
+
+}  // namespace
+
+// --- records -----------------------------------------------------------------------------
+
+const char* runStatusName(RunStatus status) {
+  switch (status) {
+    case RunStatus::kOk:
+      return "ok";
+    case RunStatus::kOom:
+      return "oom";
+    case RunStatus::kError:
+      return "error";
+  }
+  return "?";
+}
+
+RunStatus ExperimentRecord::status() const {
+  if (!error.empty()) return RunStatus::kError;
+  return result.oom ? RunStatus::kOom : RunStatus::kOk;
+}
+
+std::string formatExperimentId(uint64_t id) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(id));
+  return buf;
+}
+
+std::vector<std::string> sweptKeys(const std::vector<ExperimentRecord>& records) {
+  std::vector<std::string> keys;
+  for (const ExperimentRecord& r : records) collectSweptKeys(r, keys);
+  return keys;
+}
+
+std::string summaryCsv(const std::vector<ExperimentRecord>& records) {
+  const std::vector<std::string> keys = sweptKeys(records);
+  std::string text = csvHeader(keys);
+  for (const ExperimentRecord& r : records) text += csvRow(r, keys, csvMetrics(r));
+  return text;
+}
+
+std::string manifestJson(const ExperimentRecord& r) {
+  const Json manifest = {{"name", r.name},
+                         {"id", formatExperimentId(r.id)},
+                         {"index", r.index},
+                         {"seed", r.seed},
+                         {"version", kVersion},
+                         {"backends", kBackends},
+                         {"status", runStatusName(r.status())},
+                         {"error", r.error},
+                         {"swept", sweptJson(r)},
+                         {"config_yaml", r.resolved_config},
+                         {"config", configJson(r.resolved_config)},
+                         {"result", resultJson(r.result)}};
+  return manifest.dump(2) + "\n";
+}
+
+ExperimentRecord parseManifest(const std::string& text) {
+  try {
+    const Json j = Json::parse(text);
+    ExperimentRecord r;
+    r.name = j.at("name").get<std::string>();
+    r.id = parseExperimentId(j.at("id").get<std::string>());
+    r.index = j.at("index").get<uint64_t>();
+    r.seed = j.at("seed").get<uint64_t>();
+    r.error = j.at("error").get<std::string>();
+    for (const auto& [key, value] : j.at("swept").items()) r.swept.emplace_back(key, value.get<std::string>());
+    r.resolved_config = j.at("config_yaml").get<std::string>();
+    r.result = resultFromJson(j.at("result"));
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(std::string("not a Multiverse manifest: ") + e.what());
+  }
+}
+
+// --- ResultsWriter -------------------------------------------------------------------------
+
+void ResultsWriter::open(const std::filesystem::path& dir, OpenMode mode) {
+  dir_ = dir;
+  rows_.clear();
+  rows_by_id_.clear();
+  ids_by_name_.clear();
+  if (mode == OpenMode::kCreate && holdsResults(dir_)) {
+    throw std::runtime_error(dir_.string() +
+                             " already holds results; use --resume to continue that sweep, --force to replace "
+                             "its results, or choose another output folder");
+  }
+  if (mode == OpenMode::kOverwrite) {
+    std::filesystem::remove_all(dir_ / kExperimentsDir);
+    for (const char* file : {kSummaryCsv, kSummaryJson}) {
+      std::filesystem::remove(dir_ / file);
+      std::filesystem::remove(tempPath(dir_ / file));
+    }
+  }
+  std::filesystem::create_directories(dir_);
+  if (mode == OpenMode::kResume) {
+    for (const char* file : {kSummaryCsv, kSummaryJson}) std::filesystem::remove(tempPath(dir_ / file));
+    loadManifests();
+  }
+  writeSummaries();
+}
+
+void ResultsWriter::loadManifests() {
+  const std::filesystem::path root = dir_ / kExperimentsDir;
+  if (!std::filesystem::is_directory(root)) return;
+  for (const auto& entry : std::filesystem::directory_iterator(root)) {
+    if (!entry.is_directory()) continue;
+    const std::filesystem::path manifest = entry.path() / kManifest;
+    std::filesystem::remove(tempPath(manifest));
+    if (!std::filesystem::exists(manifest)) continue;  // started, never finished: not done
+    ExperimentRecord record;
+    try {
+      record = parseManifest(readFile(manifest));
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error("cannot resume from " + manifest.string() + ": " + e.what() +
+                               " (delete that experiment's folder to run it again)");
+    }
+    if (record.name != entry.path().filename().string()) {
+      throw std::runtime_error("cannot resume: " + manifest.string() + " names experiment '" + record.name +
+                               "', not its folder's name");
+    }
+    if (rows_by_id_.contains(record.id)) {
+      throw std::runtime_error("cannot resume: experiments '" + record.name + "' and '" +
+                               rows_.at(rows_by_id_.at(record.id)).record.name + "' have the same id " +
+                               formatExperimentId(record.id));
+    }
+    addRow(std::move(record), true);
+  }
+}
+
+std::vector<ExperimentRecord> ResultsWriter::records() const {
+  std::vector<ExperimentRecord> out;
+  out.reserve(rows_.size());
+  for (const auto& [key, row] : rows_) out.push_back(row.record);
+  return out;
+}
+
+std::filesystem::path ResultsWriter::experimentDir(const std::string& name) const {
+  validateName(name);
+  return dir_ / kExperimentsDir / name;
+}
+
+void ResultsWriter::checkCanAdd(const ExperimentRecord& record) const {
+  if (const auto it = rows_by_id_.find(record.id); it != rows_by_id_.end()) {
+    const Row& row = rows_.at(it->second);
+    if (row.record.name != record.name && !row.from_earlier_run) {
+      throw std::invalid_argument("experiments '" + row.record.name + "' and '" + record.name + "' have the same id " +
+                                  formatExperimentId(record.id));
+    }
+  }
+  if (const auto it = ids_by_name_.find(record.name); it != ids_by_name_.end() && it->second != record.id) {
+    const Row& row = rows_.at(rows_by_id_.at(it->second));
+    if (!row.from_earlier_run) {
+      throw std::invalid_argument("two experiments are named '" + record.name + "' (ids " +
+                                  formatExperimentId(it->second) + " and " + formatExperimentId(record.id) +
+                                  "); experiment names must be unique");
+    }
+  }
+}
+
+void ResultsWriter::write(const ExperimentRecord& record) {
+  const std::filesystem::path folder = experimentDir(record.name);
+  checkCanAdd(record);
+  // A result of an earlier run under another name goes, manifest included, so that a
+  // later resume does not find two experiments with one id.
+  if (const auto it = rows_by_id_.find(record.id); it != rows_by_id_.end()) {
+    const std::string old_name = rows_.at(it->second).record.name;
+    if (old_name != record.name) std::filesystem::remove(experimentDir(old_name) / kManifest);
+    removeRow(record.id);
+  }
+  if (const auto it = ids_by_name_.find(record.name); it != ids_by_name_.end()) removeRow(it->second);
+
+  std::filesystem::create_directories(folder);
+  writeAtomically(folder / kManifest, manifestJson(record));
+  addRow(record, false);
+  writeSummaries();
+}
+
+void ResultsWriter::addRow(ExperimentRecord record, bool from_earlier_run) {
+  const RowKey key{record.index, record.id};
+  rows_by_id_[record.id] = key;
+  ids_by_name_[record.name] = record.id;
+  std::string json = summaryRowJson(record).dump();
+  std::string csv_metrics = csvMetrics(record);
+  rows_[key] = Row{std::move(record), std::move(json), std::move(csv_metrics), from_earlier_run};
+}
+
+void ResultsWriter::removeRow(uint64_t id) {
+  const auto it = rows_by_id_.find(id);
+  if (it == rows_by_id_.end()) return;
+  ids_by_name_.erase(rows_.at(it->second).record.name);
+  rows_.erase(it->second);
+  rows_by_id_.erase(it);
+}
+
+void ResultsWriter::writeSummaries() const {
+  std::vector<std::string> keys;
+  for (const auto& [key, row] : rows_) collectSweptKeys(row.record, keys);
+
+  std::string csv = csvHeader(keys);
+  for (const auto& [key, row] : rows_) csv += csvRow(row.record, keys, row.csv_metrics);
+
+  Json columns = Json::array({"name", "id"});
+  for (const std::string& k : keys) columns.push_back(k);
+  for (const char* c : kMetricColumns) columns.push_back(c);
+  std::string json =
+      "{\n\"version\": " + Json(kVersion).dump() + ",\n\"columns\": " + columns.dump() + ",\n\"experiments\": [";
+  bool first = true;
+  for (const auto& [key, row] : rows_) {
+    json += first ? "\n" : ",\n";
+    json += row.json;
+    first = false;
+  }
+  json += "\n]\n}\n";
+
+  writeAtomically(dir_ / kSummaryCsv, csv);
+  writeAtomically(dir_ / kSummaryJson, json);
+}
+
+// --- closing table -----------------------------------------------------------------------
+
+std::string rankedTable(const std::vector<ExperimentRecord>& records, size_t top, RankBy by) {
+  std::vector<const ExperimentRecord*> order;
+  order.reserve(records.size());
+  for (const ExperimentRecord& r : records) order.push_back(&r);
+  std::stable_sort(order.begin(), order.end(), [by](const ExperimentRecord* a, const ExperimentRecord* b) {
+    const RunStatus sa = a->status(), sb = b->status();
+    if (sa != sb) return sa < sb;  // ok, then oom, then error
+    return sa == RunStatus::kOk && rankValue(*a, by) < rankValue(*b, by);
+  });
+  if (top > 0 && order.size() > top) order.resize(top);
+
+  const std::vector<std::string> keys = sweptKeys(records);
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> header = {"#", "name"};
+  header.insert(header.end(), keys.begin(), keys.end());
+  header.insert(header.end(), {"iteration ms", "MFU %", "tokens/s", "peak GiB"});
+  rows.push_back(header);
+  for (size_t i = 0; i < order.size(); ++i) {
+    const ExperimentRecord& r = *order[i];
+    const RunStatus status = r.status();
+    std::vector<std::string> row = {std::to_string(i + 1), r.name};
+    for (const std::string& key : keys) row.push_back(sweptValue(r, key));
+    if (status == RunStatus::kOk) {
+      row.insert(row.end(), {fixed(static_cast<double>(r.result.iteration.ps) / kPsPerMs, 3),
+                             fixed(100 * r.result.mfu, 1), fixed(r.result.tokens_per_second, 0)});
+    } else {
+      row.insert(row.end(), {status == RunStatus::kOom ? "OOM" : "error", "-", "-"});
+    }
+    row.push_back(status == RunStatus::kError ? "-" : fixed(peakGib(r), 1));
+    rows.push_back(std::move(row));
+  }
+  std::vector<bool> right(header.size(), false);
+  right[0] = true;
+  std::fill(right.end() - 4, right.end(), true);
+  return alignColumns(rows, right);
+}
+
+// --- progress ------------------------------------------------------------------------------
+
+ProgressStyle detectProgressStyle(int fd, bool quiet) {
+  if (quiet) return ProgressStyle::kQuiet;
+  return isatty(fd) ? ProgressStyle::kBar : ProgressStyle::kLines;
+}
+
+std::optional<double> remainingSeconds(const ProgressSnapshot& p) {
+  if (p.done >= p.total) return 0.0;
+  const size_t finished_here = p.done > p.done_at_start ? p.done - p.done_at_start : 0;
+  if (finished_here == 0) return std::nullopt;
+  return p.elapsed_s / static_cast<double>(finished_here) * static_cast<double>(p.total - p.done);
+}
+
+std::string formatDuration(std::optional<double> seconds) {
+  if (!seconds || !std::isfinite(*seconds) || *seconds < 0) return "--";
+  const auto s = static_cast<long long>(std::llround(*seconds));
+  char buf[48];
+  if (s < 60) {
+    std::snprintf(buf, sizeof buf, "%llds", s);
+  } else if (s < 3600) {
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, s / 60 % 60);
+  }
+  return buf;
+}
+
+std::string progressBar(size_t done, size_t total, size_t width) {
+  const size_t filled = total == 0 ? width : std::min(width, done * width / total);
+  std::string bar = "[";
+  bar.append(filled, '#').append(width - filled, '.').append("]");
+  return bar;
+}
+
+std::string progressBarLine(const ProgressSnapshot& p) {
+  return progressBar(p.done, p.total, 30) + " " + std::to_string(p.done) + "/" + std::to_string(p.total) +
+         "  elapsed " + formatDuration(p.elapsed_s) + "  ETA " + formatDuration(remainingSeconds(p));
+}
+
+std::string progressRecordLine(const ProgressSnapshot& p, const ExperimentRecord& r) {
+  const std::string total = std::to_string(p.total);
+  std::string done = std::to_string(p.done);
+  done.insert(0, total.size() > done.size() ? total.size() - done.size() : 0, ' ');
+  std::string status = runStatusName(r.status());
+  status.resize(5, ' ');
+  std::string line = "[" + done + "/" + total + "] " + status + " " + r.name + "  ";
+  switch (r.status()) {
+    case RunStatus::kOk:
+      line += "iteration " + fixed(static_cast<double>(r.result.iteration.ps) / kPsPerMs, 3) + " ms  MFU " +
+              fixed(100 * r.result.mfu, 1) + "%";
+      break;
+    case RunStatus::kOom:
+      line += "needs " + fixed(peakGib(r), 1) + " GiB per GPU";
+      break;
+    case RunStatus::kError:
+      line += r.error;
+      break;
+  }
+  return line + "  elapsed " + formatDuration(p.elapsed_s) + "  ETA " + formatDuration(remainingSeconds(p));
+}
+
+Progress::Progress(std::ostream& out, ProgressStyle style, size_t total, size_t done_at_start)
+    : out_(&out), style_(style), start_(std::chrono::steady_clock::now()) {
+  state_.total = total;
+  state_.done = done_at_start;
+  state_.done_at_start = done_at_start;
+  if (style_ == ProgressStyle::kBar) {
+    *out_ << "\r" << progressBarLine(state_) << "\x1b[K" << std::flush;
+    bar_shown_ = true;
+  }
+}
+
+ProgressSnapshot Progress::snapshot() const {
+  ProgressSnapshot p = state_;
+  p.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  return p;
+}
+
+void Progress::finished(const ExperimentRecord& record) {
+  ++state_.done;
+  const ProgressSnapshot p = snapshot();
+  switch (style_) {
+    case ProgressStyle::kQuiet:
+      return;
+    case ProgressStyle::kLines:
+      *out_ << progressRecordLine(p, record) << "\n" << std::flush;
+      return;
+    case ProgressStyle::kBar:
+      if (record.status() == RunStatus::kError) *out_ << "\r\x1b[K" << progressRecordLine(p, record) << "\n";
+      *out_ << "\r" << progressBarLine(p) << "\x1b[K" << std::flush;
+      return;
+  }
+}
+
+void Progress::finish() {
+  if (!bar_shown_) return;
+  *out_ << "\n" << std::flush;
+  bar_shown_ = false;
+}
+
+}  // namespace mv

@@ -1,0 +1,217 @@
+/**
+ * @file results.hpp
+ * The results side of a sweep (DESIGN.md §9, docs/results.md): one record per finished
+ * experiment, written as soon as it finishes to `<out>/experiments/<name>/manifest.json`
+ * and to the folder's `summary.csv` and `summary.json`, always through a temporary file
+ * and a rename so a kill at any moment leaves complete files; resuming an interrupted
+ * sweep; the closing table of the best experiments; and progress reporting.
+ */
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "systems/training_spec.hpp"
+
+namespace mv {
+
+/// How an experiment ended.
+enum class RunStatus : uint8_t {
+  kOk,     ///< simulated
+  kOom,    ///< did not fit in GPU memory; only the memory estimate is meaningful
+  kError,  ///< failed (bad configuration found late, simulation error); see `error`
+};
+
+/// "ok", "oom" or "error".
+const char* runStatusName(RunStatus status);
+
+/// One finished experiment: what identifies it, how it was configured, what it produced.
+struct ExperimentRecord {
+  /// Unique within a sweep; also the folder name, so no '/', '\\', "." or "..".
+  std::string name;
+  /// Stable id of the resolved configuration (TrainingExperiment::id).
+  uint64_t id = 0;
+  /// Position in the expanded sweep; summary rows are in this order (then by id).
+  uint64_t index = 0;
+  /// Swept keys (dotted, e.g. "parallelism.tp") and the value text, in axis order.
+  std::vector<std::pair<std::string, std::string>> swept;
+  /// YAML text of the fully resolved experiment.
+  std::string resolved_config;
+  uint64_t seed = 1;
+  TrainingResult result;
+  /// Why the experiment failed; non-empty means status error.
+  std::string error;
+
+  /// error when `error` is set, else oom when `result.oom`, else ok.
+  RunStatus status() const;
+};
+
+/// The id as 16 lower-case hex digits (file names, manifests, summaries).
+std::string formatExperimentId(uint64_t id);
+
+/// What `ResultsWriter::open` does with a folder that already holds results.
+enum class OpenMode : uint8_t {
+  kCreate,     ///< refuse (std::runtime_error) when the folder already holds results
+  kResume,     ///< keep every completed experiment found in the folder and add to them
+  kOverwrite,  ///< delete the previous summary files and experiments/ folder, start afresh
+};
+
+/**
+ * Writes a sweep's results into one folder as experiments finish.
+ *
+ * Layout: `summary.csv`, `summary.json` and `experiments/<name>/manifest.json`. Each
+ * `write` first writes the experiment's manifest, then rewrites both summaries from every
+ * completed experiment; every file goes through `<file>.tmp` and a rename, so readers and a
+ * later `--resume` only ever see complete files (a power failure is not covered: there is
+ * no fsync). The manifests are the ground truth: resuming reads them, ignores anything
+ * else (a truncated summary line, leftover `.tmp` files) and rewrites the summaries.
+ *
+ * Not synchronised: call `open`, `write` and the queries from one thread at a time (e.g.
+ * from a completion callback inside the caller's critical section). Errors of the file
+ * system are thrown as std::runtime_error (std::filesystem::filesystem_error included);
+ * invalid records as std::invalid_argument.
+ */
+class ResultsWriter {
+ public:
+  /// Creates `dir` (and its parents) when needed and prepares it according to `mode`.
+  /// kCreate refuses a folder holding summary.csv, summary.json or experiments/; other
+  /// files in it are left alone. kResume throws when a manifest cannot be read.
+  void open(const std::filesystem::path& dir, OpenMode mode);
+
+  /// Whether experiment `id` has completed (in this run or, after kResume, an earlier one).
+  bool isDone(uint64_t id) const { return rows_by_id_.contains(id); }
+  /// Completed experiments.
+  size_t size() const { return rows_.size(); }
+  /// Completed experiments in summary order.
+  std::vector<ExperimentRecord> records() const;
+
+  /**
+   * Records a finished experiment: its manifest, then both summaries. A record with the
+   * id of a completed one replaces it (a rerun); so does one taking the name of an
+   * experiment from an earlier run (its configuration changed). Throws
+   * std::invalid_argument for a bad name, or for an id or name already used by a
+   * different experiment of this run.
+   */
+  void write(const ExperimentRecord& record);
+
+  /// The folder of experiment `name` (where its manifest and any traces go).
+  std::filesystem::path experimentDir(const std::string& name) const;
+  const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  /// A completed experiment with its summary JSON object and CSV metric fields,
+  /// serialised once (the summaries are rewritten on every write).
+  struct Row {
+    ExperimentRecord record;
+    std::string json;
+    std::string csv_metrics;
+    bool from_earlier_run = false;
+  };
+  using RowKey = std::pair<uint64_t, uint64_t>;  // (index, id)
+
+  void checkCanAdd(const ExperimentRecord& record) const;
+  void loadManifests();
+  void addRow(ExperimentRecord record, bool from_earlier_run);
+  void removeRow(uint64_t id);
+  void writeSummaries() const;
+
+  std::filesystem::path dir_;
+  std::map<RowKey, Row> rows_;
+  std::unordered_map<uint64_t, RowKey> rows_by_id_;
+  std::unordered_map<std::string, uint64_t> ids_by_name_;
+};
+
+/// The swept keys of `records`, in first-seen order (the summary's swept columns).
+std::vector<std::string> sweptKeys(const std::vector<ExperimentRecord>& records);
+
+/// The header and rows of summary.csv for `records`, in the given order (RFC 4180).
+std::string summaryCsv(const std::vector<ExperimentRecord>& records);
+
+/// The text of `manifest.json` for `record` (what `ResultsWriter` writes).
+std::string manifestJson(const ExperimentRecord& record);
+/// The record a manifest describes; throws std::runtime_error when `text` is not one.
+ExperimentRecord parseManifest(const std::string& text);
+
+// --- closing table -------------------------------------------------------------------
+
+/// What the closing table ranks by; OOM and failed experiments always come last.
+enum class RankBy : uint8_t {
+  kIterationTime,    ///< iteration time, ascending
+  kMfu,              ///< MFU, descending
+  kTokensPerSecond,  ///< tokens/s, descending
+  kPeakMemory,       ///< peak memory per GPU, ascending
+};
+
+/**
+ * The best `top` experiments (all when `top` is 0) as an aligned text table: rank, name,
+ * one column per swept key, iteration ms, MFU %, tokens/s, peak GiB. Ties keep the input
+ * order; OOM rows follow the others, failed ones come last. Ends with a newline.
+ */
+std::string rankedTable(const std::vector<ExperimentRecord>& records, size_t top, RankBy by = RankBy::kIterationTime);
+
+// --- progress --------------------------------------------------------------------------
+
+/// How progress is shown.
+enum class ProgressStyle : uint8_t {
+  kBar,    ///< one line redrawn in place (a terminal)
+  kLines,  ///< one line per finished experiment (a log file, a pipe)
+  kQuiet,  ///< nothing
+};
+
+/// kQuiet when `quiet`, else kBar when file descriptor `fd` is a terminal, else kLines.
+ProgressStyle detectProgressStyle(int fd, bool quiet);
+
+/// Where a sweep stands.
+struct ProgressSnapshot {
+  size_t done = 0;           ///< finished, including those of an earlier run
+  size_t total = 0;          ///< experiments in the sweep
+  size_t done_at_start = 0;  ///< finished before this run started (resume)
+  double elapsed_s = 0;      ///< wall time of this run
+};
+
+/// Seconds left at this run's average pace, or nothing before this run finished any.
+std::optional<double> remainingSeconds(const ProgressSnapshot& p);
+/// "42s", "3m07s", "2h05m" ("--" for nothing).
+std::string formatDuration(std::optional<double> seconds);
+/// "[#######.............]" with `width` cells between the brackets.
+std::string progressBar(size_t done, size_t total, size_t width);
+/// The terminal line: bar, done/total, elapsed and ETA.
+std::string progressBarLine(const ProgressSnapshot& p);
+/// The plain line for one finished experiment: count, status, name, iteration time, MFU,
+/// elapsed and ETA (the error message for a failed one).
+std::string progressRecordLine(const ProgressSnapshot& p, const ExperimentRecord& record);
+
+/**
+ * Progress of a sweep, written to a stream as experiments finish. In kBar style the line
+ * is redrawn in place ('\r' and erase-to-end) and failures are printed above it; `finish`
+ * ends the line. Not synchronised, like ResultsWriter.
+ */
+class Progress {
+ public:
+  /// Starts the clock; `done_at_start` experiments were finished by an earlier run.
+  Progress(std::ostream& out, ProgressStyle style, size_t total, size_t done_at_start = 0);
+
+  /// Reports one finished experiment.
+  void finished(const ExperimentRecord& record);
+  /// Ends the progress output (a newline after the bar).
+  void finish();
+  ProgressSnapshot snapshot() const;
+
+ private:
+  std::ostream* out_;
+  ProgressStyle style_;
+  ProgressSnapshot state_;
+  std::chrono::steady_clock::time_point start_;
+  bool bar_shown_ = false;
+};
+
+}  // namespace mv
