@@ -224,6 +224,22 @@ class World {
   const std::vector<std::size_t>& pointerFields() const { return fields_; }
   /// Size in bytes of the buffer a view pointer refers to.
   std::size_t bufferBytes(const void* p) const { return buffers_.at(p).bytes; }
+  /// Bytes held by the buffers of table A (columns, compaction and pending areas, indices).
+  template <class A>
+  std::size_t tableBytes() const {
+    const auto* view = reinterpret_cast<const std::byte*>(&view_);
+    const auto* table = reinterpret_cast<const std::byte*>(&view_.template table<A>());
+    const auto lo = static_cast<std::size_t>(table - view);
+    const std::size_t hi = lo + sizeof(TableView<A>);
+    std::size_t n = 0;
+    for (std::size_t field : fields_) {
+      if (field < lo || field >= hi) continue;
+      const void* buffer = nullptr;
+      std::memcpy(&buffer, view + field, sizeof(buffer));
+      n += buffers_.at(buffer).bytes;
+    }
+    return n;
+  }
   /// Bytes held by all buffers of the world.
   std::size_t totalBytes() const {
     std::size_t n = 0;

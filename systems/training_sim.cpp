@@ -1,6 +1,7 @@
 #include "systems/training_sim.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <string>
 #include <tuple>
@@ -343,7 +344,60 @@ TrainingResult collectResult(TrainWorld& world, ExpId e, const TrainingExperimen
   return res;
 }
 
+/// Fills experiment e of a batch; returns the most flows it may create in one step.
+int64_t fillExperiment(TrainWorld& world, ExpId e, const TrainingExperiment& x, const SimulationOptions& options) {
+  const Plan plan = makePlan(x);
+  if (plan.program.templateTasks() >= kMaxFlowTasks) {
+    throw TrainingError("experiment '" + x.name + "': more than 2^20 tasks per stage");
+  }
+  world.config(e).net = net::pathQuantities(plan.layout, x.network);
+  world.config(e).train = plan.cfg;
+  ExperimentClock& clock = world.clock(e);
+  const int64_t lookahead =
+      options.lookahead.ps > 0 ? std::min(options.lookahead.ps, plan.lookahead_ps) : plan.lookahead_ps;
+  clock.lookahead_ps = lookahead;
+  clock.seed = x.seed;
+  clock.stable_id = static_cast<uint32_t>(x.id ^ (x.id >> 32));
+  if (options.time_limit.ps > 0) clock.end_ps = options.time_limit.ps;
+  // At analytical fidelity no flow ever exists: the network's rows are not built.
+  if (x.fidelity != NetworkFidelity::kAnalytical) net::buildNetwork(world, e, plan.layout, x.network, lookahead);
+  return buildTraining(world, e, x, plan);
+}
+
+template <class... As>
+std::size_t bytesOf(const TrainWorld& world, TypeList<As...>) {
+  return (std::size_t{0} + ... + world.tableBytes<As>());
+}
+template <class... As>
+int64_t rowsOf(const TrainWorld& world, TypeList<As...>) {
+  return (int64_t{0} + ... + world.view().template table<As>().rows);
+}
+
 }  // namespace
+
+TrainingFootprint measureFootprint(const TrainingExperiment& x) {
+  const std::vector<std::string> problems = checkTrainingExperiment(x);
+  if (!problems.empty()) throw TrainingError("experiment '" + x.name + "': " + problems.front());
+  const auto start = std::chrono::steady_clock::now();
+  TrainWorld world(1, TableCapacity{1, 1});
+  TrainingFootprint f;
+  f.flows_per_step = fillExperiment(world, 0, x, SimulationOptions{});
+  world.commitAllHost();
+  f.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const TrainView& v = world.view();
+  f.ranks = v.table<Rank>().rows;
+  f.template_tasks = v.table<ProgramTask>().rows;
+  f.rank_tasks = v.table<RankTask>().rows;
+  f.collectives = v.table<Collective>().rows;
+  f.transfer_states = v.table<TransferState>().rows;
+  f.program_bytes = bytesOf(world, TypeList<ProgramTask, ProgramSucc>{});
+  f.rank_bytes = bytesOf(world, TypeList<Rank, RankTask>{});
+  f.collective_bytes = bytesOf(world, TypeList<Collective, GroupMember, TransferShape, TransferSucc, TransferState>{});
+  f.network_bytes = bytesOf(world, net::NetworkArchetypes{});
+  f.network_rows = rowsOf(world, net::NetworkArchetypes{});
+  f.total_bytes = world.totalBytes();
+  return f;
+}
 
 MemoryBreakdown peakStageMemory(const TrainingExperiment& x) {
   return peakMemory(x.model, x.training, x.parallelism, x.memory);
@@ -421,22 +475,7 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
   const auto n = static_cast<uint32_t>(batch.size());
   TrainWorld world(n, TableCapacity{1024, 1024});
   int64_t flows_per_step = 0;
-  for (ExpId e = 0; e < n; ++e) {
-    const TrainingExperiment& x = experiments[batch[e]];
-    const Plan plan = makePlan(x);
-    if (plan.program.templateTasks() >= kMaxFlowTasks) throw TrainingError("experiment '" + x.name + "': more than 2^20 tasks per stage");
-    world.config(e).net = net::pathQuantities(plan.layout, x.network);
-    world.config(e).train = plan.cfg;
-    ExperimentClock& clock = world.clock(e);
-    const int64_t lookahead =
-        options.lookahead.ps > 0 ? std::min(options.lookahead.ps, plan.lookahead_ps) : plan.lookahead_ps;
-    clock.lookahead_ps = lookahead;
-    clock.seed = x.seed;
-    clock.stable_id = static_cast<uint32_t>(x.id ^ (x.id >> 32));
-    if (options.time_limit.ps > 0) clock.end_ps = options.time_limit.ps;
-    net::buildNetwork(world, e, plan.layout, x.network, lookahead);
-    flows_per_step += buildTraining(world, e, x, plan);
-  }
+  for (ExpId e = 0; e < n; ++e) flows_per_step += fillExperiment(world, e, experiments[batch[e]], options);
   world.commitAllHost();
   world.grow<net::Flow>(TableCapacity{2 * flows_per_step + 1024, flows_per_step + 1024});
   world.grow<net::FlowRecord>(TableCapacity{flows_per_step + 1024, flows_per_step + 1024});

@@ -43,6 +43,29 @@ using ResultCallback = std::function<void(std::size_t index, const TrainingResul
 std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment> experiments,
                                              const SimulationOptions& options, const ResultCallback& on_result = {});
 
+/// What one experiment costs the simulator: table rows and the bytes their buffers hold
+/// (tables are sized for this experiment alone; a batch sums them).
+struct TrainingFootprint {
+  int64_t ranks = 0;
+  int64_t template_tasks = 0;   ///< tasks over the stage programs (shared by the ranks of a stage)
+  int64_t rank_tasks = 0;       ///< per-rank task states
+  int64_t collectives = 0;
+  int64_t transfer_states = 0;  ///< per-instance transfer counters (packet fidelity)
+  int64_t network_rows = 0;
+  int64_t flows_per_step = 0;   ///< most flows the experiment may create in one step
+  std::size_t program_bytes = 0;
+  std::size_t rank_bytes = 0;
+  std::size_t collective_bytes = 0;
+  std::size_t network_bytes = 0;
+  std::size_t total_bytes = 0;
+  /// Host time to generate the programs and fill the tables.
+  double build_seconds = 0;
+};
+
+/// Builds `x` alone into a world and measures it (nothing is simulated). Throws like
+/// simulateTraining for an invalid experiment.
+TrainingFootprint measureFootprint(const TrainingExperiment& x);
+
 /// The training step graph, printed (text or Graphviz DOT).
 std::string describeTrainingGraph(bool dot);
 

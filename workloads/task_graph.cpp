@@ -247,7 +247,8 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
       const bool gathered_forward = it.forward && first_forward[it.chunk] && dist_opt;
       const int64_t total = it.forward ? bt.forward : bt.backward;
       const int64_t tp_total = it.forward ? bt.tp_forward : bt.tp_backward;
-      const auto grad_bytes = static_cast<int64_t>(params * options.grad_bytes);
+      const uint32_t grad_element = options.grad_bytes > 0 ? options.grad_bytes : activationBytes(config.precision);
+      const auto grad_bytes = static_cast<int64_t>(params * grad_element);
       const int64_t pieces = last_backward && par.dp > 1 ? bucketCount(grad_bytes, bucket)
                              : gathered_forward          ? static_cast<int64_t>(gathers[it.chunk].size())
                                                          : 1;

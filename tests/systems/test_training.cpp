@@ -44,7 +44,7 @@ TEST_CASE("ring all-reduce over the packet network takes 2(n-1)/n S/B plus its l
   x.collectives.dp_bucket = mebibytes(1024);  // one bucket: the whole all-reduce is exposed
   const TrainingResult r = runOne(x);
   const double params = parameterCount(x.model);
-  const double s_bytes = params * 4;
+  const double s_bytes = params * 2;  // bf16 gradients
   const double n = 4;
   // Each link of the ring carries one flow's data and the next flow's ACKs (one per packet).
   const double wire =
