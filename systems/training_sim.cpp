@@ -17,6 +17,7 @@
 #include "systems/network_layout.hpp"
 #include "systems/training_systems.hpp"
 #include "topologies/routing.hpp"
+#include "workloads/chakra_program.hpp"
 #include "workloads/compute_model.hpp"
 #include "workloads/flops.hpp"
 #include "workloads/task_graph.hpp"
@@ -70,7 +71,9 @@ Plan makePlan(const TrainingExperiment& x) {
   ProgramOptions po;
   po.dp_bucket = x.collectives.dp_bucket;
   po.tp_model = makeCollectiveModel(gpu, x.cluster.intra);
-  p.program = buildTrainingProgram(x.model, x.training, x.parallelism, ComputeModel(computeSpecOf(x.cluster.gpu)), po);
+  p.program = x.chakra.empty()
+                  ? buildTrainingProgram(x.model, x.training, x.parallelism, ComputeModel(computeSpecOf(x.cluster.gpu)), po)
+                  : programFromChakra(readChakraTraces(x.chakra, x.cluster.gpus), x.parallelism);
   const Routing routing = computeRouting(x.topology);
   p.layout = makeNetworkLayout(x.topology, routing, x.network.payload_bytes);
   TrainConfig& c = p.cfg;

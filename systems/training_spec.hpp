@@ -77,6 +77,9 @@ struct TrainingExperiment {
   uint64_t id = 0;
   uint64_t seed = 1;
   ModelSpec model;
+  /// Chakra traces `<chakra>.<rank>.et` (or `.json`) to run instead of the program generated
+  /// from the model (the model still gives memory and FLOPs); empty = generate.
+  std::string chakra;
   TrainingConfig training;
   Parallelism parallelism;
   ClusterSpec cluster;

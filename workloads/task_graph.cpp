@@ -22,6 +22,17 @@ int64_t TrainingProgram::templateTasks() const {
   return n;
 }
 
+void linkProgram(StageProgram& program, std::vector<std::pair<uint32_t, uint32_t>> edges) {
+  std::stable_sort(edges.begin(), edges.end(), [](auto a, auto b) { return a.first < b.first; });
+  for (auto [from, to] : edges) {
+    TaskDef& f = program.tasks[from];
+    if (f.succ_count == 0) f.succ_begin = static_cast<uint32_t>(program.succs.size());
+    ++f.succ_count;
+    program.succs.push_back(to);
+    ++program.tasks[to].dep_count;
+  }
+}
+
 std::vector<ScheduleItem> pipelineOrder(uint32_t stage, uint32_t stages, uint32_t micro_batches, uint32_t chunks) {
   const uint32_t p = stages;
   const uint32_t v = chunks;
@@ -112,14 +123,7 @@ class ProgramBuilder {
     edges_.emplace_back(from, to);
   }
   StageProgram finish() {
-    std::stable_sort(edges_.begin(), edges_.end(), [](auto a, auto b) { return a.first < b.first; });
-    for (auto [from, to] : edges_) {
-      TaskDef& f = program_.tasks[from];
-      if (f.succ_count == 0) f.succ_begin = static_cast<uint32_t>(program_.succs.size());
-      ++f.succ_count;
-      program_.succs.push_back(to);
-      ++program_.tasks[to].dep_count;
-    }
+    linkProgram(program_, std::move(edges_));
     return std::move(program_);
   }
 

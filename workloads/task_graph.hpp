@@ -12,6 +12,7 @@
 
 #include <compare>  // ecs/units.hpp uses <=> without including it
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "analytical/collective_model.hpp"
@@ -114,6 +115,10 @@ struct TrainingProgram {
  */
 TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par,
                                      const ComputeModel& compute, const ProgramOptions& options);
+
+/// Adds the edges (from, to) to `program` (successor lists and dependency counts); each
+/// edge is a cross-stream wait of `to` on `from`.
+void linkProgram(StageProgram& program, std::vector<std::pair<uint32_t, uint32_t>> edges);
 
 /// Order of (forward?, micro-batch, chunk) of stage `stage` under the 1F1B or interleaved schedule.
 struct ScheduleItem {

@@ -158,3 +158,51 @@ TEST_CASE("every all-reduce algorithm runs at packet level; hierarchical wins wh
 
 }  // namespace
 }  // namespace mv
+
+#include <filesystem>
+
+#include "analytical/gpu.hpp"
+#include "workloads/chakra_program.hpp"
+
+namespace mv {
+namespace {
+
+TEST_CASE("Chakra traces written by the project and read back give the same iteration") {
+  TrainingExperiment x = test::tinyExperiment(2, 2, 2, 4, 2);
+  x.model = test::tinyGpt(8, 512);
+  x.parallelism.distributed_optimizer = true;
+  x.collectives.dp_bucket = mebibytes(4);
+  ProgramOptions po;
+  po.dp_bucket = x.collectives.dp_bucket;
+  po.tp_model = makeCollectiveModel(gpuByName(x.cluster.gpu), x.cluster.intra);
+  const TrainingProgram program =
+      buildTrainingProgram(x.model, x.training, x.parallelism, ComputeModel(a100Compute()), po);
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "mv_test_chakra_roundtrip";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::vector<ChakraTrace> traces = programToChakra(program, x.parallelism);
+  REQUIRE(traces.size() == 8);
+  for (size_t r = 0; r < traces.size(); ++r) {
+    writeChakraFile(dir / ("job." + std::to_string(r) + (r % 2 == 0 ? ".et" : ".json")), traces[r]);
+  }
+  TrainingExperiment replay = x;
+  replay.chakra = (dir / "job").string();
+  replay.id = 99;
+  for (NetworkFidelity f : {NetworkFidelity::kAnalytical, NetworkFidelity::kPacket}) {
+    x.fidelity = f;
+    replay.fidelity = f;
+    const TrainingResult a = runOne(x);
+    const TrainingResult b = runOne(replay);
+    CHECK(a.iteration.ps == b.iteration.ps);
+    CHECK(a.exposed_dp.ps == b.exposed_dp.ps);
+    CHECK(a.exposed_pp.ps == b.exposed_pp.ps);
+  }
+  // A rank whose program differs from its stage's is refused.
+  std::vector<ChakraTrace> broken = traces;
+  broken[1].nodes.pop_back();
+  CHECK_THROWS_AS(programFromChakra(broken, x.parallelism), WorkloadError);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace mv

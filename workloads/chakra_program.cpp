@@ -1,0 +1,261 @@
+#include "workloads/chakra_program.hpp"
+
+#include <map>
+#include <string>
+#include <utility>
+
+namespace mv {
+
+namespace {
+
+ChakraAttribute intAttribute(std::string_view name, int64_t value) {
+  ChakraAttribute a;
+  a.name = std::string(name);
+  a.kind = ChakraValueKind::kInt64;
+  a.ints = {value};
+  return a;
+}
+
+std::optional<int64_t> intOf(const ChakraNode& n, std::string_view name) {
+  const ChakraAttribute* a = n.attribute(name);
+  return a != nullptr ? a->integer() : std::nullopt;
+}
+
+ChakraCollectiveType chakraType(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::kAllGather:
+      return ChakraCollectiveType::kAllGather;
+    case CollectiveOp::kReduceScatter:
+      return ChakraCollectiveType::kReduceScatter;
+    case CollectiveOp::kAllToAll:
+      return ChakraCollectiveType::kAllToAll;
+    case CollectiveOp::kBroadcast:
+      return ChakraCollectiveType::kBroadcast;
+    case CollectiveOp::kAllReduce:
+      break;
+  }
+  return ChakraCollectiveType::kAllReduce;
+}
+
+std::string nodeName(const TaskDef& t) {
+  static const char* const kKinds[] = {"compute", "send", "recv", "collective"};
+  std::string name = kKinds[static_cast<int>(t.kind)];
+  if (t.micro_batch != kNoTask) {
+    name += std::string(t.forward ? " fwd" : " bwd") + " mb" + std::to_string(t.micro_batch) + " chunk" +
+            std::to_string(t.chunk);
+  }
+  return name;
+}
+
+/// Megatron rank order: TP fastest, then DP, then PP.
+uint32_t rankAt(const Parallelism& par, uint32_t stage, uint32_t tp_index, uint32_t dp_index) {
+  return tp_index + par.tp * (dp_index + par.dp * stage);
+}
+
+ChakraTrace rankTrace(const StageProgram& prog, const Parallelism& par, uint32_t rank) {
+  const uint32_t tp_index = rank % par.tp;
+  const uint32_t dp_index = (rank / par.tp) % par.dp;
+  ChakraTrace trace;
+  trace.source = "rank " + std::to_string(rank);
+  trace.version = "0.0.4";
+  std::vector<std::vector<uint64_t>> waits(prog.tasks.size());
+  for (uint32_t i = 0; i < prog.tasks.size(); ++i) {
+    const TaskDef& t = prog.tasks[i];
+    for (uint32_t k = 0; k < t.succ_count; ++k) waits[prog.succs[t.succ_begin + k]].push_back(i);
+  }
+  uint32_t previous[kStreams] = {kNoTask, kNoTask, kNoTask, kNoTask};
+  for (uint32_t i = 0; i < prog.tasks.size(); ++i) {
+    const TaskDef& t = prog.tasks[i];
+    ChakraNode n;
+    n.id = i;
+    n.name = nodeName(t);
+    n.data_deps = waits[i];
+    if (previous[t.stream] != kNoTask) n.ctrl_deps = {previous[t.stream]};
+    previous[t.stream] = i;
+    n.setAttribute(intAttribute(chakra_attr::kStream, t.stream));
+    switch (t.kind) {
+      case TaskKind::kCompute:
+        n.type = ChakraNodeType::kComp;
+        n.duration_micros = static_cast<uint64_t>((t.compute_ps + t.tp_ps + 500'000) / 1'000'000);
+        n.setAttribute(intAttribute(chakra_attr::kComputePs, t.compute_ps));
+        n.setAttribute(intAttribute(chakra_attr::kTpPs, t.tp_ps));
+        break;
+      case TaskKind::kSend:
+        n.type = ChakraNodeType::kCommSend;
+        n.setCommDst(rankAt(par, t.peer_stage, tp_index, dp_index));
+        n.setCommTag(t.peer_task);
+        n.setCommSize(static_cast<uint64_t>(t.bytes));
+        break;
+      case TaskKind::kRecv:
+        n.type = ChakraNodeType::kCommRecv;
+        n.setCommSrc(rankAt(par, t.peer_stage, tp_index, dp_index));
+        n.setCommTag(i);
+        n.setCommSize(static_cast<uint64_t>(t.bytes));
+        break;
+      case TaskKind::kCollective:
+        n.type = ChakraNodeType::kCommColl;
+        n.setCommType(chakraType(t.op));
+        n.setCommSize(static_cast<uint64_t>(t.bytes));
+        n.setPgName(t.comm == CommKind::kEp ? "ep" : "dp");
+        break;
+    }
+    trace.nodes.push_back(std::move(n));
+  }
+  return trace;
+}
+
+[[noreturn]] void fail(const ChakraTrace& trace, const ChakraNode& n, const std::string& what) {
+  throw WorkloadError(trace.source + ": node " + std::to_string(n.id) + ": " + what);
+}
+
+CollectiveOp collectiveOf(const ChakraTrace& trace, const ChakraNode& n) {
+  switch (n.commType().value_or(ChakraCollectiveType::kBarrier)) {
+    case ChakraCollectiveType::kAllReduce:
+      return CollectiveOp::kAllReduce;
+    case ChakraCollectiveType::kAllGather:
+      return CollectiveOp::kAllGather;
+    case ChakraCollectiveType::kReduceScatter:
+    case ChakraCollectiveType::kReduceScatterBlock:
+      return CollectiveOp::kReduceScatter;
+    case ChakraCollectiveType::kAllToAll:
+      return CollectiveOp::kAllToAll;
+    default:
+      fail(trace, n, "collective type is not all-reduce, all-gather, reduce-scatter or all-to-all");
+  }
+}
+
+/// One stage's program from the trace of its first rank, in dependency order.
+struct ImportedStage {
+  StageProgram program;
+  /// Receive index by (source rank, tag).
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> receives;
+  /// Sends: (task index, destination rank, tag).
+  std::vector<std::tuple<uint32_t, uint32_t, uint32_t>> sends;
+};
+
+ImportedStage importStage(const ChakraTrace& trace, const Parallelism& par, uint32_t stage) {
+  ImportedStage out;
+  out.program.stage = stage;
+  const std::vector<size_t> order = topologicalOrder(trace);
+  std::map<uint64_t, uint32_t> index_of;
+  for (size_t k = 0; k < order.size(); ++k) index_of[trace.nodes[order[k]].id] = static_cast<uint32_t>(k);
+  std::vector<std::pair<uint32_t, uint32_t>> edges;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const ChakraNode& n = trace.nodes[order[k]];
+    TaskDef t;
+    const auto index = static_cast<uint32_t>(k);
+    switch (n.type) {
+      case ChakraNodeType::kComp:
+        t.kind = TaskKind::kCompute;
+        t.compute_ps = intOf(n, chakra_attr::kComputePs).value_or(static_cast<int64_t>(n.duration_micros) * 1'000'000);
+        t.tp_ps = intOf(n, chakra_attr::kTpPs).value_or(0);
+        t.stream = kComputeStream;
+        break;
+      case ChakraNodeType::kCommSend:
+        t.kind = TaskKind::kSend;
+        t.comm = CommKind::kPp;
+        t.stream = kSendStream;
+        out.sends.emplace_back(index, *n.commDst(), n.commTag().value_or(0));
+        break;
+      case ChakraNodeType::kCommRecv:
+        t.kind = TaskKind::kRecv;
+        t.comm = CommKind::kPp;
+        t.stream = kRecvStream;
+        if (!out.receives.emplace(std::make_pair(*n.commSrc(), n.commTag().value_or(0)), index).second) {
+          fail(trace, n, "two receives with the same source and tag");
+        }
+        t.peer_stage = *n.commSrc() / (par.tp * par.dp);
+        break;
+      case ChakraNodeType::kCommColl:
+        t.kind = TaskKind::kCollective;
+        t.op = collectiveOf(trace, n);
+        t.comm = n.pgName().value_or("dp") == "ep" ? CommKind::kEp : CommKind::kDp;
+        t.stream = t.comm == CommKind::kEp ? kComputeStream : kDpStream;
+        t.seq = t.comm == CommKind::kEp ? out.program.ep_collectives++ : out.program.dp_collectives++;
+        break;
+      default:
+        fail(trace, n, "node type " + std::string(chakraNodeTypeName(n.type)) + " cannot be simulated");
+    }
+    if (n.isComm()) t.bytes = static_cast<int64_t>(n.commSize().value_or(0));
+    if (const auto s = intOf(n, chakra_attr::kStream); s && *s >= 0 && *s < kStreams) t.stream = static_cast<uint8_t>(*s);
+    out.program.tasks.push_back(t);
+    // Waits on earlier tasks of the same stream are implied by stream order.
+    auto wait = [&](uint64_t dep) {
+      const uint32_t from = index_of.at(dep);
+      if (out.program.tasks[from].stream != t.stream) edges.emplace_back(from, index);
+    };
+    for (uint64_t d : n.ctrl_deps) wait(d);
+    for (uint64_t d : n.data_deps) wait(d);
+  }
+  std::sort(edges.begin(), edges.end());
+  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+  linkProgram(out.program, std::move(edges));
+  return out;
+}
+
+/// Whether two ranks' traces describe the same program.
+bool sameProgram(const ChakraTrace& a, const ChakraTrace& b) {
+  if (a.nodes.size() != b.nodes.size()) return false;
+  for (size_t i = 0; i < a.nodes.size(); ++i) {
+    const ChakraNode& x = a.nodes[i];
+    const ChakraNode& y = b.nodes[i];
+    if (x.type != y.type || x.duration_micros != y.duration_micros || x.commSize() != y.commSize() ||
+        x.ctrl_deps != y.ctrl_deps || x.data_deps != y.data_deps) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<ChakraTrace> programToChakra(const TrainingProgram& program, const Parallelism& par) {
+  std::vector<ChakraTrace> traces;
+  const uint32_t ranks = par.tp * par.pp * par.dp;
+  for (uint32_t r = 0; r < ranks; ++r) traces.push_back(rankTrace(program.stages[r / (par.tp * par.dp)], par, r));
+  return traces;
+}
+
+TrainingProgram programFromChakra(const std::vector<ChakraTrace>& traces, const Parallelism& par) {
+  const uint32_t per_stage = par.tp * par.dp;
+  if (traces.size() != size_t{per_stage} * par.pp) {
+    throw WorkloadError("expected " + std::to_string(per_stage * par.pp) + " rank traces (tp · pp · dp), got " +
+                        std::to_string(traces.size()));
+  }
+  TrainingProgram out;
+  std::vector<ImportedStage> stages;
+  for (uint32_t s = 0; s < par.pp; ++s) {
+    const ChakraTrace& first = traces[size_t{s} * per_stage];
+    for (uint32_t k = 1; k < per_stage; ++k) {
+      const ChakraTrace& other = traces[size_t{s} * per_stage + k];
+      if (!sameProgram(first, other)) {
+        throw WorkloadError(other.source + ": differs from " + first.source +
+                            "; the ranks of a pipeline stage must run the same program");
+      }
+    }
+    stages.push_back(importStage(first, par, s));
+  }
+  // Match each stage's sends with the receives of the stage's first rank's peers.
+  for (uint32_t s = 0; s < par.pp; ++s) {
+    const uint32_t me = s * per_stage;
+    for (auto [index, dst, tag] : stages[s].sends) {
+      const uint32_t peer_stage = dst / per_stage;
+      TaskDef& t = stages[s].program.tasks[index];
+      if (dst % per_stage != 0 || peer_stage >= par.pp) {
+        throw WorkloadError(traces[me].source + ": task " + std::to_string(index) + ": sends to rank " +
+                            std::to_string(dst) + ", not the same TP and DP position of another stage");
+      }
+      const auto it = stages[peer_stage].receives.find({me, tag});
+      if (it == stages[peer_stage].receives.end()) {
+        throw WorkloadError(traces[me].source + ": task " + std::to_string(index) + ": no receive on rank " +
+                            std::to_string(dst) + " matches its tag " + std::to_string(tag));
+      }
+      t.peer_stage = peer_stage;
+      t.peer_task = it->second;
+    }
+  }
+  for (ImportedStage& s : stages) out.stages.push_back(std::move(s.program));
+  return out;
+}
+
+}  // namespace mv
