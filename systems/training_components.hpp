@@ -39,6 +39,7 @@ struct TrainConfig {
   uint32_t gpus_per_server = 8;
   uint32_t nics_per_server = 8;
   uint32_t priority = 3;
+  uint32_t trace = 0;            ///< 1: record every finished task (TaskSpan rows)
   CollectiveModel intra;         ///< intra-server collective model of the GPU
 };
 
@@ -189,7 +190,18 @@ inline constexpr uint32_t kMaxFlowTasks = 1u << 20;
 inline constexpr uint32_t kMaxFlowCollectives = 1u << 21;
 inline constexpr uint32_t kMaxTransfers = 1u << 18;
 
+/// One finished task, for Chrome traces (recorded only when TrainConfig::trace is set).
+struct TaskSpanData {
+  uint32_t rank = 0;
+  uint32_t task = 0;
+  int64_t start_ps = 0;
+  int64_t end_ps = 0;
+};
+struct TaskSpan : Archetype<TaskSpanData> {
+  static constexpr const char* kName = "TaskSpan";
+};
+
 using TrainingArchetypes = TypeList<ProgramTask, ProgramSucc, Rank, RankTask, Collective, GroupMember, TransferShape,
-                                    TransferSucc, TransferState>;
+                                    TransferSucc, TransferState, TaskSpan>;
 
 }  // namespace mv::train

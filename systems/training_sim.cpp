@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <tuple>
@@ -309,6 +310,37 @@ int64_t buildTraining(TrainWorld& world, ExpId e, const TrainingExperiment& x, c
   return colls.firstWaveFlows() + 2 * int64_t{gpus};
 }
 
+/// Chrome trace JSON of experiment e's recorded tasks: a process per rank, a thread per stream.
+std::string chromeTrace(TrainWorld& world, ExpId e) {
+  static const char* const kStreamNames[kStreams] = {"compute", "pp send", "pp recv", "dp"};
+  auto& spans = world.table<TaskSpan>();
+  auto& ranks = world.table<Rank>();
+  auto& tasks = world.table<ProgramTask>();
+  std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  char buf[256];
+  bool first = true;
+  for (int64_t r = ranks.expBegin(e); r < ranks.expEnd(e); ++r) {
+    const uint32_t rank = ranks.get<RankInfo>(r).rank;
+    for (int s = 0; s < kStreams; ++s) {
+      std::snprintf(buf, sizeof(buf), "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%u,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
+                    first ? "" : ",\n", rank, s, kStreamNames[s]);
+      out += buf;
+      first = false;
+    }
+  }
+  for (int64_t row = spans.expBegin(e); row < spans.expEnd(e); ++row) {
+    const TaskSpanData& d = spans.get<TaskSpanData>(row);
+    const RankInfo& info = ranks.get<RankInfo>(ranks.expBegin(e) + d.rank);
+    const TaskDef& t = tasks.get<TaskDef>(tasks.expBegin(e) + info.program_base + d.task);
+    std::snprintf(buf, sizeof(buf), ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%.6f,\"dur\":%.6f}",
+                  taskName(t).c_str(), d.rank, unsigned{t.stream}, static_cast<double>(d.start_ps) * 1e-6,
+                  static_cast<double>(d.end_ps - d.start_ps) * 1e-6);
+    out += buf;
+  }
+  out += "\n]}\n";
+  return out;
+}
+
 /// The result of a finished experiment from its rank rows and counters.
 TrainingResult collectResult(TrainWorld& world, ExpId e, const TrainingExperiment& x) {
   TrainingResult res;
@@ -343,6 +375,7 @@ TrainingResult collectResult(TrainWorld& world, ExpId e, const TrainingExperimen
         static_cast<double>(x.training.global_batch) * sequenceLength(x.model, x.training) / seconds;
   }
   res.network = net::experimentCounters(world, e);
+  if (world.config(e).train.trace != 0) res.chrome_trace = chromeTrace(world, e);
   res.events = tasks + res.network.packet_hops;
   return res;
 }
@@ -355,6 +388,7 @@ int64_t fillExperiment(TrainWorld& world, ExpId e, const TrainingExperiment& x, 
   }
   world.config(e).net = net::pathQuantities(plan.layout, x.network);
   world.config(e).train = plan.cfg;
+  world.config(e).train.trace = options.trace ? 1u : 0u;
   ExperimentClock& clock = world.clock(e);
   const int64_t lookahead =
       options.lookahead.ps > 0 ? std::min(options.lookahead.ps, plan.lookahead_ps) : plan.lookahead_ps;
@@ -482,6 +516,10 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
   world.commitAllHost();
   world.grow<net::Flow>(TableCapacity{2 * flows_per_step + 1024, flows_per_step + 1024});
   world.grow<net::FlowRecord>(TableCapacity{flows_per_step + 1024, flows_per_step + 1024});
+  if (options.trace) {
+    const int64_t tasks = world.table<RankTask>().rows;
+    world.grow<TaskSpan>(TableCapacity{tasks + 1024, tasks + 1024});
+  }
 
   const CpuExecutor exec(options.threads);
   std::vector<bool> reported(n, false);

@@ -117,6 +117,9 @@ struct TrainingResult {
   int64_t events = 0;
   /// Non-empty when the experiment was simulated but could not finish (time limit).
   std::string error;
+  /// Chrome trace JSON of the iteration (one process per rank, one thread per stream, µs),
+  /// when SimulationOptions::trace is set.
+  std::string chrome_trace;
 };
 
 /// Knobs of a simulation run (not of an experiment).
@@ -128,6 +131,9 @@ struct SimulationOptions {
   /// Step Δ; 0 = the largest valid one per experiment (min link delay, half the step
   /// latency). A smaller value only slows the run down: results do not change.
   Picoseconds lookahead;
+  /// Record every task of every rank and return Chrome trace JSON with each result (memory
+  /// grows with ranks × tasks: for small runs).
+  bool trace = false;
 };
 
 }  // namespace mv

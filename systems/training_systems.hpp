@@ -344,6 +344,10 @@ struct RankSystem {
         if (d.kind == TaskKind::kRecv) n.sent_ps = own.sent_ps;
       }
     }
+    if (ops.cfg().trace != 0) {
+      ops.ctx.template table<TaskSpan>().create(ops.ctx.exp, (uint64_t{info.rank} << 32) | index,
+                                                TaskSpanData{info.rank, index, st.start[s], t});
+    }
     st.running[s] = kNoTask;
     st.busy_until[s] = t;
     times.finish = t > times.finish ? t : times.finish;

@@ -37,16 +37,6 @@ ChakraCollectiveType chakraType(CollectiveOp op) {
   return ChakraCollectiveType::kAllReduce;
 }
 
-std::string nodeName(const TaskDef& t) {
-  static const char* const kKinds[] = {"compute", "send", "recv", "collective"};
-  std::string name = kKinds[static_cast<int>(t.kind)];
-  if (t.micro_batch != kNoTask) {
-    name += std::string(t.forward ? " fwd" : " bwd") + " mb" + std::to_string(t.micro_batch) + " chunk" +
-            std::to_string(t.chunk);
-  }
-  return name;
-}
-
 /// Megatron rank order: TP fastest, then DP, then PP.
 uint32_t rankAt(const Parallelism& par, uint32_t stage, uint32_t tp_index, uint32_t dp_index) {
   return tp_index + par.tp * (dp_index + par.dp * stage);
@@ -68,7 +58,7 @@ ChakraTrace rankTrace(const StageProgram& prog, const Parallelism& par, uint32_t
     const TaskDef& t = prog.tasks[i];
     ChakraNode n;
     n.id = i;
-    n.name = nodeName(t);
+    n.name = taskName(t);
     n.data_deps = waits[i];
     if (previous[t.stream] != kNoTask) n.ctrl_deps = {previous[t.stream]};
     previous[t.stream] = i;

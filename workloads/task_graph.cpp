@@ -22,6 +22,17 @@ int64_t TrainingProgram::templateTasks() const {
   return n;
 }
 
+std::string taskName(const TaskDef& t) {
+  static const char* const kKinds[] = {"compute", "send", "recv", "collective"};
+  std::string name = kKinds[static_cast<int>(t.kind)];
+  if (t.kind == TaskKind::kCollective) name += std::string(" ") + collectiveOpName(t.op);
+  if (t.micro_batch != kNoTask) {
+    name += std::string(t.forward ? " fwd" : " bwd") + " mb" + std::to_string(t.micro_batch) + " chunk" +
+            std::to_string(t.chunk);
+  }
+  return name;
+}
+
 void linkProgram(StageProgram& program, std::vector<std::pair<uint32_t, uint32_t>> edges) {
   std::stable_sort(edges.begin(), edges.end(), [](auto a, auto b) { return a.first < b.first; });
   for (auto [from, to] : edges) {

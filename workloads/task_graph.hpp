@@ -12,6 +12,7 @@
 
 #include <compare>  // ecs/units.hpp uses <=> without including it
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -115,6 +116,9 @@ struct TrainingProgram {
  */
 TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par,
                                      const ComputeModel& compute, const ProgramOptions& options);
+
+/// A readable name: "compute fwd mb3 chunk0", "send bwd mb1 chunk0", "collective".
+std::string taskName(const TaskDef& task);
 
 /// Adds the edges (from, to) to `program` (successor lists and dependency counts); each
 /// edge is a cross-stream wait of `to` on `from`.

@@ -206,3 +206,31 @@ TEST_CASE("Chakra traces written by the project and read back give the same iter
 
 }  // namespace
 }  // namespace mv
+
+namespace mv {
+namespace {
+
+TEST_CASE("a Chrome trace has one complete event per task of every rank, within the iteration") {
+  TrainingExperiment x = test::tinyExperiment(2, 2, 2, 4, 2);
+  x.model = test::tinyGpt(8, 512);
+  SimulationOptions o;
+  o.threads = 2;
+  o.trace = true;
+  const std::vector<TrainingExperiment> one{x};
+  const TrainingResult r = simulateTraining(one, o).front();
+  const TrainingFootprint f = measureFootprint(x);
+  size_t events = 0;
+  for (size_t at = r.chrome_trace.find("\"ph\":\"X\""); at != std::string::npos;
+       at = r.chrome_trace.find("\"ph\":\"X\"", at + 1)) {
+    ++events;
+  }
+  CHECK(events == static_cast<size_t>(f.rank_tasks));
+  CHECK(r.chrome_trace.find("\"name\":\"compute fwd mb0 chunk0\"") != std::string::npos);
+  // Tracing does not change the result.
+  SimulationOptions plain = o;
+  plain.trace = false;
+  CHECK(simulateTraining(one, plain).front().iteration.ps == r.iteration.ps);
+}
+
+}  // namespace
+}  // namespace mv
