@@ -6,13 +6,49 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <string>
 
+#include "experiments/estimate.hpp"
+#include "experiments/experiment_yaml.hpp"
 #include "experiments/netsim.hpp"
+#include "experiments/sweep.hpp"
 #include "experiments/version.hpp"
 
 namespace mv {
+
+namespace {
+
+/// `multiverse validate`: expands the sweep, reads every experiment, reports every problem
+/// (exit 2) or the experiment count and a memory estimate (exit 0).
+int runValidate(const std::filesystem::path& file) {
+  Diagnostics diags;
+  const Sweep sweep = readSweep(file, diags);
+  int64_t total = 0;
+  int64_t largest = 0;
+  if (diags.empty()) {
+    readExperiments(sweep, diags, [&](TrainingExperiment&& x) {
+      const int64_t bytes = estimateMemory(x).total();
+      total += bytes;
+      largest = std::max(largest, bytes);
+    });
+  }
+  if (!diags.empty()) {
+    std::cerr << diags.format() << "multiverse: " << diags.items().size() << " problem"
+              << (diags.items().size() == 1 ? "" : "s") << " in " << file.string() << "\n";
+    return kExitUsageError;
+  }
+  const auto plural = [](uint64_t n, const char* what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); };
+  std::cout << file.string() << ": " << plural(sweep.experiments.size(), "experiment") << " ("
+            << plural(sweep.combinations, "combination") << ", " << sweep.dropped << " dropped by constraints)\n"
+            << "estimated simulation memory: " << formatBytes(total) << " in all, at most " << formatBytes(largest)
+            << " per experiment (a coarse estimate, see docs/sweep.md)\n";
+  return kExitOk;
+}
+
+}  // namespace
 
 int runCli(int argc, char** argv) {
   CLI::App app{"Multiverse: simulates many LLM-training-cluster experiments side by side in one process.",
@@ -28,6 +64,10 @@ int runCli(int argc, char** argv) {
   net->add_option("--out", netsim.out, "Results folder (default results/<name>)");
   net->add_option("--threads", netsim.threads, "CPU threads (default: all cores)")->check(CLI::Range(1, 1024));
   net->add_flag("--quiet", netsim.quiet, "Print nothing but errors");
+  std::string validate_file;
+  CLI::App* validate = app.add_subcommand(
+      "validate", "Expand a sweep file and check every experiment without running it (see docs/sweep.md)");
+  validate->add_option("sweep", validate_file, "sweep.yaml: base, sweep, zip, constraints")->required();
   app.footer(
       "Backends in this build: " + std::string(kBackends) +
       "\nExit codes: 0 success, 1 simulation error, 2 bad command line or input.");
@@ -47,9 +87,9 @@ int runCli(int argc, char** argv) {
     std::cout << describeNetworkGraph(dump_graph == "dot");
     return kExitOk;
   }
-  if (net->parsed()) {
+  if (validate->parsed() || net->parsed()) {
     try {
-      return runNetsim(netsim_file, netsim);
+      return validate->parsed() ? runValidate(validate_file) : runNetsim(netsim_file, netsim);
     } catch (const std::exception& e) {
       std::cerr << "multiverse: error: " << e.what() << "\n";
       return kExitRunError;

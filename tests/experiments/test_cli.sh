@@ -62,4 +62,20 @@ expect 2 "far.csv:2: NIC id out of range (the topology has 4 NICs)" netsim "$tmp
 printf 'topology: {kind: fat_tree, k: 3}\nflows: flows.csv\n' > "$tmp/odd.yaml"
 expect 2 "odd.yaml:1: topology:" netsim "$tmp/odd.yaml"
 expect 2 "missing.yaml: cannot open the file" netsim "$tmp/missing.yaml"
+
+# validate: a good sweep prints its experiment count and a memory estimate; a bad one lists
+# every problem with file:line: key.
+data="$src_dir/tests/experiments/data"
+expect 0 "good_sweep.yaml: 6 experiments (18 combinations, 12 dropped by constraints)" validate "$data/good_sweep.yaml"
+expect 0 "estimated simulation memory" validate "$data/good_sweep.yaml"
+expect 2 "bad_sweep.yaml:4: workload.model: unknown model 'gpt3-13bb'" validate "$data/bad_sweep.yaml"
+expect 2 "bad_sweep.yaml:6: workload.precison: unknown key (did you mean 'precision'?)" validate "$data/bad_sweep.yaml"
+expect 2 "bad_sweep.yaml:7: parallelism.tp: tensor parallelism must stay inside a server" validate "$data/bad_sweep.yaml"
+expect 2 "bad_sweep.yaml:9: topology: topology too small: it has 8 NICs, the job needs 32" validate "$data/bad_sweep.yaml"
+expect 2 "bad_sweep.yaml:10: network.fidelity: 'packets' is not one of packet, flow, analytical" validate "$data/bad_sweep.yaml"
+expect 2 "bad_sweep.yaml:13: parallelism.pp: expected an integer, got 'three' (experiment bad_sweep-three)" validate "$data/bad_sweep.yaml"
+expect 2 "multiverse: 8 problems in" validate "$data/bad_sweep.yaml"
+expect 2 "broken.yaml:2: YAML syntax error" validate "$tmp/broken.yaml"
+expect 2 "missing.yaml: cannot open the file" validate "$tmp/missing.yaml"
+expect 2 "sweep is required" validate
 exit $fail

@@ -1,0 +1,452 @@
+/**
+ * @file experiment_yaml.cpp
+ * Reading one sweep experiment into a TrainingExperiment, and the cross-field checks.
+ */
+#include "experiments/experiment_yaml.hpp"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analytical/gpu.hpp"
+#include "experiments/network_yaml.hpp"
+#include "systems/training_sim.hpp"
+#include "topologies/generators.hpp"
+
+namespace mv {
+
+namespace {
+
+constexpr int64_t kMaxCount = int64_t{1} << 20;  // largest tp, pp, dp, gpus, batch sizes
+constexpr int64_t kMaxShape = int64_t{1} << 24;  // largest model dimension
+
+bool startsWithKey(const std::string& key, const std::string& prefix) {
+  return key == prefix ||
+         (key.size() > prefix.size() && key.compare(0, prefix.size(), prefix) == 0 && key[prefix.size()] == '.');
+}
+
+/// 1-based line of a mark, 0 for nodes made by the expansion (no mark).
+int markLine(const YAML::Mark& mark) {
+  return mark.line >= 0 ? mark.line + 1 : 0;
+}
+
+/// `mapping` without the key `drop`; keys and values are the original nodes (marks kept).
+YAML::Node without(const YAML::Node& mapping, const std::string& drop) {
+  YAML::Node out(YAML::NodeType::Map);
+  if (!mapping.IsMap()) return out;
+  for (const auto& kv : mapping) {
+    if (kv.first.Scalar() != drop) out.force_insert(kv.first, kv.second);
+  }
+  return out;
+}
+
+/// Reads one experiment; problems are collected locally and given lines at the end.
+class ExperimentReader {
+ public:
+  ExperimentReader(const ExpandedExperiment& x, const std::filesystem::path& dir)
+      : x_(x), dir_(dir), file_(x.file.string()), root_(x.config, file_, "", local_) {
+    t_.name = x.name;
+    t_.id = x.id;
+  }
+
+  TrainingExperiment read(Diagnostics& out) {
+    root_.allowOnly(
+        {"name", "seed", "workload", "parallelism", "cluster", "topology", "network", "collectives", "memory"});
+    t_.seed = static_cast<uint64_t>(root_.integer("seed", 1, 0, INT64_MAX));
+    readWorkload(root_.child("workload"));
+    readParallelism(root_.child("parallelism"));
+    readCluster(root_.child("cluster"));
+    readTopology();
+    readNetwork(root_.child("network"));
+    readCollectives(root_.child("collectives"));
+    readMemory(root_.child("memory"));
+    checkCrossFields();
+    if (local_.empty()) checkSimulationRules();
+    for (Diagnostic d : local_.items()) {
+      if (d.line == 0) d.line = lineOf(d.key);
+      out.add(std::move(d));
+    }
+    return std::move(t_);
+  }
+
+ private:
+  // --- sections --------------------------------------------------------------------
+
+  void readWorkload(const ConfigReader& w) {
+    w.allowOnly({"model", "chakra", "global_batch", "micro_batch", "seq", "precision", "flash_attention"});
+    model_ok_ = readModel(w);
+    if (w.has("chakra")) t_.chakra = (dir_ / w.text("chakra", "")).string();
+    if (w.has("global_batch")) {
+      t_.training.global_batch = static_cast<uint32_t>(w.integer("global_batch", 0, 1, kMaxCount));
+    } else {
+      problem("workload.global_batch", "missing: sequences per optimizer step, all data-parallel replicas together");
+    }
+    t_.training.micro_batch = static_cast<uint32_t>(w.integer("micro_batch", 1, 1, kMaxCount));
+    t_.training.seq = static_cast<uint32_t>(w.integer("seq", 0, 1, kMaxShape));
+    static const std::vector<std::string> kPrecisions{"bf16", "fp16", "fp8", "fp32"};
+    t_.training.precision =
+        parseTrainingPrecision(kPrecisions[static_cast<size_t>(w.choice("precision", 0, kPrecisions))]);
+    t_.training.flash_attention = w.boolean("flash_attention", false);
+  }
+
+  /// The zoo model or inline shape of `workload.model`; false when there is none.
+  bool readModel(const ConfigReader& w) {
+    if (!w.has("model")) {
+      problem("workload.model",
+              "missing: a zoo name (" + joined(modelNames()) + ") or the shape (layers, hidden, heads, ...)");
+      return false;
+    }
+    const YAML::Node node = w.node()["model"];
+    if (node.IsScalar()) return zooModel(w, "model", node.Scalar(), t_.model);
+    if (!node.IsMap()) {
+      w.error("model", "expected a zoo name or a mapping of the model's shape");
+      return false;
+    }
+    return inlineModel(w.child("model"));
+  }
+
+  bool zooModel(const ConfigReader& r, const std::string& key, const std::string& name, ModelSpec& out) {
+    try {
+      out = modelByName(name);
+      return true;
+    } catch (const WorkloadError& e) {
+      const std::string hint = nearestKey(name, modelNames());
+      r.error(key, e.what() + (hint.empty() ? std::string() : " (did you mean '" + hint + "'?)"));
+      return false;
+    }
+  }
+
+  bool inlineModel(const ConfigReader& m) {
+    static const std::vector<std::string> kShapeKeys{
+        "layers", "hidden", "heads",           "kv_heads",         "ffn", "vocab", "seq", "gated_mlp", "experts",
+        "top_k",  "bias",   "tied_embeddings", "learned_positions"};
+    std::vector<std::string> allowed = kShapeKeys;
+    allowed.insert(allowed.end(), {"base", "name"});
+    m.allowOnly(allowed);
+    ModelSpec spec;
+    const bool has_base = m.has("base");
+    if (has_base && !zooModel(m, "base", m.text("base", ""), spec)) return false;
+    if (!has_base) {
+      for (const char* key : {"layers", "hidden", "heads"}) {
+        if (!m.has(key)) problem(m.keyPath(key), "missing: needed for a model without a base");
+      }
+      spec.vocab = 51200;
+      spec.seq = 2048;
+    }
+    spec.layers = count(m, "layers", spec.layers);
+    spec.hidden = count(m, "hidden", spec.hidden);
+    spec.heads = count(m, "heads", spec.heads);
+    spec.kv_heads = count(m, "kv_heads", has_base ? spec.kv_heads : spec.heads);
+    spec.ffn = count(m, "ffn", has_base ? spec.ffn : 4 * spec.hidden);
+    spec.vocab = count(m, "vocab", spec.vocab);
+    spec.seq = count(m, "seq", spec.seq);
+    spec.gated_mlp = m.boolean("gated_mlp", spec.gated_mlp);
+    spec.experts = count(m, "experts", spec.experts);
+    spec.top_k = count(m, "top_k", spec.top_k);
+    spec.bias = m.boolean("bias", spec.bias);
+    spec.tied_embeddings = m.boolean("tied_embeddings", spec.tied_embeddings);
+    spec.learned_positions = m.boolean("learned_positions", spec.learned_positions);
+    const bool reshaped =
+        std::any_of(kShapeKeys.begin(), kShapeKeys.end(), [&](const std::string& k) { return m.has(k); });
+    const std::string label = !has_base ? "custom" : (reshaped ? spec.name + "-custom" : spec.name);
+    spec.name = m.text("name", label);
+    t_.model = spec;
+    return spec.layers > 0 && spec.hidden > 0 && spec.heads > 0;
+  }
+
+  static uint32_t count(const ConfigReader& r, const std::string& key, uint32_t fallback) {
+    return static_cast<uint32_t>(r.integer(key, fallback, 1, kMaxShape));
+  }
+
+  void readParallelism(const ConfigReader& p) {
+    p.allowOnly({"tp", "pp", "dp", "ep", "vpp", "sp", "recompute", "distributed_optimizer", "schedule"});
+    Parallelism& par = t_.parallelism;
+    par.tp = static_cast<uint32_t>(p.integer("tp", 1, 1, kMaxCount));
+    par.pp = static_cast<uint32_t>(p.integer("pp", 1, 1, kMaxCount));
+    par.dp = static_cast<uint32_t>(p.integer("dp", 1, 1, kMaxCount));
+    par.ep = static_cast<uint32_t>(p.integer("ep", 1, 1, kMaxCount));
+    par.vpp = static_cast<uint32_t>(p.integer("vpp", 1, 1, 1024));
+    par.sequence_parallel = p.boolean("sp", false);
+    static const std::vector<std::string> kRecompute{"none", "selective", "full"};
+    par.recompute = parseRecompute(kRecompute[static_cast<size_t>(p.choice("recompute", 0, kRecompute))]);
+    par.distributed_optimizer = p.boolean("distributed_optimizer", false);
+    static const std::vector<std::string> kSchedules{"1f1b", "interleaved"};
+    par.schedule =
+        parseSchedule(kSchedules[static_cast<size_t>(p.choice("schedule", par.vpp > 1 ? 1 : 0, kSchedules))]);
+  }
+
+  void readCluster(const ConfigReader& c) {
+    c.allowOnly({"gpu", "gpus", "gpus_per_server", "nics_per_server", "fabric", "nvls_all_reduce", "pcie_bus_bandwidth",
+                 "pcie_step_latency"});
+    ClusterSpec& cl = t_.cluster;
+    cl.gpu = c.text("gpu", cl.gpu);
+    gpu_ = findGpu(cl.gpu);
+    if (!gpu_) {
+      std::vector<std::string> names;
+      for (const GpuSpec& g : gpuCatalogue()) names.emplace_back(g.name);
+      const std::string hint = nearestKey(cl.gpu, names);
+      c.error("gpu", "unknown GPU '" + cl.gpu + "'; valid names: " + gpuNameList() +
+                         (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+    }
+    const uint64_t product = uint64_t{t_.parallelism.tp} * t_.parallelism.pp * t_.parallelism.dp;
+    cl.gpus = static_cast<uint32_t>(
+        c.integer("gpus", static_cast<int64_t>(std::min<uint64_t>(product, kMaxCount)), 1, kMaxCount));
+    cl.gpus_per_server = static_cast<uint32_t>(
+        c.integer("gpus_per_server", std::min<uint32_t>(cl.gpus, kMaxServerGpus), 1, kMaxServerGpus));
+    cl.nics_per_server = static_cast<uint32_t>(c.integer("nics_per_server", cl.gpus_per_server, 1, 64));
+    static const std::vector<std::string> kFabrics{"nvlink", "pcie"};
+    cl.intra.fabric = c.choice("fabric", 0, kFabrics) == 0 ? ServerFabric::kNvlink : ServerFabric::kPcie;
+    cl.intra.nvls_all_reduce = c.boolean("nvls_all_reduce", cl.intra.nvls_all_reduce);
+    cl.intra.pcie_bus_bandwidth = BitsPerSecond{c.rateBps("pcie_bus_bandwidth", cl.intra.pcie_bus_bandwidth.bps)};
+    cl.intra.pcie_step_latency = Picoseconds{c.durationPs("pcie_step_latency", cl.intra.pcie_step_latency.ps)};
+    if (gpu_) {
+      try {
+        makeCollectiveModel(*gpu_, cl.intra);
+      } catch (const AnalyticalError& e) {
+        c.error("fabric", e.what());
+      }
+    }
+  }
+
+  void readTopology() {
+    const size_t before = local_.items().size();
+    if (root_.has("topology")) {
+      t_.topology = mv::readTopology(root_.child("topology"), dir_);
+    } else {
+      t_.topology = defaultTopology();
+    }
+    topology_ok_ = local_.items().size() == before && t_.topology.nicCount() > 0;
+  }
+
+  /// The fabric of an experiment without `topology:` (see readExperiment).
+  Topology defaultTopology() {
+    const ClusterSpec& cl = t_.cluster;
+    RailParams p;
+    p.servers = std::max<uint32_t>(1, cl.gpus / cl.gpus_per_server);
+    p.nics_per_server = cl.nics_per_server;
+    p.leaf_radix_down = std::min<uint32_t>(p.servers, 64);
+    p.spines = p.leaf_radix_down;
+    p.nic_rate = p.fabric_rate = gigabitsPerSecond(100);
+    p.nic_delay = p.fabric_delay = microseconds(1);
+    try {
+      return makeRailOptimized(p);
+    } catch (const TopologyError& e) {
+      problem("topology", std::string("the default rail-optimised topology: ") + e.what());
+      return Topology{};
+    }
+  }
+
+  void readNetwork(const ConfigReader& n) {
+    static const std::vector<std::string> kFidelities{"packet", "flow", "analytical"};
+    static constexpr NetworkFidelity kFidelity[] = {NetworkFidelity::kPacket, NetworkFidelity::kFlow,
+                                                    NetworkFidelity::kAnalytical};
+    t_.fidelity = kFidelity[n.choice("fidelity", 0, kFidelities)];
+    const ConfigReader rest(without(n.node(), "fidelity"), file_, "network", local_);
+    t_.network = readNetworkConfig(rest, net::NetworkConfig{});
+  }
+
+  void readCollectives(const ConfigReader& c) {
+    c.allowOnly(
+        {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "chunk", "step_latency", "dp_bucket", "priority"});
+    using A = CollectiveAlgorithm;
+    CollectiveAlgorithms& co = t_.collectives;
+    co.all_reduce = algorithm(c, "all_reduce",
+                              {{"ring", A::kRing},
+                               {"tree", A::kTree},
+                               {"halving_doubling", A::kHalvingDoubling},
+                               {"hierarchical", A::kHierarchical}});
+    const std::vector<std::pair<std::string, A>> gather{
+        {"ring", A::kRing}, {"halving_doubling", A::kHalvingDoubling}, {"hierarchical", A::kHierarchical}};
+    co.all_gather = algorithm(c, "all_gather", gather);
+    co.reduce_scatter = algorithm(c, "reduce_scatter", gather);
+    co.all_to_all = algorithm(c, "all_to_all", {{"direct", A::kDirect}, {"hierarchical", A::kHierarchical}});
+    co.chunk = Bytes{c.sizeBytes("chunk", co.chunk.count)};
+    co.step_latency = Picoseconds{c.durationPs("step_latency", co.step_latency.ps)};
+    co.dp_bucket = Bytes{c.sizeBytes("dp_bucket", co.dp_bucket.count)};
+    co.priority = static_cast<uint32_t>(c.integer("priority", co.priority, 1, 7));
+  }
+
+  /// The algorithm at `key` among `choices`; the first choice when absent.
+  static CollectiveAlgorithm algorithm(const ConfigReader& c, const std::string& key,
+                                       const std::vector<std::pair<std::string, CollectiveAlgorithm>>& choices) {
+    std::vector<std::string> names;
+    for (const auto& choice : choices) names.push_back(choice.first);
+    return choices[static_cast<size_t>(c.choice(key, 0, names))].second;
+  }
+
+  void readMemory(const ConfigReader& m) {
+    m.allowOnly({"workspace", "logits_bytes"});
+    t_.memory.workspace = Bytes{m.sizeBytes("workspace", t_.memory.workspace.count)};
+    t_.memory.logits_bytes = static_cast<uint32_t>(m.integer("logits_bytes", t_.memory.logits_bytes, 1, 8));
+  }
+
+  // --- cross-field rules -----------------------------------------------------------
+
+  void checkCrossFields() {
+    const ClusterSpec& cl = t_.cluster;
+    const Parallelism& par = t_.parallelism;
+    if (model_ok_) {
+      for (const ConfigProblem& p : validateParallelism(t_.model, t_.training, par, cl.gpus)) problem(p.key, p.message);
+    }
+    if (gpu_ && t_.training.precision == TrainingPrecision::kFp8 && !supportsPrecision(*gpu_, Precision::kFp8)) {
+      problem("workload.precision", cl.gpu + " has no FP8 tensor cores (use bf16, or a Hopper or Blackwell GPU)");
+    }
+    if (cl.gpus % cl.gpus_per_server != 0) {
+      problem("cluster.gpus",
+              num(cl.gpus) + " GPUs do not fill whole servers of gpus_per_server = " + num(cl.gpus_per_server));
+    }
+    if (cl.gpus_per_server % par.tp != 0) {
+      problem("parallelism.tp", "tensor parallelism must stay inside a server: tp (" + num(par.tp) +
+                                    ") must divide gpus_per_server (" + num(cl.gpus_per_server) + ")");
+    }
+    if (cl.gpus_per_server % cl.nics_per_server != 0) {
+      problem("cluster.nics_per_server", "must divide gpus_per_server (" + num(cl.gpus_per_server) +
+                                             "): GPU g of a server uses NIC g * nics_per_server / gpus_per_server");
+      return;
+    }
+    if (topology_ok_) checkTopologySize();
+    if (!t_.chakra.empty()) checkChakraFiles();
+  }
+
+  /// Every rank has a trace file `<chakra>.<rank>.et` or `.json` (their contents are read
+  /// when the run starts).
+  void checkChakraFiles() {
+    for (uint32_t rank = 0; rank < t_.cluster.gpus; ++rank) {
+      const std::string stem = t_.chakra + "." + std::to_string(rank);
+      if (std::filesystem::exists(stem + ".et") || std::filesystem::exists(stem + ".json")) continue;
+      problem("workload.chakra", "no trace for rank " + num(rank) + " (looked for " + stem + ".et and .json)");
+      return;
+    }
+  }
+
+  void checkTopologySize() {
+    const ClusterSpec& cl = t_.cluster;
+    const uint32_t servers = std::max<uint32_t>(1, cl.gpus / cl.gpus_per_server);
+    const uint64_t needed = uint64_t{servers} * cl.nics_per_server;
+    if (t_.topology.nicCount() < needed) {
+      problem("topology", "topology too small: it has " + num(t_.topology.nicCount()) + " NICs, the job needs " +
+                              std::to_string(needed) + " (" + num(servers) + " servers x " + num(cl.nics_per_server) +
+                              " NICs per server)");
+      return;
+    }
+    try {
+      validateTopology(t_.topology, static_cast<uint32_t>(needed));
+    } catch (const TopologyError& e) {
+      problem("topology", e.what());
+    }
+  }
+
+  /// What the simulation itself requires beyond the rules above (systems/training_sim.hpp);
+  /// each message starts with the key it concerns.
+  void checkSimulationRules() {
+    for (const std::string& message : checkTrainingExperiment(t_)) {
+      const size_t colon = message.find(": ");
+      if (colon == std::string::npos) {
+        problem("", message);
+      } else {
+        problem(message.substr(0, colon), message.substr(colon + 2));
+      }
+    }
+  }
+
+  // --- reporting -------------------------------------------------------------------
+
+  /// Records a problem at `key` unless that key already has one (a bad value read as its
+  /// default would otherwise be reported twice).
+  void problem(const std::string& key, const std::string& message) {
+    for (const Diagnostic& d : local_.items()) {
+      if (!key.empty() && d.key == key) return;
+    }
+    local_.add(Diagnostic{file_, 0, key, message});
+  }
+
+  /// The line `key` comes from: the value's own mark when it has one (the axis line for a
+  /// value an axis set), the line of an axis that set the key or a mapping around it, else
+  /// the closest enclosing key of the file.
+  int lineOf(const std::string& key) const {
+    const std::vector<std::string> parts = splitKeyPath(key);
+    int deepest = 0;
+    YAML::Node cur(x_.config);
+    for (size_t i = 0; i < parts.size() && cur.IsMap(); ++i) {
+      std::optional<YAML::Node> next;
+      int line = 0;
+      for (const auto& kv : cur) {
+        if (kv.first.Scalar() != parts[i]) continue;
+        const bool block = !kv.second.IsScalar() && kv.second.Style() != YAML::EmitterStyle::Flow;
+        line = block && markLine(kv.first.Mark()) > 0 ? markLine(kv.first.Mark()) : markLine(kv.second.Mark());
+        next.emplace(kv.second);
+        break;
+      }
+      if (!next) break;
+      if (i + 1 == parts.size() && line > 0) return line;
+      if (line > 0) deepest = line;
+      cur.reset(*next);
+    }
+    for (const auto& [axis_key, line] : x_.axis_lines) {
+      if (startsWithKey(key, axis_key) || startsWithKey(axis_key, key)) return line;
+    }
+    return deepest;
+  }
+
+  static std::string num(uint64_t v) { return std::to_string(v); }
+
+  static std::string joined(const std::vector<std::string>& names) {
+    std::string out;
+    for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+  }
+
+  const ExpandedExperiment& x_;
+  std::filesystem::path dir_;
+  std::string file_;
+  Diagnostics local_;
+  ConfigReader root_;
+  TrainingExperiment t_;
+  const GpuSpec* gpu_ = nullptr;
+  bool model_ok_ = false;
+  bool topology_ok_ = false;
+};
+
+}  // namespace
+
+TrainingExperiment readExperiment(const ExpandedExperiment& x, const std::filesystem::path& dir, Diagnostics& diags) {
+  ExperimentReader reader(x, dir);
+  return reader.read(diags);
+}
+
+void readExperiments(const Sweep& sweep, Diagnostics& diags, const std::function<void(TrainingExperiment&&)>& use) {
+  struct Seen {
+    Diagnostic diagnostic;
+    std::string first;
+    size_t count = 0;
+  };
+  std::vector<Seen> seen;
+  std::map<std::string, size_t> index;
+  for (const ExpandedExperiment& x : sweep.experiments) {
+    Diagnostics one;
+    TrainingExperiment t = readExperiment(x, sweep.file.parent_path(), one);
+    if (one.empty()) {
+      use(std::move(t));
+      continue;
+    }
+    for (const Diagnostic& d : one.items()) {
+      const auto [it, fresh] = index.emplace(d.format(), seen.size());
+      if (fresh) seen.push_back(Seen{d, x.name, 0});
+      ++seen[it->second].count;
+    }
+  }
+  const size_t total = sweep.experiments.size();
+  for (Seen& s : seen) {
+    if (total > 1) {
+      s.diagnostic.message += s.count == total ? " (every experiment)"
+                              : s.count == 1
+                                  ? " (experiment " + s.first + ")"
+                                  : " (experiment " + s.first + " and " + std::to_string(s.count - 1) + " more)";
+    }
+    diags.add(std::move(s.diagnostic));
+  }
+}
+
+}  // namespace mv

@@ -1,0 +1,38 @@
+/**
+ * @file experiment_yaml.hpp
+ * One expanded sweep experiment (sweep.hpp) read into the TrainingExperiment the training
+ * simulation takes (systems/training_spec.hpp): every key typed, defaulted and range-checked,
+ * unknown keys reported with the nearest valid one, then the cross-field rules (parallelism,
+ * servers, NICs, topology size) checked together. Every key is listed in docs/sweep.md.
+ */
+#pragma once
+
+#include <filesystem>
+#include <functional>
+
+#include "experiments/config_reader.hpp"
+#include "experiments/sweep.hpp"
+#include "systems/training_spec.hpp"
+
+namespace mv {
+
+/**
+ * Reads `x.config` into a TrainingExperiment (name and id from `x`). Relative file paths
+ * (a topology file) are resolved against `dir`. Every problem goes to `diags` with the
+ * sweep file, the line (of the axis when an axis set the value) and the key path; the
+ * experiment returned is then not to be simulated.
+ *
+ * Without `topology:` the experiment gets a non-blocking rail-optimised fabric sized for
+ * the job: gpus / gpus_per_server servers, nics_per_server rails, one leaf per rail per 64
+ * servers, as many spines as a leaf has servers, every link 100 Gb/s and 1 µs.
+ */
+TrainingExperiment readExperiment(const ExpandedExperiment& x, const std::filesystem::path& dir, Diagnostics& diags);
+
+/**
+ * Reads every experiment of `sweep` (paths relative to the sweep file's folder) and hands
+ * each one read without problems to `use`, in order. Problems go to `diags`, each distinct
+ * one once, saying which experiment has it (or how many) when the sweep has several.
+ */
+void readExperiments(const Sweep& sweep, Diagnostics& diags, const std::function<void(TrainingExperiment&&)>& use);
+
+}  // namespace mv

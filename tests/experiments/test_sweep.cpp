@@ -1,0 +1,682 @@
+/**
+ * @file test_sweep.cpp
+ * sweep.yaml: expansion (product, zip, constraints, names, ids), the constraint evaluator,
+ * reading experiments into TrainingExperiment with every validation path, the estimate.
+ */
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "experiments/estimate.hpp"
+#include "experiments/experiment_yaml.hpp"
+#include "experiments/sweep.hpp"
+
+using namespace mv;
+
+namespace {
+
+const std::filesystem::path kData = MV_TEST_DATA_DIR;
+
+/// Expands `yaml` as if it were the file data/inline.yaml.
+Sweep expand(const std::string& yaml, Diagnostics& diags) {
+  return parseSweep(yaml, kData / "inline.yaml", diags);
+}
+
+/// Expands `yaml`, expecting no problems.
+Sweep expandOk(const std::string& yaml) {
+  Diagnostics diags;
+  Sweep s = expand(yaml, diags);
+  INFO(diags.format());
+  REQUIRE(diags.empty());
+  return s;
+}
+
+/// Expands `yaml` and reads every experiment; returns the problems and the experiments read.
+Diagnostics readAll(const std::string& yaml, std::vector<TrainingExperiment>* out = nullptr) {
+  Diagnostics diags;
+  const Sweep s = expand(yaml, diags);
+  if (diags.empty()) {
+    readExperiments(s, diags, [&](TrainingExperiment&& x) {
+      if (out) out->push_back(std::move(x));
+    });
+  }
+  return diags;
+}
+
+/// Whether some diagnostic is at `line` (0: any line), has `key` and mentions `text`.
+bool has(const Diagnostics& diags, int line, const std::string& key, const std::string& text) {
+  for (const Diagnostic& d : diags.items()) {
+    if ((line == 0 || d.line == line) && d.key == key && d.message.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+/// Value text of dotted `key` in an experiment's swept list.
+std::string swept(const ExpandedExperiment& x, const std::string& key) {
+  for (const auto& [k, v] : x.swept) {
+    if (k == key) return v;
+  }
+  return "<unset>";
+}
+
+/// A valid base: gpt3-13b on 16 A100s (two servers), default rail topology.
+const std::string kBase = R"(base:
+  workload: {model: gpt3-13b, global_batch: 16}
+  parallelism: {tp: 8, pp: 1, dp: 2}
+  cluster: {gpu: a100-80gb}
+)";
+
+ExprValue eval(const std::string& text, const std::vector<std::pair<std::string, ExprValue>>& keys = {}) {
+  return Expression(text).evaluate([&](const std::string& key) -> std::optional<ExprValue> {
+    for (const auto& [k, v] : keys) {
+      if (k == key) return v;
+    }
+    return std::nullopt;
+  });
+}
+
+}  // namespace
+
+// ----------------------------------------------------------------------------------------
+// Expansion
+
+TEST_CASE("sweep axes expand as a product, first axis slowest", "[sweep]") {
+  const Sweep s = expandOk(kBase + R"(sweep:
+  network.cc: [dcqcn, hpcc]
+  parallelism.pp: [1, 2, 4]
+)");
+  REQUIRE(s.experiments.size() == 6);
+  CHECK(s.combinations == 6);
+  CHECK(s.dropped == 0);
+  CHECK(s.swept_keys == std::vector<std::string>{"network.cc", "parallelism.pp"});
+  const char* cc[] = {"dcqcn", "dcqcn", "dcqcn", "hpcc", "hpcc", "hpcc"};
+  const char* pp[] = {"1", "2", "4", "1", "2", "4"};
+  for (size_t i = 0; i < 6; ++i) {
+    CHECK(swept(s.experiments[i], "network.cc") == cc[i]);
+    CHECK(swept(s.experiments[i], "parallelism.pp") == pp[i]);
+    CHECK(s.experiments[i].config["network"]["cc"].Scalar() == cc[i]);
+    CHECK(s.experiments[i].config["parallelism"]["pp"].Scalar() == pp[i]);
+    CHECK(s.experiments[i].config["parallelism"]["tp"].Scalar() == "8");  // base kept
+  }
+}
+
+TEST_CASE("without axes a sweep is its base, named after the file", "[sweep]") {
+  const Sweep s = expandOk(kBase);
+  REQUIRE(s.experiments.size() == 1);
+  CHECK(s.combinations == 1);
+  CHECK(s.experiments[0].name == "inline");
+  CHECK(s.experiments[0].swept.empty());
+}
+
+TEST_CASE("a zip group is one axis whose keys vary together", "[sweep]") {
+  const Sweep s = expandOk(kBase + R"(zip:
+  - {parallelism.pp: [1, 2], workload.global_batch: [16, 32]}
+sweep:
+  network.cc: [dcqcn, hpcc]
+)");
+  REQUIRE(s.experiments.size() == 4);
+  // The zip group comes first in the file, so it is the slower axis.
+  CHECK(s.swept_keys == std::vector<std::string>{"parallelism.pp", "workload.global_batch", "network.cc"});
+  const char* pp[] = {"1", "1", "2", "2"};
+  const char* gb[] = {"16", "16", "32", "32"};
+  const char* cc[] = {"dcqcn", "hpcc", "dcqcn", "hpcc"};
+  for (size_t i = 0; i < 4; ++i) {
+    CHECK(swept(s.experiments[i], "parallelism.pp") == pp[i]);
+    CHECK(swept(s.experiments[i], "workload.global_batch") == gb[i]);
+    CHECK(swept(s.experiments[i], "network.cc") == cc[i]);
+  }
+}
+
+TEST_CASE("malformed axes are reported at their lines", "[sweep]") {
+  Diagnostics d;
+  expand(kBase + R"(sweep:
+  network.cc: hpcc
+  parallelism..tp: [1]
+  parallelism.pp: []
+zip:
+  - {parallelism.dp: [1, 2], network.load_balance: [ecmp]}
+  - {parallelism.dp: [1]}
+)",
+         d);
+  CHECK(has(d, 6, "sweep.network.cc", "expected a non-empty list"));
+  CHECK(has(d, 7, "sweep", "is not a dotted key path"));
+  CHECK(has(d, 8, "sweep.parallelism.pp", "expected a non-empty list"));
+  CHECK(has(d, 10, "zip[0]", "same length (parallelism.dp has 2, network.load_balance has 1)"));
+  CHECK(has(d, 11, "zip[1].parallelism.dp", "swept twice (also at line 10)"));
+}
+
+TEST_CASE("unknown top-level keys, a missing base and YAML syntax errors", "[sweep]") {
+  Diagnostics d;
+  expand(kBase + "sweeps:\n  network.cc: [hpcc]\n", d);
+  CHECK(has(d, 5, "sweeps", "unknown key (did you mean 'sweep'?)"));
+
+  Diagnostics missing;
+  expand("sweep: {network.cc: [hpcc]}\n", missing);
+  CHECK(has(missing, 1, "base", "missing"));
+
+  Diagnostics syntax;
+  expand("base:\n  workload: {model: gpt3-13b\n  parallelism: {tp: 8}\n", syntax);
+  REQUIRE(syntax.items().size() == 1);
+  CHECK(syntax.items()[0].line == 3);
+  CHECK(syntax.items()[0].message.find("YAML syntax error") == 0);
+
+  Diagnostics unreadable;
+  readSweep(kData / "no_such_file.yaml", unreadable);
+  CHECK(has(unreadable, 0, "", "cannot open the file"));
+}
+
+TEST_CASE("an axis may set a whole mapping and keys the base does not have", "[sweep]") {
+  const Sweep s = expandOk(kBase + R"(sweep:
+  topology:
+    - {kind: fat_tree, k: 4}
+    - {kind: star, nics: 16}
+  topology.link_rate: [100Gbps, 400Gbps]
+  collectives.all_reduce: [ring]
+)");
+  REQUIRE(s.experiments.size() == 4);
+  const YAML::Node t = s.experiments[3].config["topology"];
+  CHECK(t["kind"].Scalar() == "star");
+  CHECK(t["nics"].Scalar() == "16");
+  CHECK(t["link_rate"].Scalar() == "400Gbps");  // the deeper key is applied inside the mapping
+  CHECK(swept(s.experiments[0], "topology") == "{kind: fat_tree, k: 4}");
+  CHECK(s.experiments[0].config["collectives"]["all_reduce"].Scalar() == "ring");
+}
+
+// ----------------------------------------------------------------------------------------
+// Constraints
+
+TEST_CASE("constraints drop combinations", "[sweep]") {
+  const Sweep s = expandOk(R"(base:
+  workload: {model: gpt3-13b, global_batch: 16}
+  parallelism: {tp: 8}
+  cluster: {gpus: 32}
+sweep:
+  parallelism.pp: [1, 2, 4]
+  parallelism.dp: [1, 2, 4]
+  network.cc: [dcqcn, hpcc]
+constraints:
+  - "parallelism.tp * parallelism.pp * parallelism.dp == cluster.gpus"
+  - "network.cc != 'dcqcn' || parallelism.pp > 1"
+)");
+  CHECK(s.combinations == 18);
+  // tp*pp*dp == 32 keeps (1,4), (2,2), (4,1); dcqcn additionally needs pp > 1.
+  REQUIRE(s.experiments.size() == 5);
+  CHECK(s.dropped == 13);
+  for (const ExpandedExperiment& x : s.experiments) {
+    CHECK(std::stoi(swept(x, "parallelism.pp")) * std::stoi(swept(x, "parallelism.dp")) == 4);
+  }
+}
+
+TEST_CASE("constraint errors name the constraint's line", "[sweep]") {
+  Diagnostics d;
+  expand(kBase + R"(sweep:
+  parallelism.pp: [1, 2]
+constraints:
+  - "parallelism.pp * parallelism.zz == 2"
+  - "network.cc == hpcc"
+  - "parallelism.tp + 'x' > 1"
+  - "parallelism.pp +"
+  - "parallelism.pp * 2"
+)",
+         d);
+  CHECK(has(d, 8, "constraints", "unknown key 'parallelism.zz'"));
+  CHECK(has(d, 9, "constraints", "unknown key 'network.cc'"));
+  CHECK(has(d, 10, "constraints", "'+' needs numbers"));
+  CHECK(has(d, 11, "constraints", "column 17: unexpected end of the expression"));
+  CHECK(has(d, 12, "constraints", "not a condition (it evaluates to 2)"));
+  CHECK(d.items().size() == 5);  // each broken constraint reported once, not once per combination
+}
+
+TEST_CASE("the expression evaluator", "[sweep][expression]") {
+  CHECK(std::get<int64_t>(eval("1 + 2 * 3")) == 7);
+  CHECK(std::get<int64_t>(eval("(1 + 2) * 3")) == 9);
+  CHECK(std::get<int64_t>(eval("7 / 2")) == 3);
+  CHECK(std::get<int64_t>(eval("-7 % 3")) == -1);
+  CHECK(std::get<double>(eval("7 / 2.0")) == 3.5);
+  CHECK(std::get<double>(eval("1e3 + .5")) == 1000.5);
+  CHECK(std::get<bool>(eval("1 < 2 && 2 <= 2 && 3 > 2 && 3 >= 4 || !false")));
+  CHECK_FALSE(std::get<bool>(eval("!(1 == 1)")));
+  CHECK(std::get<bool>(eval("2 == 2.0")));
+  CHECK(std::get<bool>(eval("'abc' < \"abd\"")));
+  CHECK(std::get<bool>(
+      eval("a.b * 2 == 8 && c == 'x' && d", {{"a.b", int64_t{4}}, {"c", std::string("x")}, {"d", true}})));
+  // || and && stop early: the unknown key on the right is never looked up.
+  CHECK(std::get<bool>(eval("true || nope")));
+  CHECK_FALSE(std::get<bool>(eval("false && nope")));
+  CHECK(Expression("a.b + c.d * a.b").keys() == std::vector<std::string>{"a.b", "c.d"});
+
+  CHECK_THROWS_WITH(eval("1 / 0"), Catch::Contains("division by zero"));
+  CHECK_THROWS_WITH(eval("9223372036854775807 + 1"), Catch::Contains("integer overflow"));
+  CHECK_THROWS_WITH(eval("1.5 % 2"), Catch::Contains("'%' needs integers"));
+  CHECK_THROWS_WITH(eval("true < false"), Catch::Contains("cannot order"));
+  CHECK_THROWS_WITH(eval("1 == 'a'"), Catch::Contains("cannot compare 1 (integer) with 'a' (string)"));
+  CHECK_THROWS_WITH(eval("!3"), Catch::Contains("'!' needs true/false"));
+  CHECK_THROWS_WITH(eval("hpcc == 1"), Catch::Contains("write strings in quotes"));
+  CHECK_THROWS_WITH(Expression("(1 + 2"), Catch::Contains("column 7: expected ')'"));
+  CHECK_THROWS_WITH(Expression("1 & 2"), Catch::Contains("column 3: unexpected '&'"));
+  CHECK_THROWS_WITH(Expression("'open"), Catch::Contains("unterminated string"));
+  CHECK_THROWS_WITH(Expression("1 < 2 < 3"), Catch::Contains("unexpected '<'"));
+}
+
+TEST_CASE("scalar values: quoted text stays a string", "[sweep][expression]") {
+  const YAML::Node n = YAML::Load("{a: 8, b: '8', c: 0.5, d: true, e: hpcc, f: 100Gbps}");
+  CHECK(std::get<int64_t>(scalarValue(n["a"])) == 8);
+  CHECK(std::get<std::string>(scalarValue(n["b"])) == "8");
+  CHECK(std::get<double>(scalarValue(n["c"])) == 0.5);
+  CHECK(std::get<bool>(scalarValue(n["d"])));
+  CHECK(std::get<std::string>(scalarValue(n["e"])) == "hpcc");
+  CHECK(std::get<std::string>(scalarValue(n["f"])) == "100Gbps");
+}
+
+// ----------------------------------------------------------------------------------------
+// Names and ids
+
+TEST_CASE("names come from the template, safe for file names", "[sweep][names]") {
+  const Sweep s = expandOk(R"(base:
+  name: "{workload.model}/tp{parallelism.tp}-{network.cc} {topology}"
+  workload: {model: gpt3-13b, global_batch: 16}
+  parallelism: {tp: 8}
+  network: {cc: hpcc}
+  topology: {kind: fat_tree, k: 4}
+sweep:
+  parallelism.tp: [4, 8]
+)");
+  REQUIRE(s.experiments.size() == 2);
+  CHECK(s.experiments[0].name == "gpt3-13b_tp4-hpcc_fat_tree_4");
+  CHECK(s.experiments[1].name == "gpt3-13b_tp8-hpcc_fat_tree_4");
+  CHECK(s.experiments[1].config["name"].Scalar() == s.experiments[1].name);
+}
+
+TEST_CASE("default names: base name and the swept values", "[sweep][names]") {
+  const Sweep s = expandOk(R"(base:
+  name: study
+  workload: {model: gpt3-13b, global_batch: 16}
+sweep:
+  network.cc: [hpcc]
+  parallelism.pp: [2]
+  parallelism.sp: [true, false]
+  topology: [{kind: star, nics: 8}]
+)");
+  REQUIRE(s.experiments.size() == 2);
+  CHECK(s.experiments[0].name == "study-hpcc-pp2-sp-star_8");
+  CHECK(s.experiments[1].name == "study-hpcc-pp2-no_sp-star_8");
+}
+
+TEST_CASE("clashing names get -2, -3", "[sweep][names]") {
+  const Sweep s = expandOk(R"(base:
+  name: "{workload.model}"
+  workload: {model: gpt3-13b, global_batch: 16}
+sweep:
+  parallelism.pp: [1, 2, 4]
+)");
+  REQUIRE(s.experiments.size() == 3);
+  CHECK(s.experiments[0].name == "gpt3-13b");
+  CHECK(s.experiments[1].name == "gpt3-13b-2");
+  CHECK(s.experiments[2].name == "gpt3-13b-3");
+}
+
+TEST_CASE("name template problems", "[sweep][names]") {
+  Diagnostics d;
+  expand(R"(base:
+  name: "{workload.model}-{parallelism.tp}-{oops"
+  workload: {model: gpt3-13b, global_batch: 16}
+)",
+         d);
+  CHECK(has(d, 2, "name", "'{parallelism.tp}' in the name template is set neither in base nor by an axis"));
+  CHECK(has(d, 2, "name", "unclosed '{'"));
+}
+
+TEST_CASE("safeName and splitKeyPath", "[sweep][names]") {
+  CHECK(safeName("a/b c:d") == "a_b_c_d");
+  CHECK(safeName("../x") == "x");
+  CHECK(safeName("-rf") == "rf");
+  CHECK(safeName("///") == "experiment");
+  CHECK(safeName("llama3.1-405b+x") == "llama3.1-405b+x");
+  CHECK(safeName(std::string(300, 'a')).size() == 200);
+  CHECK(splitKeyPath("a.b_c.d") == std::vector<std::string>{"a", "b_c", "d"});
+  CHECK(splitKeyPath("a..b") == std::vector<std::string>{"a", "", "b"});
+}
+
+TEST_CASE("ids depend on the configuration only, not on axis order or name", "[sweep][ids]") {
+  const std::string a = kBase + "sweep:\n  network.cc: [dcqcn, hpcc]\n  parallelism.pp: [1, 2]\n";
+  const std::string b = kBase + "sweep:\n  parallelism.pp: [2, 1]\n  network.cc: [hpcc, dcqcn]\n";
+  const std::string c = R"(base:
+  name: other
+  cluster: {gpu: a100-80gb}
+  parallelism: {dp: 2, pp: 1, tp: 8}
+  workload: {global_batch: 16, model: gpt3-13b}
+zip:
+  - {network.cc: [hpcc, dcqcn, hpcc, dcqcn], parallelism.pp: [1, 1, 2, 2]}
+)";
+  std::set<uint64_t> ids_a;
+  std::set<uint64_t> ids_b;
+  std::set<uint64_t> ids_c;
+  for (const auto& x : expandOk(a).experiments) ids_a.insert(x.id);
+  for (const auto& x : expandOk(b).experiments) ids_b.insert(x.id);
+  for (const auto& x : expandOk(c).experiments) ids_c.insert(x.id);
+  CHECK(ids_a.size() == 4);  // different configurations, different ids
+  CHECK(ids_a == ids_b);
+  CHECK(ids_a == ids_c);
+
+  const Sweep one = expandOk(kBase);
+  const Sweep changed = expandOk(R"(base:
+  workload: {model: gpt3-13b, global_batch: 32}
+  parallelism: {tp: 8, pp: 1, dp: 2}
+  cluster: {gpu: a100-80gb}
+)");
+  CHECK(one.experiments[0].id != changed.experiments[0].id);
+  CHECK(configId(YAML::Load("{a: 1, b: [x, y]}")) == configId(YAML::Load("{b: [x, y], a: 1, name: n}")));
+  CHECK(configId(YAML::Load("{a: [x, y]}")) != configId(YAML::Load("{a: [y, x]}")));
+  CHECK(canonicalText(YAML::Load("{b: 'x:y', a: {}}")) == "{1:a{}1:b3=x:y}");
+}
+
+// ----------------------------------------------------------------------------------------
+// Reading experiments
+
+TEST_CASE("a full experiment round-trips into TrainingExperiment", "[sweep][experiment]") {
+  std::vector<TrainingExperiment> xs;
+  const Diagnostics d = readAll(R"(base:
+  name: full
+  seed: 7
+  workload:
+    model: {base: llama3-8b, layers: 16}
+    global_batch: 32
+    micro_batch: 2
+    seq: 4096
+    precision: fp8
+    flash_attention: true
+  parallelism: {tp: 4, pp: 2, dp: 2, ep: 1, vpp: 2, sp: true, recompute: full, distributed_optimizer: true,
+                schedule: interleaved}
+  cluster: {gpu: h100, gpus: 16, gpus_per_server: 4, nics_per_server: 2, fabric: nvlink, nvls_all_reduce: false}
+  topology: {kind: spine_leaf, leaves: 2, nics_per_leaf: 4, spines: 1, oversubscription: 4, link_rate: 200Gbps,
+             link_delay: 500ns}
+  network: {fidelity: analytical, cc: dctcp, load_balance: spray, payload: 4000}
+  collectives: {all_reduce: halving_doubling, all_gather: ring, reduce_scatter: halving_doubling,
+                all_to_all: hierarchical, chunk: 1MiB, step_latency: 3us, dp_bucket: 20MiB, priority: 5}
+  memory: {workspace: 2GiB, logits_bytes: 2}
+)",
+                                &xs);
+  INFO(d.format());
+  REQUIRE(d.empty());
+  REQUIRE(xs.size() == 1);
+  const TrainingExperiment& x = xs[0];
+  CHECK(x.name == "full");
+  CHECK(x.id != 0);
+  CHECK(x.seed == 7);
+  CHECK(x.model.name == "llama3-8b-custom");
+  CHECK(x.model.layers == 16);
+  CHECK(x.model.hidden == 4096);
+  CHECK(x.model.kv_heads == 8);
+  CHECK(x.model.ffn == 14336);
+  CHECK(x.model.gated_mlp);
+  CHECK(x.training.global_batch == 32);
+  CHECK(x.training.micro_batch == 2);
+  CHECK(x.training.seq == 4096);
+  CHECK(x.training.precision == TrainingPrecision::kFp8);
+  CHECK(x.training.flash_attention);
+  CHECK(x.parallelism.tp == 4);
+  CHECK(x.parallelism.pp == 2);
+  CHECK(x.parallelism.dp == 2);
+  CHECK(x.parallelism.vpp == 2);
+  CHECK(x.parallelism.sequence_parallel);
+  CHECK(x.parallelism.recompute == Recompute::kFull);
+  CHECK(x.parallelism.distributed_optimizer);
+  CHECK(x.parallelism.schedule == PipelineSchedule::kInterleaved);
+  CHECK(x.cluster.gpu == "h100");
+  CHECK(x.cluster.gpus == 16);
+  CHECK(x.cluster.gpus_per_server == 4);
+  CHECK(x.cluster.nics_per_server == 2);
+  CHECK(x.cluster.intra.fabric == ServerFabric::kNvlink);
+  CHECK_FALSE(x.cluster.intra.nvls_all_reduce);
+  CHECK(x.topology.nicCount() == 8);
+  CHECK(x.topology.switches().size() == 3);
+  CHECK(x.fidelity == NetworkFidelity::kAnalytical);
+  CHECK(x.network.cc == net::CcKind::kDctcp);
+  CHECK(x.network.load_balance == net::LoadBalance::kSpray);
+  CHECK(x.network.payload_bytes == 4000);
+  CHECK(x.collectives.all_reduce == CollectiveAlgorithm::kHalvingDoubling);
+  CHECK(x.collectives.all_gather == CollectiveAlgorithm::kRing);
+  CHECK(x.collectives.reduce_scatter == CollectiveAlgorithm::kHalvingDoubling);
+  CHECK(x.collectives.all_to_all == CollectiveAlgorithm::kHierarchical);
+  CHECK(x.collectives.chunk == mebibytes(1));
+  CHECK(x.collectives.step_latency == microseconds(3));
+  CHECK(x.collectives.dp_bucket == mebibytes(20));
+  CHECK(x.collectives.priority == 5);
+  CHECK(x.memory.workspace == mebibytes(2048));
+  CHECK(x.memory.logits_bytes == 2);
+}
+
+TEST_CASE("defaults: gpus from the parallelism, servers of 8, a rail fabric sized for the job", "[sweep][experiment]") {
+  std::vector<TrainingExperiment> xs;
+  const Diagnostics d = readAll(kBase, &xs);
+  INFO(d.format());
+  REQUIRE(xs.size() == 1);
+  const TrainingExperiment& x = xs[0];
+  CHECK(x.seed == 1);
+  CHECK(x.model.name == "gpt3-13b");
+  CHECK(x.training.micro_batch == 1);
+  CHECK(x.training.seq == 0);
+  CHECK(x.training.precision == TrainingPrecision::kBf16);
+  CHECK(x.parallelism.schedule == PipelineSchedule::k1F1B);
+  CHECK(x.parallelism.recompute == Recompute::kNone);
+  CHECK(x.cluster.gpus == 16);
+  CHECK(x.cluster.gpus_per_server == 8);
+  CHECK(x.cluster.nics_per_server == 8);
+  CHECK(x.fidelity == NetworkFidelity::kPacket);
+  CHECK(x.network.cc == net::CcKind::kDcqcn);
+  CHECK(x.topology.nicCount() == 16);
+  CHECK(x.topology.serverCount() == 2);
+  for (const TopoLink& l : x.topology.links()) {
+    CHECK(l.rate == gigabitsPerSecond(100));
+    CHECK(l.delay == microseconds(1));
+  }
+  CHECK(x.collectives.all_reduce == CollectiveAlgorithm::kRing);
+  CHECK(x.collectives.all_to_all == CollectiveAlgorithm::kDirect);
+  CHECK(x.collectives.step_latency == microseconds(2));
+  CHECK(x.memory.logits_bytes == 4);
+}
+
+TEST_CASE("an inline model without a base", "[sweep][experiment]") {
+  std::vector<TrainingExperiment> xs;
+  const Diagnostics d = readAll(R"(base:
+  workload:
+    model: {name: tiny, layers: 4, hidden: 512, heads: 8}
+    global_batch: 8
+)",
+                                &xs);
+  INFO(d.format());
+  REQUIRE(xs.size() == 1);
+  CHECK(xs[0].model.name == "tiny");
+  CHECK(xs[0].model.kv_heads == 8);
+  CHECK(xs[0].model.ffn == 2048);
+  CHECK(xs[0].model.vocab == 51200);
+  CHECK(xs[0].cluster.gpus == 1);
+  CHECK(xs[0].cluster.gpus_per_server == 1);
+  CHECK(xs[0].topology.nicCount() == 1);
+
+  const Diagnostics missing = readAll("base:\n  workload:\n    model: {hidden: 512}\n    global_batch: 8\n");
+  CHECK(has(missing, 3, "workload.model.layers", "missing"));
+  CHECK(has(missing, 3, "workload.model.heads", "missing"));
+}
+
+TEST_CASE("unknown keys, wrong types and out-of-range values", "[sweep][experiment]") {
+  const Diagnostics d = readAll(R"(base:
+  workload: {model: gpt3-13b, global_batch: 16, micro_bach: 2}
+  parallelism: {tp: 8, dp: two, recompute: some}
+  cluster: {gpu: a100-80gb, nics_per_server: 0}
+  collectives: {priority: 9, chunk: 4XB}
+  netwrk: {cc: hpcc}
+)");
+  CHECK(has(d, 2, "workload.micro_bach", "unknown key (did you mean 'micro_batch'?)"));
+  CHECK(has(d, 3, "parallelism.dp", "expected an integer, got 'two'"));
+  CHECK(has(d, 3, "parallelism.recompute", "'some' is not one of none, selective, full"));
+  CHECK(has(d, 4, "cluster.nics_per_server", "0 is out of range [1, 64]"));
+  CHECK(has(d, 5, "collectives.priority", "9 is out of range [1, 7]"));
+  CHECK(has(d, 5, "collectives.chunk", "bad size '4XB'"));
+  CHECK(has(d, 6, "netwrk", "unknown key (did you mean 'network'?)"));
+}
+
+TEST_CASE("cross-field problems are reported together", "[sweep][experiment]") {
+  SECTION("infeasible parallelism") {
+    const Diagnostics d = readAll(R"(base:
+  workload: {model: gpt3-13b, global_batch: 15}
+  parallelism:
+    tp: 8
+    pp: 3
+    dp: 2
+)");
+    CHECK(has(d, 5, "parallelism.pp", "layers (40) must be divisible by pp*vpp"));
+    CHECK(has(d, 2, "workload.global_batch", "must be divisible by micro_batch*dp"));
+  }
+  SECTION("tp*pp*dp differs from cluster.gpus") {
+    const Diagnostics d = readAll(R"(base:
+  workload: {model: gpt3-13b, global_batch: 16}
+  parallelism: {tp: 8, pp: 1, dp: 2}
+  cluster: {gpus: 32}
+)");
+    CHECK(has(d, 3, "parallelism", "tp*pp*dp = 8*1*2 = 16 but the cluster has 32 GPUs"));
+  }
+  SECTION("servers, TP placement and NICs") {
+    const Diagnostics d = readAll(R"(base:
+  workload: {model: gpt3-13b, global_batch: 16}
+  parallelism: {tp: 8, pp: 1, dp: 3}
+  cluster: {gpus_per_server: 5, nics_per_server: 3}
+)");
+    CHECK(has(d, 4, "cluster.gpus", "24 GPUs do not fill whole servers of gpus_per_server = 5"));
+    CHECK(has(d, 3, "parallelism.tp", "tp (8) must divide gpus_per_server (5)"));
+    CHECK(has(d, 4, "cluster.nics_per_server", "must divide gpus_per_server (5)"));
+  }
+  SECTION("topology too small") {
+    const Diagnostics d = readAll(kBase + "  topology: {kind: star, nics: 8}\n");
+    CHECK(has(d, 5, "topology", "topology too small: it has 8 NICs, the job needs 16 (2 servers x 8 NICs per server)"));
+  }
+  SECTION("missing topology file") {
+    const Diagnostics d = readAll(kBase + "  topology: {kind: file, path: missing_topology.txt}\n");
+    REQUIRE(d.items().size() == 1);
+    CHECK(d.items()[0].line == 5);
+    CHECK(d.items()[0].key == "topology");
+    CHECK(d.items()[0].message.find("missing_topology.txt") != std::string::npos);
+  }
+  SECTION("a topology file relative to the sweep file") {
+    const Diagnostics d = readAll(R"(base:
+  workload: {model: gpt3-13b, global_batch: 2}
+  parallelism: {tp: 1, dp: 2}
+  cluster: {gpus_per_server: 1, nics_per_server: 1}
+  topology: {kind: file, path: two_nics.txt}
+)");
+    INFO(d.format());
+    CHECK(d.empty());
+  }
+  SECTION("unknown model and GPU") {
+    const Diagnostics d = readAll(R"(base:
+  workload: {model: gpt3-13bb, global_batch: 16}
+  parallelism: {tp: 8, dp: 2}
+  cluster: {gpu: h10}
+)");
+    CHECK(has(d, 2, "workload.model", "unknown model 'gpt3-13bb'; valid names: gpt3-13b"));
+    CHECK(has(d, 2, "workload.model", "(did you mean 'gpt3-13b'?)"));
+    CHECK(has(d, 4, "cluster.gpu", "unknown GPU 'h10'; valid names: a100-80gb"));
+    CHECK(has(d, 4, "cluster.gpu", "(did you mean 'h100'?)"));
+  }
+  SECTION("FP8 on a GPU without it") {
+    const Diagnostics d = readAll(R"(base:
+  workload: {model: gpt3-13b, global_batch: 16, precision: fp8}
+  parallelism: {tp: 8, dp: 2}
+)");
+    CHECK(has(d, 2, "workload.precision", "a100-80gb has no FP8 tensor cores"));
+  }
+  SECTION("missing model and batch") {
+    const Diagnostics d = readAll("base:\n  workload: {seq: 2048}\n");
+    CHECK(has(d, 2, "workload.model", "missing: a zoo name"));
+    CHECK(has(d, 2, "workload.global_batch", "missing"));
+  }
+}
+
+TEST_CASE("Chakra traces are found relative to the sweep file, one per rank", "[sweep][experiment]") {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "mv_test_sweep_chakra";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "traces");
+  const std::string yaml = R"(base:
+  workload: {model: gpt3-13b, chakra: traces/run, global_batch: 2}
+  parallelism: {dp: 2}
+  cluster: {gpus_per_server: 1, nics_per_server: 1}
+)";
+  auto readIn = [&](std::vector<TrainingExperiment>* out) {
+    Diagnostics d;
+    const Sweep s = parseSweep(yaml, dir / "sweep.yaml", d);
+    readExperiments(s, d, [&](TrainingExperiment&& x) { out->push_back(std::move(x)); });
+    return d;
+  };
+  std::vector<TrainingExperiment> xs;
+  std::ofstream(dir / "traces" / "run.0.et").put('x');
+  const Diagnostics missing = readIn(&xs);
+  CHECK(has(missing, 2, "workload.chakra", "no trace for rank 1"));
+  std::ofstream(dir / "traces" / "run.1.json").put('x');
+  const Diagnostics found = readIn(&xs);
+  INFO(found.format());
+  CHECK(found.empty());
+  REQUIRE(xs.size() == 1);
+  CHECK(xs[0].chakra == (dir / "traces" / "run").string());
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a bad value from an axis points at the axis line and names the experiment", "[sweep][experiment]") {
+  const Diagnostics d = readAll(kBase + R"(sweep:
+  parallelism.pp: [1, 3]
+  network.cc: [hpcc, hpc]
+  parallelism.vppp: [1]
+)");
+  CHECK(has(d, 6, "parallelism.pp", "layers (40) must be divisible by pp*vpp"));
+  CHECK(has(d, 6, "parallelism.pp", "(experiment inline-pp3-hpcc-vppp1 and 1 more)"));
+  CHECK(has(d, 7, "network.cc",
+            "'hpc' is not one of none, dcqcn, hpcc, dctcp (did you mean 'hpcc'?) (experiment "
+            "inline-pp1-hpc-vppp1 and 1 more)"));
+  CHECK(has(d, 8, "parallelism.vppp", "unknown key (did you mean 'vpp'?) (every experiment)"));
+}
+
+TEST_CASE("every experiment of the example sweep reads cleanly", "[sweep][experiment]") {
+  Diagnostics d;
+  const Sweep s = readSweep(kData / "good_sweep.yaml", d);
+  std::vector<std::string> names;
+  std::vector<uint64_t> ids;
+  readExperiments(s, d, [&](TrainingExperiment&& x) {
+    names.push_back(x.name);
+    ids.push_back(x.id);
+  });
+  INFO(d.format());
+  CHECK(d.empty());
+  REQUIRE(ids.size() == s.experiments.size());
+  for (size_t i = 0; i < ids.size(); ++i) CHECK(ids[i] == s.experiments[i].id);
+  CHECK(s.combinations == 18);
+  CHECK(s.dropped == 12);
+  CHECK(names == std::vector<std::string>{"gpt3-13b-tp8-pp1-dcqcn", "gpt3-13b-tp8-pp2-dcqcn", "gpt3-13b-tp8-pp4-dcqcn",
+                                          "gpt3-13b-tp8-pp1-hpcc", "gpt3-13b-tp8-pp2-hpcc", "gpt3-13b-tp8-pp4-hpcc"});
+}
+
+// ----------------------------------------------------------------------------------------
+// Estimate
+
+TEST_CASE("the memory estimate follows the fidelity", "[sweep][estimate]") {
+  std::vector<TrainingExperiment> xs;
+  const Diagnostics d = readAll(kBase, &xs);
+  INFO(d.format());
+  REQUIRE(xs.size() == 1);
+  TrainingExperiment x = xs[0];
+  const MemoryEstimate packet = estimateMemory(x);
+  x.fidelity = NetworkFidelity::kFlow;
+  const MemoryEstimate flow = estimateMemory(x);
+  x.fidelity = NetworkFidelity::kAnalytical;
+  const MemoryEstimate analytical = estimateMemory(x);
+  CHECK(packet.ranks == 16 * kEstimateRankBytes);
+  CHECK(packet.switch_pool == 65536 * kEstimatePacketBytes);
+  CHECK(packet.nic_control == 16 * 64 * kEstimatePacketBytes);
+  CHECK(packet.link_slots > 0);
+  CHECK(packet.total() > flow.total());
+  CHECK(flow.total() > analytical.total());
+  CHECK(analytical.total() == analytical.ranks);
+  CHECK(formatBytes(512) == "512 B");
+  CHECK(formatBytes(3 * 1024 * 1024 / 2) == "1.5 MiB");
+}
