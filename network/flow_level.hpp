@@ -1,0 +1,572 @@
+/**
+ * @file flow_level.hpp
+ * The `flow` fidelity (DESIGN.md §7): flows are fluids that share links max-min fairly.
+ * Same inputs as the packet network (a NetworkLayout, flows as FlowSpec rows keyed
+ * flowKey(src, id)) and the same outputs (FlowRecord rows with FlowResult), no packets.
+ *
+ * Per experiment, one static `FluidNet` row owns every fluid flow of the experiment: flows
+ * sharing a link are coupled with zero delay, so one system invocation advances them all,
+ * event by event at exact picoseconds (parallelism is across experiments). Events are flow
+ * arrivals (start_ps) and drain completions; at each event the rates are recomputed by
+ * progressive filling over the directed links (NIC links included, so NIC rates cap them).
+ *
+ * Arithmetic is in integers: a flow's remaining work is kept in 10^-12 bit units (128 bits), so
+ * draining `rate` b/s for `dt` ps removes exactly rate × dt of it; rates are whole b/s
+ * (the fair share is rounded down, so no link is ever over-subscribed); a drain completion
+ * is rounded up to the next picosecond (a flow never finishes early). See docs/flow_level.md.
+ */
+#pragma once
+
+#include <cstdint>
+
+#include "ecs/macros.hpp"
+#include "ecs/system.hpp"
+#include "ecs/table.hpp"
+#include "ecs/type_list.hpp"
+#include "ecs/units.hpp"
+#include "network/components.hpp"
+#include "network/switch_system.hpp"
+
+namespace mv::net {
+
+/// 10^-12 bits per bit: remaining work is counted in rate (b/s) × time (ps) units.
+inline constexpr int64_t kSubBitsPerBit = 1000LL * 1000 * 1000 * 1000;
+
+/// World status bit: more flows were active at once than `FluidNetInfo::path_blocks`
+/// (raise `max_active_flows` of buildFluidNetwork).
+inline constexpr uint32_t kStatusFluidPaths = 1u << 19;
+
+// --- per experiment ----------------------------------------------------------------------
+
+/// What the fluid model of one experiment is built from (written by the host).
+struct FluidNetInfo {
+  uint32_t link_count = 0;    ///< directed links (numbered as the packet network's)
+  uint32_t path_stride = 0;   ///< FluidHop rows per path block: links of the longest route
+  uint32_t path_blocks = 0;   ///< path blocks: flows that may be active at once
+  int32_t payload_bytes = 0;  ///< data payload per packet
+  int32_t header_bytes = 0;   ///< wire bytes a data packet adds to its payload
+  int32_t ack_bytes = 0;      ///< wire bytes of the ACK that tells the sender it is done
+};
+/// The experiment's fluid state and counters (written only by its FluidSystem invocation).
+struct FluidNetState {
+  uint32_t free_block = kNone32;  ///< first free path block (a list through FluidHop rows)
+  uint32_t active = 0;            ///< flows draining now
+  int64_t events = 0;             ///< event times processed (each ends with one water-filling)
+  int64_t fill_rounds = 0;        ///< water-filling rounds (bottleneck levels) over all events
+  int64_t flows_done = 0;         ///< FlowRecord rows created
+  int64_t overflow = 0;           ///< arrivals that found no free path block
+};
+struct FluidNet : Archetype<FluidNetInfo, FluidNetState> {
+  static constexpr const char* kName = "FluidNet";
+  static constexpr bool kStatic = true;
+};
+
+// --- links, routing and paths (static) ------------------------------------------------------
+
+struct FluidLinkInfo {
+  int64_t rate_bps = 0;
+  int64_t delay_ps = 0;
+};
+/// Water-filling scratch of one directed link, rebuilt at every event.
+struct FluidLinkFill {
+  int64_t left_bps = 0;    ///< capacity not yet given to frozen flows
+  uint32_t flows = 0;      ///< active flows crossing the link
+  uint32_t unfrozen = 0;   ///< of which not yet frozen
+  uint32_t first = 0;      ///< first FluidIncidence row of its flows
+  uint32_t cursor = 0;     ///< fill position while the incidence lists are built
+};
+/// Water-filling scratch: entry i of the experiment's heap of links by fair share is kept in
+/// the experiment's i-th link row (the heap never holds more entries than there are links).
+struct FluidShareEntry {
+  int64_t share_bps = 0;  ///< the link's fair share when it was pushed (a lower bound)
+  uint32_t link = 0;
+  uint32_t pad = 0;
+};
+struct FluidLink : Archetype<FluidLinkInfo, FluidLinkFill, FluidShareEntry> {
+  static constexpr const char* kName = "FluidLink";
+  static constexpr bool kStatic = true;
+};
+
+struct FluidSwitchInfo {
+  uint32_t node = 0;        ///< topology node id (salts the ECMP hash, as in the packet switch)
+  uint32_t port_base = 0;   ///< local FluidPort row of port 0
+  uint32_t route_base = 0;  ///< local FluidRouteIndex row of (this switch, edge 0)
+  uint32_t pad = 0;
+};
+struct FluidSwitch : Archetype<FluidSwitchInfo> {
+  static constexpr const char* kName = "FluidSwitch";
+  static constexpr bool kStatic = true;
+};
+struct FluidPortInfo {
+  uint32_t out_link = 0;          ///< local directed link: this port -> peer
+  uint32_t peer_switch = kNone32; ///< local switch row of the peer (kNone32: a NIC)
+};
+struct FluidPort : Archetype<FluidPortInfo> {
+  static constexpr const char* kName = "FluidPort";
+  static constexpr bool kStatic = true;
+};
+/// The packet network's routing rows (RouteIndex, RouteSet, RoutePort, NicRoute), in tables
+/// of their own so one world may hold packet-level and flow-level experiments side by side.
+struct FluidRouteIndex : Archetype<RouteIndex> {
+  static constexpr const char* kName = "FluidRouteIndex";
+  static constexpr bool kStatic = true;
+};
+struct FluidRouteSet : Archetype<RouteSet> {
+  static constexpr const char* kName = "FluidRouteSet";
+  static constexpr bool kStatic = true;
+};
+struct FluidRoutePort : Archetype<RoutePort> {
+  static constexpr const char* kName = "FluidRoutePort";
+  static constexpr bool kStatic = true;
+};
+struct FluidNicRoute : Archetype<NicRoute> {
+  static constexpr const char* kName = "FluidNicRoute";
+  static constexpr bool kStatic = true;
+};
+
+/// One directed link of an active flow's path. Path block b is rows [b·stride, (b+1)·stride);
+/// in a free block, the first row's `link` is the next free block.
+struct FluidHopLink {
+  uint32_t link = 0;
+};
+struct FluidHop : Archetype<FluidHopLink> {
+  static constexpr const char* kName = "FluidHop";
+  static constexpr bool kStatic = true;
+};
+/// Water-filling scratch: the active flows of each link, grouped by link (local flow rows).
+struct FluidIncidentFlow {
+  uint32_t flow = 0;
+};
+struct FluidIncidence : Archetype<FluidIncidentFlow> {
+  static constexpr const char* kName = "FluidIncidence";
+  static constexpr bool kStatic = true;
+};
+
+// --- flows ---------------------------------------------------------------------------------
+
+/// Life of a fluid flow: waiting for its start, draining over its path, drained (links
+/// released, its record due at drain + path latency).
+enum FluidPhase : uint8_t { kFluidWaiting = 0, kFluidActive = 1, kFluidDrained = 2 };
+
+/// A fluid flow's state; a zeroed value is a flow that has not started.
+struct FluidFlowState {
+  uint64_t left_lo = 0;     ///< 10^-12 bits left at `since_ps`: a 128-bit count, low word ...
+  int64_t left_hi = 0;      ///< ... and high word
+  int64_t since_ps = 0;     ///< when `left_*` was last brought up to date
+  int64_t rate_bps = 0;     ///< max-min rate since then
+  int64_t drain_ps = 0;     ///< active: when its last bit drains at this rate; drained: when it did
+  int64_t latency_ps = 0;   ///< last bit drained -> finish (pipeline, propagation, last ACK)
+  uint32_t block = 0;       ///< its path block while active
+  uint16_t hops = 0;        ///< links on its path
+  uint8_t phase = kFluidWaiting;
+  uint8_t frozen = 0;       ///< water-filling scratch
+};
+static_assert(sizeof(FluidFlowState) == 56);
+
+/// A flow of the flow-level model: same FlowSpec and key as a packet-level Flow.
+struct FluidFlow : Archetype<FlowSpec, FluidFlowState> {
+  static constexpr const char* kName = "FluidFlow";
+};
+
+/// Every archetype the flow level adds (FlowRecord, shared with the packet level, is not listed).
+using FluidArchetypes = TypeList<FluidNet, FluidLink, FluidSwitch, FluidPort, FluidRouteIndex, FluidRouteSet,
+                                 FluidRoutePort, FluidNicRoute, FluidHop, FluidIncidence, FluidFlow>;
+
+/**
+ * Creates a fluid flow from a system (or the host through `addFluidFlow`). The creator must
+ * report `wakeAt(spec.start_ps)`, as for a packet-level Flow. A flow first seen after its
+ * start (created during an earlier window) starts at the beginning of the window it is seen in.
+ */
+MV_HD inline bool createFluidFlow(TableView<FluidFlow>& flows, ExpId e, const FlowSpec& spec) {
+  return flows.create(e, flowKey(spec.src_nic, spec.id), spec, FluidFlowState{});
+}
+
+// --- arithmetic --------------------------------------------------------------------------------
+
+/// Wire bytes of a flow: its payload plus one header per packet.
+MV_HD constexpr int64_t fluidWireBytes(int64_t bytes, int32_t payload, int32_t header) {
+  return bytes + (bytes + payload - 1) / payload * header;
+}
+/// Remaining work of a flow in 10^-12 bits.
+MV_HD constexpr Int128 fluidLeft(const FluidFlowState& f) {
+  return static_cast<Int128>(static_cast<UInt128>(static_cast<uint64_t>(f.left_hi)) << 64 | f.left_lo);
+}
+MV_HD constexpr void setFluidLeft(FluidFlowState& f, Int128 left) {
+  f.left_lo = static_cast<uint64_t>(left);
+  f.left_hi = static_cast<int64_t>(left >> 64);
+}
+/// When `left` (10^-12 bits, >= 0) drains at `rate_bps` from `t`: rounded up to a whole
+/// picosecond. Work below 2^63 (flows up to about 1.1 MB) takes a 64-bit division.
+MV_HD constexpr int64_t fluidDrainTime(int64_t t, Int128 left, int64_t rate_bps) {
+  if (rate_bps <= 0) return INT64_MAX;
+  if (left <= INT64_MAX - rate_bps) return t + (static_cast<int64_t>(left) + rate_bps - 1) / rate_bps;
+  return t + static_cast<int64_t>((left + rate_bps - 1) / rate_bps);
+}
+
+// --- one experiment's tables -----------------------------------------------------------------------
+
+/// The fluid tables of one experiment, with their first rows (indices stored in rows are local).
+struct FluidTables {
+  TableView<FluidLink>* links;
+  TableView<FluidSwitch>* switches;
+  TableView<FluidPort>* ports;
+  TableView<FluidRouteIndex>* route_index;
+  TableView<FluidRouteSet>* route_sets;
+  TableView<FluidRoutePort>* route_ports;
+  TableView<FluidNicRoute>* nic_routes;
+  TableView<FluidHop>* hops;
+  TableView<FluidIncidence>* incidence;
+  int64_t link0, switch0, port0, index0, set0, rport0, nic0, hop0, inc0;
+
+  template <class WV>
+  MV_HD static FluidTables of(WV& w, ExpId e) {
+    FluidTables t{&w.template table<FluidLink>(),      &w.template table<FluidSwitch>(),
+                  &w.template table<FluidPort>(),      &w.template table<FluidRouteIndex>(),
+                  &w.template table<FluidRouteSet>(),  &w.template table<FluidRoutePort>(),
+                  &w.template table<FluidNicRoute>(),  &w.template table<FluidHop>(),
+                  &w.template table<FluidIncidence>(), 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    t.link0 = t.links->expBegin(e);
+    t.switch0 = t.switches->expBegin(e);
+    t.port0 = t.ports->expBegin(e);
+    t.index0 = t.route_index->expBegin(e);
+    t.set0 = t.route_sets->expBegin(e);
+    t.rport0 = t.route_ports->expBegin(e);
+    t.nic0 = t.nic_routes->expBegin(e);
+    t.hop0 = t.hops->expBegin(e);
+    t.inc0 = t.incidence->expBegin(e);
+    return t;
+  }
+
+  MV_HD const FluidLinkInfo& link(uint32_t l) const { return links->get<FluidLinkInfo>(link0 + l); }
+  MV_HD FluidLinkFill& fill(uint32_t l) const { return links->get<FluidLinkFill>(link0 + l); }
+  MV_HD FluidShareEntry& heap(uint32_t i) const { return links->get<FluidShareEntry>(link0 + i); }
+  MV_HD uint32_t& hop(uint32_t block, uint32_t stride, uint32_t i) const {
+    return hops->get<FluidHopLink>(hop0 + int64_t{block} * stride + i).link;
+  }
+  MV_HD uint32_t& incident(uint32_t i) const { return incidence->get<FluidIncidentFlow>(inc0 + i).flow; }
+  MV_HD const NicRoute& nic(uint32_t n) const { return nic_routes->get<NicRoute>(nic0 + n); }
+
+  /// The link switch `sw` sends a packet of (src -> dst, flow id) on, as the packet switch
+  /// routes it (ECMP hash salted with the switch's node id); `next` is the switch it leads
+  /// to, kNone32 when it leads to a NIC.
+  MV_HD uint32_t routeAt(uint32_t sw, uint32_t src, uint32_t dst, uint64_t id, uint32_t& next) const {
+    const NicRoute& to = nic(dst);
+    if (to.tor == sw) {
+      next = kNone32;
+      return 2 * dst + 1;
+    }
+    const FluidSwitchInfo& si = switches->get<FluidSwitchInfo>(switch0 + sw);
+    const uint32_t set = route_index->get<RouteIndex>(index0 + si.route_base + to.edge).set;
+    const RouteSet& rs = route_sets->get<RouteSet>(set0 + set);
+    const uint64_t pick = rs.count > 1 ? ecmpHash(src, dst, id, si.node) % rs.count : 0;
+    const uint32_t port = route_ports->get<RoutePort>(rport0 + rs.offset + pick).port;
+    const FluidPortInfo& p = ports->get<FluidPortInfo>(port0 + si.port_base + port);
+    next = p.peer_switch;
+    return p.out_link;
+  }
+};
+
+/// Walks the directed links a packet of (src -> dst, flow id) crosses, NIC uplink first.
+struct FluidRouteWalk {
+  const FluidTables& tables;
+  uint32_t src;
+  uint32_t dst;
+  uint64_t id;
+  uint32_t at = kNone32;  ///< switch the packet is at
+  bool started = false;
+
+  /// The next link of the route; false once the destination NIC is reached.
+  MV_HD bool next(uint32_t& link) {
+    if (!started) {
+      started = true;
+      at = tables.nic(src).tor;
+      link = 2 * src;
+      return true;
+    }
+    if (at == kNone32) return false;
+    uint32_t after = kNone32;
+    link = tables.routeAt(at, src, dst, id, after);
+    at = after;
+    return true;
+  }
+};
+
+// --- the system ------------------------------------------------------------------------------------
+
+/**
+ * Advances one experiment's fluid network through the step's window. Events, in time order;
+ * all events of one picosecond are handled together (flows in key order): drain completions
+ * (links released, the record falls due at drain + latency), then arrivals (a flow takes a
+ * path block, its route and latency); then the max-min rates of all active flows are
+ * recomputed by progressive filling. Records whose finish falls in the window are created
+ * (key: the flow's key) and their flows destroyed; every pending event is reported.
+ */
+template <class WV>
+struct FluidSystem {
+  static constexpr const char* kName = "fluid";
+  static constexpr const char* kWhy =
+      "advance each experiment's fluid flows: arrivals, completions and max-min fair rates at exact times";
+  using Ctx = RowContext<WV>;
+
+  MV_HD static void run(const Ctx& ctx, const FluidNetInfo& info, FluidNetState& st) {
+    TableView<FluidFlow>& flows = ctx.template table<FluidFlow>();
+    Unit u{ctx, info, st, FluidTables::of(*ctx.world, ctx.exp), flows, flows.expBegin(ctx.exp),
+           flows.expEnd(ctx.exp)};
+    u.step();
+  }
+
+ private:
+  struct Unit {
+    const Ctx& ctx;
+    const FluidNetInfo& info;
+    FluidNetState& st;
+    FluidTables tables;
+    TableView<FluidFlow>& flows;
+    int64_t flow0;  ///< first row of the experiment's flows
+    int64_t flow1;  ///< one past the last
+
+    MV_HD const FlowSpec& spec(int64_t r) const { return flows.template get<FlowSpec>(r); }
+    MV_HD FluidFlowState& state(int64_t r) const { return flows.template get<FluidFlowState>(r); }
+    /// When a waiting flow arrives: its start, or the window's start if it is seen late.
+    MV_HD int64_t arrival(int64_t r) const { return spec(r).start_ps > ctx.now.ps ? spec(r).start_ps : ctx.now.ps; }
+
+    MV_HD void step() {
+      const int64_t end = ctx.window_end.ps;
+      for (;;) {
+        const int64_t t = nextEvent();
+        if (t >= end) break;
+        complete(t);
+        if (!arrive(t)) return;
+        fillRates(t);
+        st.events += 1;
+      }
+      emitRecords(end);
+      const int64_t event = nextEvent();
+      const int64_t finish = nextFinish();
+      const int64_t wake = event < finish ? event : finish;
+      if (wake != INT64_MAX) ctx.wakeAt(Picoseconds{wake});
+    }
+
+    /// Earliest arrival or drain completion, or INT64_MAX.
+    MV_HD int64_t nextEvent() const {
+      int64_t t = INT64_MAX;
+      for (int64_t r = flow0; r < flow1; ++r) {
+        const FluidFlowState& f = state(r);
+        const int64_t e = f.phase == kFluidWaiting ? arrival(r) : (f.phase == kFluidActive ? f.drain_ps : INT64_MAX);
+        t = e < t ? e : t;
+      }
+      return t;
+    }
+    /// Earliest finish of a drained flow whose record is still due, or INT64_MAX.
+    MV_HD int64_t nextFinish() const {
+      int64_t t = INT64_MAX;
+      for (int64_t r = flow0; r < flow1; ++r) {
+        const FluidFlowState& f = state(r);
+        if (f.phase == kFluidDrained && flows.dead[r] == 0u && f.drain_ps + f.latency_ps < t) t = f.drain_ps + f.latency_ps;
+      }
+      return t;
+    }
+
+    // --- events -------------------------------------------------------------------------
+    /// Flows whose last bit drains at `t` release their links and path blocks.
+    MV_HD void complete(int64_t t) {
+      for (int64_t r = flow0; r < flow1; ++r) {
+        FluidFlowState& f = state(r);
+        if (f.phase != kFluidActive || f.drain_ps != t) continue;
+        f.phase = kFluidDrained;
+        f.left_lo = 0;
+        f.left_hi = 0;
+        f.rate_bps = 0;
+        tables.hop(f.block, info.path_stride, 0) = st.free_block;
+        st.free_block = f.block;
+        st.active -= 1;
+      }
+    }
+
+    /// Flows arriving at `t` take a path block, their route and their latency. False (and
+    /// a status bit that stops the run) when no block is free.
+    MV_HD bool arrive(int64_t t) {
+      for (int64_t r = flow0; r < flow1; ++r) {
+        FluidFlowState& f = state(r);
+        if (f.phase != kFluidWaiting || arrival(r) != t) continue;
+        if (st.free_block == kNone32) {
+          st.overflow += 1;
+          atomicFetchOr<uint32_t>(&ctx.world->status, kStatusFluidPaths);
+          return false;
+        }
+        f.block = st.free_block;
+        st.free_block = tables.hop(f.block, info.path_stride, 0);
+        const FlowSpec& s = spec(r);
+        f.hops = static_cast<uint16_t>(storePath(s, f.block));
+        f.latency_ps = latency(s, f);
+        setFluidLeft(f, static_cast<Int128>(fluidWireBytes(s.bytes, info.payload_bytes, info.header_bytes)) * 8 *
+                            kSubBitsPerBit);
+        f.since_ps = t;
+        f.rate_bps = 0;
+        f.drain_ps = INT64_MAX;
+        f.phase = kFluidActive;
+        st.active += 1;
+      }
+      return true;
+    }
+
+    /// Writes the flow's route into its path block; returns the number of links.
+    MV_HD uint32_t storePath(const FlowSpec& s, uint32_t block) const {
+      FluidRouteWalk walk{tables, s.src_nic, s.dst_nic, s.id};
+      uint32_t n = 0;
+      uint32_t link = 0;
+      while (walk.next(link)) {
+        MV_ASSERT(n < info.path_stride, "a route is longer than the longest route the builder found");
+        tables.hop(block, info.path_stride, n++) = link;
+      }
+      return n;
+    }
+
+    /**
+     * Last bit drained -> finish, the idle-path terms of the packet model: one serialisation
+     * of the flow's largest packet on every link but the slowest (store and forward), the
+     * propagation delays, and the last ACK back to the sender (serialisation and delay on
+     * every link of its own ECMP route).
+     */
+    MV_HD int64_t latency(const FlowSpec& s, const FluidFlowState& f) const {
+      const int32_t first_payload = s.bytes < info.payload_bytes ? static_cast<int32_t>(s.bytes) : info.payload_bytes;
+      const Bytes packet{first_payload + info.header_bytes};
+      int64_t sum = 0;
+      int64_t slowest = 0;
+      for (uint32_t i = 0; i < f.hops; ++i) {
+        const FluidLinkInfo& li = tables.link(tables.hop(f.block, info.path_stride, i));
+        const int64_t ser = serializationTime(packet, BitsPerSecond{li.rate_bps}).ps;
+        sum += ser + li.delay_ps;
+        slowest = ser > slowest ? ser : slowest;
+      }
+      FluidRouteWalk back{tables, s.dst_nic, s.src_nic, s.id};
+      uint32_t link = 0;
+      while (back.next(link)) {
+        const FluidLinkInfo& li = tables.link(link);
+        sum += serializationTime(Bytes{info.ack_bytes}, BitsPerSecond{li.rate_bps}).ps + li.delay_ps;
+      }
+      return sum - slowest;
+    }
+
+    // --- max-min rates -------------------------------------------------------------------
+    /**
+     * Progressive filling: every unfrozen flow's rate rises together; the link whose fair
+     * share (capacity left / unfrozen flows, whole b/s) is the lowest saturates first and
+     * freezes its flows at that share. Links wait in a min-heap by (share, link index). A
+     * share never falls when flows freeze elsewhere (they take at most the current level), so
+     * the heap keeps stale shares as lower bounds: a popped link whose share has grown goes
+     * back with its new share, otherwise it is the true minimum. The result depends only on
+     * the set of active flows.
+     */
+    MV_HD void fillRates(int64_t t) {
+      buildIncidence();
+      uint32_t size = 0;
+      for (uint32_t l = 0; l < info.link_count; ++l) {
+        const FluidLinkFill& k = tables.fill(l);
+        if (k.unfrozen > 0) tables.heap(size++) = FluidShareEntry{k.left_bps / k.unfrozen, l, 0};
+      }
+      for (uint32_t i = size / 2; i-- > 0;) siftDown(i, size);
+      while (size > 0) {
+        FluidShareEntry& top = tables.heap(0);
+        const FluidLinkFill& k = tables.fill(top.link);
+        if (k.unfrozen == 0) {
+          tables.heap(0) = tables.heap(--size);
+          siftDown(0, size);
+          continue;
+        }
+        const int64_t share = k.left_bps / k.unfrozen;
+        if (share > top.share_bps) {
+          top.share_bps = share;
+          siftDown(0, size);
+          continue;
+        }
+        for (uint32_t i = k.first; i < k.first + k.flows; ++i) {
+          const int64_t r = flow0 + tables.incident(i);
+          if (state(r).frozen == 0u) freeze(r, share, t);
+        }
+        st.fill_rounds += 1;
+      }
+    }
+
+    MV_HD bool shareLess(const FluidShareEntry& a, const FluidShareEntry& b) const {
+      return a.share_bps != b.share_bps ? a.share_bps < b.share_bps : a.link < b.link;
+    }
+    /// Restores the heap order below entry `i` of a heap of `size` entries.
+    MV_HD void siftDown(uint32_t i, uint32_t size) const {
+      for (;;) {
+        const uint32_t left = 2 * i + 1;
+        if (left >= size) return;
+        uint32_t least = left;
+        if (left + 1 < size && shareLess(tables.heap(left + 1), tables.heap(left))) least = left + 1;
+        if (!shareLess(tables.heap(least), tables.heap(i))) return;
+        const FluidShareEntry swap = tables.heap(i);
+        tables.heap(i) = tables.heap(least);
+        tables.heap(least) = swap;
+        i = least;
+      }
+    }
+
+    /// Groups the active flows by link (counting sort) and resets every link's fill.
+    MV_HD void buildIncidence() {
+      for (uint32_t l = 0; l < info.link_count; ++l) tables.fill(l).flows = 0;
+      for (int64_t r = flow0; r < flow1; ++r) {
+        const FluidFlowState& f = state(r);
+        if (f.phase != kFluidActive) continue;
+        for (uint32_t i = 0; i < f.hops; ++i) tables.fill(tables.hop(f.block, info.path_stride, i)).flows += 1;
+      }
+      uint32_t first = 0;
+      for (uint32_t l = 0; l < info.link_count; ++l) {
+        FluidLinkFill& k = tables.fill(l);
+        k.left_bps = tables.link(l).rate_bps;
+        k.unfrozen = k.flows;
+        k.first = first;
+        k.cursor = first;
+        first += k.flows;
+      }
+      for (int64_t r = flow0; r < flow1; ++r) {
+        FluidFlowState& f = state(r);
+        if (f.phase != kFluidActive) continue;
+        f.frozen = 0;
+        for (uint32_t i = 0; i < f.hops; ++i) {
+          FluidLinkFill& k = tables.fill(tables.hop(f.block, info.path_stride, i));
+          tables.incident(k.cursor++) = static_cast<uint32_t>(r - flow0);
+        }
+      }
+    }
+
+    /// Fixes a flow's rate at `rate` and takes it from the capacity of every link it crosses.
+    MV_HD void freeze(int64_t r, int64_t rate, int64_t t) {
+      FluidFlowState& f = state(r);
+      f.frozen = 1;
+      for (uint32_t i = 0; i < f.hops; ++i) {
+        FluidLinkFill& k = tables.fill(tables.hop(f.block, info.path_stride, i));
+        k.left_bps -= rate;
+        k.unfrozen -= 1;
+      }
+      if (rate == f.rate_bps) return;  // same rate: its drain time stands
+      const Int128 left = fluidLeft(f) - static_cast<Int128>(f.rate_bps) * (t - f.since_ps);
+      setFluidLeft(f, left);
+      f.since_ps = t;
+      f.rate_bps = rate;
+      f.drain_ps = fluidDrainTime(t, left, rate);
+    }
+
+    // --- records -----------------------------------------------------------------------------
+    /// Drained flows whose finish falls before `end` become FlowRecord rows.
+    MV_HD void emitRecords(int64_t end) {
+      TableView<FlowRecord>& records = ctx.template table<FlowRecord>();
+      for (int64_t r = flow0; r < flow1; ++r) {
+        const FluidFlowState& f = state(r);
+        const int64_t finish = f.drain_ps + f.latency_ps;
+        if (f.phase != kFluidDrained || flows.dead[r] != 0u || finish >= end) continue;
+        const FlowSpec& s = spec(r);
+        records.create(ctx.exp, flows.key[r], FlowResult{s.id, s.src_nic, s.dst_nic, s.bytes, s.start_ps, finish, 0});
+        ctx.wakeAt(Picoseconds{finish});  // the record's consumer runs next step, even if the network is idle
+        flows.destroyRow(r);
+        st.flows_done += 1;
+      }
+    }
+  };
+};
+
+}  // namespace mv::net

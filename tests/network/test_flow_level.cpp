@@ -1,0 +1,351 @@
+/**
+ * @file test_flow_level.cpp
+ * The flow-level (fluid) network: exact finish times on idle paths (equal to the packet
+ * level's), equal sharing, max-min rates, rate changes when flows join and leave, the
+ * rounding rule, agreement with the packet level on a fat-tree permutation, and the
+ * invariants: identical results for 1 and 2 threads, lookahead Δ and Δ/2, alone and in a batch.
+ */
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+#include <vector>
+
+#include "network/flow_builder.hpp"
+#include "network/flow_sim.hpp"
+#include "tests/support/net_scenario.hpp"
+#include "topologies/generators.hpp"
+
+using namespace mv;
+using namespace mv::test;
+
+namespace {
+
+constexpr int64_t kRate = 100'000'000'000;  // 100 Gb/s
+constexpr int64_t kDelay = 1'000'000;       // 1 µs
+constexpr int64_t kPsPerByteAt100G = 80;
+
+/// One experiment of the fluid model (the same inputs as a packet-level NetCase).
+struct FluidCase {
+  const Topology* topo = nullptr;
+  net::NetworkConfig cfg;
+  std::vector<FlowDef> flows;
+  int64_t lookahead_ps = 0;  ///< 0 = the smallest link delay
+  uint32_t max_active_flows = net::kDefaultFluidActiveFlows;
+};
+
+struct FluidRun {
+  std::vector<net::FlowResult> flows;  ///< sorted by (src, id)
+  net::FluidNetState counters;
+  uint32_t status = 0;
+};
+
+bool sameRecords(const std::vector<net::FlowResult>& a, const std::vector<net::FlowResult>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i].id != b[i].id || a[i].src_nic != b[i].src_nic || a[i].dst_nic != b[i].dst_nic ||
+        a[i].start_ps != b[i].start_ps || a[i].finish_ps != b[i].finish_ps)
+      return false;
+  }
+  return true;
+}
+
+/// Builds a world holding one experiment per case (flow i of a case has id i), runs it to
+/// the end on `threads` threads; `steps` > 0 stops after that many steps instead.
+std::vector<FluidRun> runFluidBatch(const std::vector<FluidCase>& cases, int threads = 2, int64_t steps = 0) {
+  net::FluidWorld world(static_cast<uint32_t>(cases.size()), TableCapacity{1 << 12, 1 << 12});
+  for (ExpId e = 0; e < cases.size(); ++e) {
+    const FluidCase& c = cases[e];
+    const net::NetworkLayout layout = makeNetworkLayout(*c.topo, computeRouting(*c.topo), c.cfg.payload_bytes);
+    world.clock(e).lookahead_ps = c.lookahead_ps > 0 ? c.lookahead_ps : layout.min_delay_ps;
+    net::buildFluidNetwork(world, e, layout, c.cfg, c.max_active_flows);
+    for (uint32_t i = 0; i < c.flows.size(); ++i) {
+      const FlowDef& f = c.flows[i];
+      net::addFluidFlow(world, e, f.src, f.dst, f.bytes, f.start_ps, i, f.prio);
+    }
+  }
+  world.commitAllHost();
+  int64_t total = 0;
+  for (const FluidCase& c : cases) total += static_cast<int64_t>(c.flows.size());
+  world.grow<net::FlowRecord>(TableCapacity{total + 16, total + 16});
+  const CpuExecutor cpu(threads);
+  const RunReport r = steps > 0 ? cpu.run<net::FluidGraph>(world.view(), steps) : cpu.runToEnd<net::FluidGraph>(world.view());
+  std::vector<FluidRun> out;
+  auto& records = world.table<net::FlowRecord>();
+  for (ExpId e = 0; e < cases.size(); ++e) {
+    FluidRun run;
+    for (int64_t row = records.expBegin(e); row < records.expEnd(e); ++row) {
+      run.flows.push_back(records.get<net::FlowResult>(row));
+    }
+    run.counters = net::fluidCounters(world, e);
+    run.status = r.status;
+    out.push_back(std::move(run));
+  }
+  return out;
+}
+
+FluidRun runFluid(const FluidCase& c, int threads = 2) { return runFluidBatch({c}, threads).front(); }
+
+/// Rates (b/s) of the flows of a single experiment after its first step, in flow order.
+std::vector<int64_t> ratesAfterFirstStep(const FluidCase& c) {
+  net::FluidWorld world(1, TableCapacity{1 << 10, 1 << 10});
+  const net::NetworkLayout layout = makeNetworkLayout(*c.topo, computeRouting(*c.topo), c.cfg.payload_bytes);
+  world.clock(0).lookahead_ps = layout.min_delay_ps;
+  net::buildFluidNetwork(world, 0, layout, c.cfg);
+  for (uint32_t i = 0; i < c.flows.size(); ++i) {
+    net::addFluidFlow(world, 0, c.flows[i].src, c.flows[i].dst, c.flows[i].bytes, c.flows[i].start_ps, i);
+  }
+  world.commitAllHost();
+  CpuExecutor(1).run<net::FluidGraph>(world.view(), 1);
+  std::vector<int64_t> rates;
+  auto& flows = world.table<net::FluidFlow>();
+  for (int64_t row = flows.expBegin(0); row < flows.expEnd(0); ++row) {
+    rates.push_back(flows.get<net::FluidFlowState>(row).rate_bps);
+  }
+  return rates;
+}
+
+int64_t ser(int64_t bytes, int64_t rate_bps) { return serializationTime(Bytes{bytes}, BitsPerSecond{rate_bps}).ps; }
+
+/// Wire bytes of a flow of `bytes` with 1000-byte payloads and 48-byte headers (DCQCN).
+int64_t wireBytes(int64_t bytes) { return bytes + (bytes + 999) / 1000 * 48; }
+
+/// Drain -> finish on a star at 100 Gb/s (two links): one full packet's serialisation at the
+/// switch, two delays, and the ACK's two serialisations and delays.
+int64_t starLatency() { return ser(1048, kRate) + 2 * kDelay + 2 * (ser(net::kAckBytes, kRate) + kDelay); }
+
+const net::FlowResult& byId(const FluidRun& r, uint64_t id) {
+  const auto it = std::find_if(r.flows.begin(), r.flows.end(), [id](const net::FlowResult& f) { return f.id == id; });
+  REQUIRE(it != r.flows.end());
+  return *it;
+}
+
+/// One flow from every NIC of a k=4 fat-tree to the NIC 8 further on (another pod), with
+/// start times spread over `spread_ps`.
+std::vector<FlowDef> fatTreePermutation(int64_t bytes, int64_t spread_ps) {
+  std::vector<FlowDef> flows;
+  for (uint32_t i = 0; i < 16; ++i) {
+    flows.push_back(FlowDef{i, (i + 8 + i / 4) % 16, bytes, spread_ps * ((i * 7) % 16) / 16});
+  }
+  return flows;
+}
+
+double meanFct(const std::vector<net::FlowResult>& flows) {
+  double sum = 0;
+  for (const net::FlowResult& f : flows) sum += static_cast<double>(f.finish_ps - f.start_ps);
+  return sum / static_cast<double>(flows.size());
+}
+
+}  // namespace
+
+TEST_CASE("one fluid flow on an idle path finishes exactly when the packet-level flow does", "[network][flow]") {
+  const Topology star = makeStar(2, BitsPerSecond{kRate}, Picoseconds{kDelay});
+  for (net::CcKind cc : {net::CcKind::kDcqcn, net::CcKind::kDctcp, net::CcKind::kHpcc}) {
+    FluidCase c;
+    c.topo = &star;
+    c.cfg.cc = cc;
+    c.flows = {FlowDef{0, 1, 10'500, 5'000'000}};  // 10 full packets and one of 500 bytes
+    const FluidRun r = runFluid(c);
+    REQUIRE(r.status == 0u);
+    REQUIRE(r.flows.size() == 1u);
+    // The wire bytes drain at 100 Gb/s (10 full packets and the short one back to back),
+    // the switch adds one full packet's serialisation, then two delays and the ACK's return.
+    const int64_t full = net::dataWireBytes(1000, cc);
+    const int64_t last = net::dataWireBytes(500, cc);
+    const int64_t ack = cc == net::CcKind::kHpcc ? net::kAckIntBytes : net::kAckBytes;
+    const int64_t expected = 10 * ser(full, kRate) + ser(last, kRate) + ser(full, kRate) + 2 * kDelay +
+                             2 * (ser(ack, kRate) + kDelay);
+    CHECK(r.flows[0].finish_ps - r.flows[0].start_ps == expected);
+    CHECK(r.flows[0].bytes == 10'500);
+    NetCase p;
+    p.topo = &star;
+    p.cfg.cc = cc;
+    p.flows = c.flows;
+    CHECK(runNet(p).flows[0].finish_ps == r.flows[0].finish_ps);
+  }
+}
+
+TEST_CASE("one fluid flow across a fat-tree matches the packet level; a one-packet flow too", "[network][flow]") {
+  const Topology tree = makeFatTree(FatTreeParams{4});
+  for (int64_t bytes : {int64_t{300}, int64_t{64'123}}) {
+    FluidCase c;
+    c.topo = &tree;
+    c.cfg.cc = net::CcKind::kDctcp;
+    c.flows = {FlowDef{1, 14, bytes, 0}};
+    const FluidRun r = runFluid(c);
+    REQUIRE(r.flows.size() == 1u);
+    // Six links at 100 Gb/s: drain + 5 extra serialisations of the largest packet + 6 delays,
+    // then the ACK over six links.
+    const int64_t largest = net::dataWireBytes(static_cast<int32_t>(std::min<int64_t>(bytes, 1000)), c.cfg.cc);
+    const int64_t expected = wireBytes(bytes) * kPsPerByteAt100G + 5 * ser(largest, kRate) + 6 * kDelay +
+                             6 * (ser(net::kAckBytes, kRate) + kDelay);
+    CHECK(r.flows[0].finish_ps == expected);
+    NetCase p;
+    p.topo = &tree;
+    p.cfg = c.cfg;
+    p.flows = c.flows;
+    CHECK(runNet(p).flows[0].finish_ps == expected);
+  }
+}
+
+TEST_CASE("N fluid flows into one receiver share it equally and finish together", "[network][flow]") {
+  constexpr uint32_t kSenders = 4;
+  const Topology star = makeStar(kSenders + 1, BitsPerSecond{kRate}, Picoseconds{kDelay});
+  FluidCase c;
+  c.topo = &star;
+  for (uint32_t i = 1; i <= kSenders; ++i) c.flows.push_back(FlowDef{i, 0, 1'000'000, 0});
+  CHECK(ratesAfterFirstStep(c) == std::vector<int64_t>(kSenders, kRate / kSenders));
+  const FluidRun r = runFluid(c);
+  REQUIRE(r.flows.size() == kSenders);
+  const int64_t expected = kSenders * wireBytes(1'000'000) * kPsPerByteAt100G + starLatency();
+  for (const net::FlowResult& f : r.flows) CHECK(f.finish_ps == expected);
+  CHECK(r.counters.events == 2);  // all arrive at 0, all drain at the same picosecond
+  CHECK(r.counters.flows_done == kSenders);
+}
+
+TEST_CASE("fluid rates are max-min fair: 3 flows over 2 bottlenecks", "[network][flow]") {
+  // NICs 0, 1 on switch X; NICs 2, 3, 4 on switch Y; X-Y at 100 Gb/s; NIC 3's link at 40 Gb/s.
+  // f0: 0 -> 3 crosses X->Y and Y->3; f1: 1 -> 2 crosses X->Y; f2: 4 -> 3 crosses Y->3.
+  // Y->3 (40 Gb/s) is the first bottleneck: f0 = f2 = 20 Gb/s; f1 takes the rest of X->Y, 80 Gb/s.
+  constexpr int64_t kSlow = 40'000'000'000;
+  Topology t;
+  for (uint32_t i = 0; i < 5; ++i) t.addNic(i);
+  const uint32_t x = t.addSwitch(1);
+  const uint32_t y = t.addSwitch(1);
+  t.addLink(t.nicNode(0), x, BitsPerSecond{kRate}, Picoseconds{kDelay});
+  t.addLink(t.nicNode(1), x, BitsPerSecond{kRate}, Picoseconds{kDelay});
+  t.addLink(t.nicNode(2), y, BitsPerSecond{kRate}, Picoseconds{kDelay});
+  t.addLink(t.nicNode(3), y, BitsPerSecond{kSlow}, Picoseconds{kDelay});
+  t.addLink(t.nicNode(4), y, BitsPerSecond{kRate}, Picoseconds{kDelay});
+  t.addLink(x, y, BitsPerSecond{kRate}, Picoseconds{kDelay});
+  FluidCase c;
+  c.topo = &t;
+  constexpr int64_t kBytes = 1'000'000;
+  c.flows = {FlowDef{0, 3, kBytes, 0}, FlowDef{1, 2, kBytes, 0}, FlowDef{4, 3, kBytes, 0}};
+  CHECK(ratesAfterFirstStep(c) == std::vector<int64_t>{20'000'000'000, 80'000'000'000, 20'000'000'000});
+  const FluidRun r = runFluid(c);
+  REQUIRE(r.flows.size() == 3u);
+  // f1 leaves first; f0 and f2 stay at 20 Gb/s (Y->3 is still their bottleneck).
+  const int64_t wire_ps_at_1g = wireBytes(kBytes) * 8000;  // ps to drain the wire bytes at 1 Gb/s
+  const int64_t s100 = ser(1048, kRate);
+  const int64_t s40 = ser(1048, kSlow);
+  const int64_t a100 = ser(net::kAckBytes, kRate);
+  const int64_t a40 = ser(net::kAckBytes, kSlow);
+  // Pipeline: one full packet on every link but the slowest; ACK back over the same links.
+  const int64_t lat_f0 = (s100 + s100 + s40 - s40) + 3 * kDelay + (a40 + a100 + a100 + 3 * kDelay);
+  const int64_t lat_f1 = (3 * s100 - s100) + 3 * kDelay + (3 * a100 + 3 * kDelay);
+  const int64_t lat_f2 = (s100 + s40 - s40) + 2 * kDelay + (a40 + a100 + 2 * kDelay);
+  CHECK(byId(r, 0).finish_ps == wire_ps_at_1g / 20 + lat_f0);
+  CHECK(byId(r, 1).finish_ps == wire_ps_at_1g / 80 + lat_f1);
+  CHECK(byId(r, 2).finish_ps == wire_ps_at_1g / 20 + lat_f2);
+}
+
+TEST_CASE("fluid rates change exactly when a flow joins and when one leaves", "[network][flow]") {
+  const Topology star = makeStar(3, BitsPerSecond{kRate}, Picoseconds{kDelay});
+  FluidCase c;
+  c.topo = &star;
+  constexpr int64_t kJoin = 10'000'000;  // 10 µs
+  c.flows = {FlowDef{0, 2, 1'000'000, 0}, FlowDef{1, 2, 1'000'000, kJoin}};
+  const FluidRun r = runFluid(c);
+  REQUIRE(r.flows.size() == 2u);
+  // f0 alone at 100 Gb/s for 10 µs: 125,000 bytes. Then 50 Gb/s each (160 ps per byte)
+  // until f0's remaining 923,000 bytes are gone; then f1 alone drains its last 125,000.
+  const int64_t wire = wireBytes(1'000'000);
+  const int64_t first_alone = kJoin / kPsPerByteAt100G;
+  const int64_t f0_drained = kJoin + (wire - first_alone) * 2 * kPsPerByteAt100G;
+  const int64_t f1_drained = f0_drained + (wire - (wire - first_alone)) * kPsPerByteAt100G;
+  CHECK(f0_drained == 157'680'000);
+  CHECK(byId(r, 0).finish_ps == f0_drained + starLatency());
+  CHECK(byId(r, 1).finish_ps == f1_drained + starLatency());
+  CHECK(r.counters.events == 4);
+}
+
+TEST_CASE("fluid rates are whole b/s rounded down and drain times are rounded up", "[network][flow]") {
+  const Topology star = makeStar(4, BitsPerSecond{kRate}, Picoseconds{kDelay});
+  FluidCase c;
+  c.topo = &star;
+  for (uint32_t i = 1; i <= 3; ++i) c.flows.push_back(FlowDef{i, 0, 1'000'000, 0});
+  const int64_t third = kRate / 3;  // 33,333,333,333 b/s
+  CHECK(ratesAfterFirstStep(c) == std::vector<int64_t>(3, third));
+  const FluidRun r = runFluid(c);
+  const Int128 work = static_cast<Int128>(wireBytes(1'000'000)) * 8 * 1'000'000'000'000LL;  // 10^-12 bits
+  const auto drained = static_cast<int64_t>((work + third - 1) / third);
+  CHECK(drained == 251'520'001);  // exact 3 × 1,048,000 × 80 = 251,520,000; one ps late, never early
+  for (const net::FlowResult& f : r.flows) CHECK(f.finish_ps == drained + starLatency());
+}
+
+TEST_CASE("fluid flows that exceed the path blocks stop the run with a status", "[network][flow]") {
+  const Topology star = makeStar(4, BitsPerSecond{kRate}, Picoseconds{kDelay});
+  FluidCase c;
+  c.topo = &star;
+  c.max_active_flows = 2;
+  for (uint32_t i = 1; i <= 3; ++i) c.flows.push_back(FlowDef{i, 0, 10'000, 0});
+  const FluidRun r = runFluid(c);
+  CHECK((r.status & net::kStatusFluidPaths) != 0u);
+  CHECK(r.counters.overflow == 1);
+  c.flows.back().start_ps = 10'000'000;  // after the first two are done, a block is free again
+  const FluidRun ok = runFluid(c);
+  CHECK(ok.status == 0u);
+  CHECK(ok.flows.size() == 3u);
+}
+
+TEST_CASE("fluid and packet level agree on the mean FCT of a k=4 fat-tree permutation", "[network][flow][fabric]") {
+  const Topology tree = makeFatTree(FatTreeParams{4});
+  const std::vector<FlowDef> flows = fatTreePermutation(1'000'000, 0);
+  FluidCase fc;
+  fc.topo = &tree;
+  fc.flows = flows;
+  const FluidRun fluid = runFluid(fc);
+  REQUIRE(fluid.flows.size() == flows.size());
+  for (net::CcKind cc : {net::CcKind::kDctcp, net::CcKind::kHpcc}) {
+    NetCase pc;
+    pc.topo = &tree;
+    pc.cfg.cc = cc;
+    pc.flows = flows;
+    fc.cfg.cc = cc;
+    const FluidRun f = runFluid(fc);
+    const NetResult p = runNet(pc);
+    REQUIRE(p.flows.size() == flows.size());
+    const double gap = meanFct(f.flows) / meanFct(p.flows) - 1.0;
+    std::printf("k=4 fat-tree permutation, 16 x 1 MB: mean FCT fluid %.2f us, packet (%s) %.2f us, gap %+.2f %%\n",
+                meanFct(f.flows) * 1e-6, cc == net::CcKind::kDctcp ? "DCTCP" : "HPCC", meanFct(p.flows) * 1e-6,
+                gap * 100);
+    CHECK(std::abs(gap) < 0.10);
+  }
+}
+
+TEST_CASE("fluid results are identical for 1 and 2 threads and for lookahead Δ and Δ/2", "[network][flow][determinism]") {
+  const Topology tree = makeFatTree(FatTreeParams{4});
+  FluidCase c;
+  c.topo = &tree;
+  c.flows = fatTreePermutation(500'000, 30'000'000);
+  for (uint32_t i = 0; i < 16; ++i) c.flows.push_back(FlowDef{i, (i * 5 + 3) % 16, 20'000 + 1'000 * i, 2'000'000 * i});
+  const FluidRun base = runFluid(c, 1);
+  REQUIRE(base.flows.size() == c.flows.size());
+  CHECK(sameRecords(base.flows, runFluid(c, 2).flows));
+  c.lookahead_ps = kDelay / 2;
+  CHECK(sameRecords(base.flows, runFluid(c, 2).flows));
+  c.lookahead_ps = 333'333;  // windows that do not divide any event time
+  CHECK(sameRecords(base.flows, runFluid(c, 1).flows));
+}
+
+TEST_CASE("a batch of fluid experiments gives each the result it has alone", "[network][flow][batch]") {
+  const Topology tree = makeFatTree(FatTreeParams{4});
+  const Topology star = makeStar(5, BitsPerSecond{kRate}, Picoseconds{kDelay});
+  std::vector<FluidCase> cases(3);
+  cases[0].topo = &tree;
+  cases[0].flows = fatTreePermutation(200'000, 5'000'000);
+  cases[1].topo = &star;
+  for (uint32_t i = 1; i <= 4; ++i) cases[1].flows.push_back(FlowDef{i, 0, 100'000 * i, 1'000'000 * i});
+  cases[1].cfg.cc = net::CcKind::kHpcc;
+  cases[2].topo = &tree;
+  cases[2].flows = fatTreePermutation(50'000, 0);
+  const std::vector<FluidRun> batch = runFluidBatch(cases);
+  for (std::size_t e = 0; e < cases.size(); ++e) {
+    const FluidRun alone = runFluid(cases[e], 1);
+    CHECK(alone.flows.size() == cases[e].flows.size());
+    CHECK(sameRecords(batch[e].flows, alone.flows));
+    CHECK(batch[e].counters.events == alone.counters.events);
+  }
+}
