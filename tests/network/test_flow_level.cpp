@@ -3,7 +3,8 @@
  * The flow-level (fluid) network: exact finish times on idle paths (equal to the packet
  * level's), equal sharing, max-min rates, rate changes when flows join and leave, the
  * rounding rule, agreement with the packet level on a fat-tree permutation, and the
- * invariants: identical results for 1 and 2 threads, lookahead Δ and Δ/2, alone and in a batch.
+ * invariants: identical results for 1 and 2 threads, lookahead Δ and Δ/2, alone and in a batch,
+ * and alongside a packet-level experiment in one world.
  */
 #include <catch2/catch.hpp>
 
@@ -348,4 +349,42 @@ TEST_CASE("a batch of fluid experiments gives each the result it has alone", "[n
     CHECK(sameRecords(batch[e].flows, alone.flows));
     CHECK(batch[e].counters.events == alone.counters.events);
   }
+}
+
+TEST_CASE("packet-level and flow-level experiments run side by side in one world", "[network][flow][batch]") {
+  // A world with both archetype lists and both systems in one level: experiment 0 is built at
+  // packet level, experiment 1 at flow level; each has rows only in its own fidelity's tables.
+  using MixedWorld = WorldOfT<net::NetSimConfig, ConcatT<net::NetworkArchetypes, net::FluidArchetypes>>;
+  using MixedView = MixedWorld::View;
+  using MixedGraph = Graph<System<net::NicSystem<MixedView>>, System<net::SwitchSystem<MixedView>>,
+                           System<net::FluidSystem<MixedView>>, CommitAll, AdvanceClocks>;
+  const Topology tree = makeFatTree(FatTreeParams{4});
+  const std::vector<FlowDef> flows = fatTreePermutation(300'000, 4'000'000);
+  const net::NetworkConfig cfg;
+  const net::NetworkLayout layout = makeNetworkLayout(tree, computeRouting(tree), cfg.payload_bytes);
+  MixedWorld world(2, TableCapacity{1 << 12, 1 << 12});
+  for (ExpId e = 0; e < 2; ++e) world.clock(e).lookahead_ps = layout.min_delay_ps;
+  world.config(0).net = net::pathQuantities(layout, cfg);
+  net::buildNetwork(world, 0, layout, cfg, layout.min_delay_ps);
+  net::buildFluidNetwork(world, 1, layout, cfg);
+  for (uint32_t i = 0; i < flows.size(); ++i) {
+    net::addFlow(world, 0, flows[i].src, flows[i].dst, flows[i].bytes, flows[i].start_ps, i);
+    net::addFluidFlow(world, 1, flows[i].src, flows[i].dst, flows[i].bytes, flows[i].start_ps, i);
+  }
+  world.commitAllHost();
+  const RunReport r = CpuExecutor(2).runToEnd<MixedGraph>(world.view());
+  REQUIRE(r.status == 0u);
+  auto& records = world.table<net::FlowRecord>();
+  std::vector<net::FlowResult> packet;
+  std::vector<net::FlowResult> fluid;
+  for (int64_t row = records.expBegin(0); row < records.expEnd(0); ++row) packet.push_back(records.get<net::FlowResult>(row));
+  for (int64_t row = records.expBegin(1); row < records.expEnd(1); ++row) fluid.push_back(records.get<net::FlowResult>(row));
+  NetCase pc;
+  pc.topo = &tree;
+  pc.flows = flows;
+  CHECK(sameFlows(packet, runNet(pc).flows));
+  FluidCase fc;
+  fc.topo = &tree;
+  fc.flows = flows;
+  CHECK(sameRecords(fluid, runFluid(fc).flows));
 }
