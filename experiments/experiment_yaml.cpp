@@ -362,10 +362,19 @@ class ExperimentReader {
     local_.add(Diagnostic{file_, 0, key, message});
   }
 
-  /// The line `key` comes from: the value's own mark when it has one (the axis line for a
-  /// value an axis set), the line of an axis that set the key or a mapping around it, else
-  /// the closest enclosing key of the file.
+  /// The line `key` comes from: the axis that set it or a mapping around it; else the line
+  /// it is written on in the base (the key's line for a block mapping or list), or that of
+  /// the closest enclosing key; else an axis that set a key inside it.
   int lineOf(const std::string& key) const {
+    size_t best = 0;
+    int axis_line = 0;
+    for (const auto& [axis_key, line] : x_.axis_lines) {
+      if (startsWithKey(key, axis_key) && axis_key.size() > best) {
+        best = axis_key.size();
+        axis_line = line;
+      }
+    }
+    if (axis_line > 0) return axis_line;
     const std::vector<std::string> parts = splitKeyPath(key);
     int deepest = 0;
     YAML::Node cur(x_.config);
@@ -375,19 +384,21 @@ class ExperimentReader {
       for (const auto& kv : cur) {
         if (kv.first.Scalar() != parts[i]) continue;
         const bool block = !kv.second.IsScalar() && kv.second.Style() != YAML::EmitterStyle::Flow;
-        line = block && markLine(kv.first.Mark()) > 0 ? markLine(kv.first.Mark()) : markLine(kv.second.Mark());
+        const int value_line = markLine(kv.second.Mark());
+        line = block || value_line == 0 ? markLine(kv.first.Mark()) : value_line;
         next.emplace(kv.second);
         break;
       }
       if (!next) break;
-      if (i + 1 == parts.size() && line > 0) return line;
       if (line > 0) deepest = line;
+      if (i + 1 == parts.size() && line > 0) return line;
       cur.reset(*next);
     }
+    if (deepest > 0) return deepest;
     for (const auto& [axis_key, line] : x_.axis_lines) {
-      if (startsWithKey(key, axis_key) || startsWithKey(axis_key, key)) return line;
+      if (startsWithKey(axis_key, key)) return line;
     }
-    return deepest;
+    return 0;
   }
 
   static std::string num(uint64_t v) { return std::to_string(v); }

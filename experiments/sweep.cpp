@@ -535,6 +535,30 @@ std::string leafText(const YAML::Node& node) {
   return out;
 }
 
+/// A copy of `node` that shares no node with it (and has no marks): values an axis sets
+/// are copied so that setting keys inside one experiment's mapping changes no other.
+YAML::Node deepCopy(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: {
+      YAML::Node out(YAML::NodeType::Map);
+      for (const auto& kv : node) out.force_insert(kv.first.Scalar(), deepCopy(kv.second));
+      return out;
+    }
+    case YAML::NodeType::Sequence: {
+      YAML::Node out(YAML::NodeType::Sequence);
+      for (const YAML::Node& item : node) out.push_back(deepCopy(item));
+      return out;
+    }
+    case YAML::NodeType::Scalar: {
+      YAML::Node out(node.Scalar());
+      out.SetTag(node.Tag());
+      return out;
+    }
+    default:
+      return YAML::Node(node.Type());
+  }
+}
+
 /// The items of a sequence.
 std::vector<YAML::Node> valuesOf(const YAML::Node& list) {
   std::vector<YAML::Node> out;
@@ -560,6 +584,7 @@ struct Axis {
 struct Assignment {
   const std::vector<std::string>* path;
   const YAML::Node* value;
+  int line;  ///< of the axis key
 };
 
 /// A constraint of the file, parsed once.
@@ -625,6 +650,7 @@ class Expander {
       return false;
     }
     base_.reset(*base);
+    extractBaseText();
     return true;
   }
 
@@ -731,7 +757,8 @@ class Expander {
   std::vector<Assignment> assignmentsOf(const std::vector<size_t>& index, const std::vector<Axis>& axes) const {
     std::vector<Assignment> out;
     for (size_t a = 0; a < axes.size(); ++a) {
-      for (size_t k = 0; k < axes[a].keys.size(); ++k) out.push_back({&axes[a].paths[k], &axes[a].values[k][index[a]]});
+      for (size_t k = 0; k < axes[a].keys.size(); ++k)
+        out.push_back({&axes[a].paths[k], &axes[a].values[k][index[a]], axes[a].key_lines[k]});
     }
     return out;
   }
@@ -826,39 +853,63 @@ class Expander {
     }
   }
 
-  /// A configuration of its own for one combination: the file parsed again (so every node
-  /// keeps its line and nothing is shared between experiments), with the axis values set,
-  /// shallow keys before deep ones (a whole mapping first, then keys inside it).
+  /// A configuration of its own for one combination: the base parsed again (its nodes keep
+  /// their lines; nothing is shared between experiments) with copies of the axis values set,
+  /// shallow keys before deep ones (a whole mapping first, then keys inside it). The copies
+  /// have no line: problems with them are placed through `axis_lines`.
   ExpandedExperiment materialize(const std::vector<size_t>& combination) {
-    const YAML::Node doc = YAML::Load(text_);
-    std::vector<Axis> axes = axes_;
-    for (Axis& axis : axes) {
-      const YAML::Node section = axis.zip_group < 0 ? doc["sweep"] : doc["zip"][static_cast<size_t>(axis.zip_group)];
-      axis.values.clear();
-      for (const std::string& key : axis.keys) axis.values.push_back(valuesOf(section[key]));
-    }
-    std::vector<Assignment> assignments = assignmentsOf(combination, axes);
+    std::vector<Assignment> assignments = assignmentsOf(combination, axes_);
     std::stable_sort(assignments.begin(), assignments.end(),
                      [](const Assignment& a, const Assignment& b) { return a.path->size() < b.path->size(); });
     ExpandedExperiment x;
     x.file = sweep_.file;
-    for (size_t a = 0; a < axes.size(); ++a) {
-      for (size_t k = 0; k < axes[a].keys.size(); ++k) {
-        x.swept.emplace_back(axes[a].keys[k], nodeText(axes[a].values[k][combination[a]]));
-        x.axis_lines.emplace_back(axes[a].keys[k], axes[a].key_lines[k]);
+    for (size_t a = 0; a < axes_.size(); ++a) {
+      for (size_t k = 0; k < axes_[a].keys.size(); ++k) {
+        x.swept.emplace_back(axes_[a].keys[k], nodeText(axes_[a].values[k][combination[a]]));
+        x.axis_lines.emplace_back(axes_[a].keys[k], axes_[a].key_lines[k]);
       }
     }
-    // Names and swept values are taken first: setting a deeper key may change an axis's mapping.
-    std::string name = template_.empty() ? defaultName(axes, combination) : std::string();
-    x.config.reset(doc["base"]);
-    for (const Assignment& as : assignments) setValue(x.config, *as.path, *as.value);
+    x.config.reset(YAML::Load(base_text_)["base"]);
+    for (const Assignment& as : assignments) setValue(x.config, *as.path, deepCopy(*as.value), as.line);
     x.id = configId(x.config);
-    x.name = template_.empty() ? name : expandTemplate(x.config);
+    x.name = template_.empty() ? defaultName(combination) : expandTemplate(x.config);
     return x;
   }
 
-  /// Sets the dotted `path` of `config` to `value`, creating mappings on the way.
-  void setValue(YAML::Node& config, const std::vector<std::string>& path, const YAML::Node& value) {
+  /// The file with every line outside `base:` blanked: parsing it gives an experiment a
+  /// base of its own whose nodes keep their lines, at a cost that does not grow with the
+  /// axes. The whole file when `base:` shares lines with other sections or uses their anchors.
+  void extractBaseText() {
+    base_text_ = text_;
+    int first = -1;
+    int end = INT32_MAX;
+    std::vector<int> others;
+    for (const auto& kv : root_) {
+      const int line = kv.first.Mark().line;
+      if (kv.first.Scalar() == "base") {
+        first = line;
+      } else {
+        others.push_back(line);
+      }
+    }
+    for (const int line : others) {
+      if (line == first) return;
+      if (line > first) end = std::min(end, line);
+    }
+    std::string kept;
+    std::istringstream in(text_);
+    int n = 0;
+    for (std::string line; std::getline(in, line); ++n) kept += (n >= first && n < end ? line : std::string()) + '\n';
+    try {
+      if (YAML::Load(kept)["base"].IsMap()) base_text_ = std::move(kept);
+    } catch (const YAML::Exception&) {
+      // an alias to an anchor outside base: keep the whole file
+    }
+  }
+
+  /// Sets the dotted `path` of `config` to `value` (an axis value at `line`), creating
+  /// mappings on the way.
+  void setValue(YAML::Node& config, const std::vector<std::string>& path, const YAML::Node& value, int line) {
     YAML::Node cur(config);
     for (size_t i = 0; i + 1 < path.size(); ++i) {
       YAML::Node next = cur[path[i]];
@@ -866,7 +917,7 @@ class Expander {
       if (!next.IsMap()) {
         std::string prefix;
         for (size_t j = 0; j <= i; ++j) prefix += (j ? "." : "") + path[j];
-        report(lineOf(value), prefix, "cannot set a key inside it: it is not a mapping");
+        report(line, prefix, "cannot set a key inside it: it is not a mapping");
         return;
       }
       cur.reset(next);
@@ -876,7 +927,8 @@ class Expander {
 
   /// Base name, then one part per swept value: key and number ("pp4"), the text of other
   /// values ("hpcc"), the key or no_key for true/false, a mapping's scalars joined by '_'.
-  std::string defaultName(const std::vector<Axis>& axes, const std::vector<size_t>& combination) const {
+  std::string defaultName(const std::vector<size_t>& combination) const {
+    const std::vector<Axis>& axes = axes_;
     std::string name = prefix_;
     for (size_t a = 0; a < axes.size(); ++a) {
       for (size_t k = 0; k < axes[a].keys.size(); ++k) {
@@ -946,6 +998,7 @@ class Expander {
   std::vector<Constraint> constraints_;
   std::string prefix_;
   std::string template_;
+  std::string base_text_;
   int name_line_ = 0;
   std::set<std::string> reported_;
 };

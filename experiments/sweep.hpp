@@ -32,13 +32,14 @@ struct ExpandedExperiment {
   std::string name;
   /// FNV-1a hash of the configuration without `name`, emitted canonically (configId).
   uint64_t id = 0;
-  /// The resolved configuration: `base:` with the axis values set. Its nodes keep the marks
-  /// of the sweep file, so a value set by an axis reports the axis line. `name` holds `name`.
+  /// The resolved configuration: `base:` with the axis values set; `name` holds `name`. The
+  /// base's nodes keep their marks (lines) in the sweep file; values set by axes are copies
+  /// without marks, placed by `axis_lines`.
   YAML::Node config;
   /// What the axes set, in axis order: dotted key -> value text (flow YAML for maps).
   std::vector<std::pair<std::string, std::string>> swept;
-  /// Dotted key -> 1-based line of the axis that set it, for problems found at keys the
-  /// axis created (keys absent from `base:` have no line of their own).
+  /// Dotted key -> 1-based line of the axis that set it: where problems with that value, or
+  /// with keys inside it, are reported.
   std::vector<std::pair<std::string, int>> axis_lines;
 };
 
