@@ -569,8 +569,6 @@ std::vector<YAML::Node> valuesOf(const YAML::Node& list) {
 /// One axis of the product: a `sweep:` key, or a `zip:` group of keys varying together.
 struct Axis {
   int line = 0;
-  /// Index into `zip:`, or -1 for a `sweep:` entry.
-  int zip_group = -1;
   std::vector<std::string> keys;
   std::vector<std::vector<std::string>> paths;
   /// values[k][i]: value i of key k.
@@ -710,7 +708,6 @@ class Expander {
       }
       Axis axis;
       axis.line = lineOf(group);
-      axis.zip_group = static_cast<int>(g);
       for (const auto& kv : group) addAxisKey(axis, kv.first, kv.second, where);
       if (axis.keys.size() != group.size()) continue;
       axis.size = axis.values[0].size();
