@@ -14,6 +14,7 @@
 #include "ecs/world.hpp"
 #include "kernels/cpu/cpu_executor.hpp"
 #include "network/builder.hpp"
+#include "network/flow_builder.hpp"
 #include "systems/collective_shapes.hpp"
 #include "systems/network_layout.hpp"
 #include "systems/training_systems.hpp"
@@ -33,11 +34,12 @@ struct TrainWorldConfig {
   net::NetExperiment net;
   TrainConfig train;
 };
-using TrainWorld = WorldOfT<TrainWorldConfig, Concat<net::NetworkArchetypes, TrainingArchetypes>::type>;
+using TrainWorld =
+    WorldOfT<TrainWorldConfig, ConcatT<ConcatT<net::NetworkArchetypes, net::FluidArchetypes>, TrainingArchetypes>>;
 using TrainView = TrainWorld::View;
 using TrainGraph = Graph<System<net::NicSystem<TrainView>>, System<net::SwitchSystem<TrainView>>,
-                         System<FlowCompletionSystem<TrainView>>, System<RankSystem<TrainView>>, CommitAll,
-                         AdvanceClocks>;
+                         System<net::FluidSystem<TrainView>>, System<FlowCompletionSystem<TrainView>>,
+                         System<RankSystem<TrainView>>, CommitAll, AdvanceClocks>;
 
 /// The compute preset of a catalogue GPU ("h100" is the compute model's "h100-sxm").
 GpuComputeSpec computeSpecOf(const std::string& gpu) { return gpuComputeByName(gpu == "h100" ? "h100-sxm" : gpu); }
@@ -396,9 +398,14 @@ int64_t fillExperiment(TrainWorld& world, ExpId e, const TrainingExperiment& x, 
   clock.seed = x.seed;
   clock.stable_id = static_cast<uint32_t>(x.id ^ (x.id >> 32));
   if (options.time_limit.ps > 0) clock.end_ps = options.time_limit.ps;
-  // At analytical fidelity no flow ever exists: the network's rows are not built.
-  if (x.fidelity != NetworkFidelity::kAnalytical) net::buildNetwork(world, e, plan.layout, x.network, lookahead);
-  return buildTraining(world, e, x, plan);
+  const int64_t flows = buildTraining(world, e, x, plan);
+  // Each experiment has rows only in the tables of its fidelity (none at analytical).
+  if (x.fidelity == NetworkFidelity::kPacket) net::buildNetwork(world, e, plan.layout, x.network, lookahead);
+  if (x.fidelity == NetworkFidelity::kFlow) {
+    const auto active = static_cast<uint32_t>(std::min<int64_t>(std::max<int64_t>(4 * flows, 4096), 1 << 24));
+    net::buildFluidNetwork(world, e, plan.layout, x.network, active);
+  }
+  return flows;
 }
 
 template <class... As>
@@ -430,8 +437,8 @@ TrainingFootprint measureFootprint(const TrainingExperiment& x) {
   f.program_bytes = bytesOf(world, TypeList<ProgramTask, ProgramSucc>{});
   f.rank_bytes = bytesOf(world, TypeList<Rank, RankTask>{});
   f.collective_bytes = bytesOf(world, TypeList<Collective, GroupMember, TransferShape, TransferSucc, TransferState>{});
-  f.network_bytes = bytesOf(world, net::NetworkArchetypes{});
-  f.network_rows = rowsOf(world, net::NetworkArchetypes{});
+  f.network_bytes = bytesOf(world, ConcatT<net::NetworkArchetypes, net::FluidArchetypes>{});
+  f.network_rows = rowsOf(world, ConcatT<net::NetworkArchetypes, net::FluidArchetypes>{});
   f.total_bytes = world.totalBytes();
   return f;
 }
@@ -471,7 +478,6 @@ std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
     }
   }
   if (c.gpus >= kMaxFlowRanks) out.push_back("cluster.gpus: at most 2^19 GPUs");
-  if (x.fidelity == NetworkFidelity::kFlow) out.push_back("network.fidelity: flow is not available yet (use packet or analytical)");
   if (x.collectives.step_latency.ps <= 0) out.push_back("collectives.step_latency: must be positive");
   const Parallelism& par = x.parallelism;
   const uint32_t per_server = c.gpus_per_server / std::max<uint32_t>(par.tp, 1);

@@ -16,6 +16,7 @@
 #include "ecs/system.hpp"
 #include "ecs/units.hpp"
 #include "network/components.hpp"
+#include "network/flow_level.hpp"
 #include "network/nic_system.hpp"
 #include "network/switch_system.hpp"
 #include "systems/training_components.hpp"
@@ -95,11 +96,15 @@ struct TrainOps {
            cfg().step_latency_ps;
   }
 
-  /// Creates a network flow (packet level) starting at `start`.
+  /// Creates a network flow starting at `start`: a packet-level or a fluid one.
   MV_HD void createFlow(uint32_t src_nic, uint32_t dst_nic, int64_t bytes, int64_t start, uint64_t id) const {
-    ctx.template table<net::Flow>().create(ctx.exp, net::flowKey(src_nic, id),
-                                           net::FlowSpec{src_nic, dst_nic, bytes, start, id, cfg().priority, 0},
-                                           net::FlowSend{}, net::FlowCc{}, net::FlowRecv{});
+    const net::FlowSpec spec{src_nic, dst_nic, bytes, start, id, cfg().priority, 0};
+    if (cfg().fidelity == NetworkFidelity::kFlow) {
+      net::createFluidFlow(ctx.template table<net::FluidFlow>(), ctx.exp, spec);
+    } else {
+      ctx.template table<net::Flow>().create(ctx.exp, net::flowKey(src_nic, id), spec, net::FlowSend{}, net::FlowCc{},
+                                             net::FlowRecv{});
+    }
     ctx.wakeAt(Picoseconds{start});
   }
   MV_HD uint32_t nicOf(uint32_t rank) const { return rankInfo(rank).nic; }
@@ -193,7 +198,7 @@ struct FlowCompletionSystem {
   static constexpr const char* kName = "flow_completion";
   static constexpr const char* kWhy =
       "turn finished flows into delivered pipeline messages and collective progress (next transfers, completion)";
-  using After = TypeList<net::NicSystem<WV>, net::SwitchSystem<WV>>;
+  using After = TypeList<net::NicSystem<WV>, net::SwitchSystem<WV>, net::FluidSystem<WV>>;
   using Ctx = RowContext<WV>;
 
   MV_HD static void run(const Ctx& ctx, const net::FlowResult& r) {

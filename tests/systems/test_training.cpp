@@ -77,13 +77,19 @@ TEST_CASE("training results do not depend on the thread count, the step or the b
   CHECK(half.network.packet_hops == one.network.packet_hops);
   CHECK(one.exposed_pp.ps == two.exposed_pp.ps);
   CHECK(one.network.packet_hops == two.network.packet_hops);
-  const std::vector<TrainingExperiment> batch{packet, dcqcn, analytical};
+  TrainingExperiment flow = packet;
+  flow.fidelity = NetworkFidelity::kFlow;
+  flow.id = 10;
+  const std::vector<TrainingExperiment> batch{packet, dcqcn, analytical, flow};
   SimulationOptions o;
   o.threads = 2;
   const std::vector<TrainingResult> mixed = simulateTraining(batch, o);
   CHECK(mixed[0].iteration.ps == one.iteration.ps);
   CHECK(mixed[1].iteration.ps == runOne(dcqcn).iteration.ps);
   CHECK(mixed[2].iteration.ps == runOne(analytical).iteration.ps);
+  CHECK(mixed[3].iteration.ps == runOne(flow).iteration.ps);
+  CHECK(mixed[3].iteration.ps == runOne(flow, 1, nanoseconds(500)).iteration.ps);
+  CHECK(rel(static_cast<double>(mixed[3].iteration.ps), static_cast<double>(one.iteration.ps)) < 0.05);
   // The fidelities agree on an uncongested job.
   INFO("packet: iteration " << one.iteration.ps << " compute " << one.compute.ps << " tp " << one.exposed_tp.ps
                             << " pp " << one.exposed_pp.ps << " dp " << one.exposed_dp.ps << " bubble " << one.bubble.ps);
