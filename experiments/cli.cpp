@@ -14,6 +14,9 @@
 #include "experiments/estimate.hpp"
 #include "experiments/experiment_yaml.hpp"
 #include "experiments/netsim.hpp"
+#include "experiments/run_sweep.hpp"
+#include "ecs/quantity.hpp"
+#include "systems/training_sim.hpp"
 #include "experiments/sweep.hpp"
 #include "experiments/version.hpp"
 
@@ -55,8 +58,24 @@ int runCli(int argc, char** argv) {
                "multiverse"};
   app.set_version_flag("--version", std::string("multiverse ") + kVersion + " (" + kBackends + ")");
   std::string dump_graph;
-  app.add_option("--dump-graph", dump_graph, "Print the packet-level network's step graph (text or dot) and exit")
+  app.add_option("--dump-graph", dump_graph, "Print the training step graph (text or dot) and exit")
       ->check(CLI::IsMember({"text", "dot"}));
+  std::string sweep_file;
+  SweepOptions sweep;
+  std::string max_memory;
+  app.add_option("--experiments", sweep_file, "Run every experiment of a sweep file (see docs/sweep.md)");
+  app.add_option("--out", sweep.out, "Results folder (default results/<sweep file name>)");
+  app.add_flag("--resume", sweep.resume, "Keep the experiments the results folder already holds; run the rest");
+  app.add_flag("--force", sweep.force, "Replace the results the folder already holds");
+  app.add_option("--threads", sweep.threads, "CPU threads per process (default: all cores)")->check(CLI::Range(1, 1024));
+  app.add_option("--backend", sweep.backend, "auto, cpu or cuda (default auto: cpu)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  app.add_option("--max-memory", max_memory, "Simulation memory per batch, e.g. 8GiB (default: half the RAM)");
+  app.add_option("--top", sweep.top, "Rows of the closing table (0 = all; default 10)")->check(CLI::Range(0, 1000000));
+  app.add_option("--rank-by", sweep.rank_by, "Closing table order: iteration, mfu, tokens or memory")
+      ->check(CLI::IsMember({"iteration", "mfu", "tokens", "memory"}));
+  app.add_flag("--trace", sweep.trace, "Write a Chrome trace (trace.json) per experiment");
+  app.add_flag("--quiet", sweep.quiet, "Print nothing but errors");
   NetsimOptions netsim;
   std::string netsim_file;
   CLI::App* net = app.add_subcommand("netsim", "Run a flow list on a topology at packet level (see docs/netsim.md)");
@@ -84,8 +103,24 @@ int runCli(int argc, char** argv) {
     return kExitUsageError;
   }
   if (!dump_graph.empty()) {
-    std::cout << describeNetworkGraph(dump_graph == "dot");
+    std::cout << describeTrainingGraph(dump_graph == "dot");
     return kExitOk;
+  }
+  if (!max_memory.empty()) {
+    const QuantityStatus st = parseSize(max_memory, sweep.max_memory);
+    if (st != QuantityStatus::kOk || sweep.max_memory <= 0) {
+      std::cerr << "multiverse: error: --max-memory: "
+                << (st != QuantityStatus::kOk ? quantityError(st, max_memory, "size") : "must be positive") << "\n";
+      return kExitUsageError;
+    }
+  }
+  if (!sweep_file.empty()) {
+    try {
+      return runSweep(sweep_file, sweep);
+    } catch (const std::exception& e) {
+      std::cerr << "multiverse: error: " << e.what() << "\n";
+      return kExitRunError;
+    }
   }
   if (validate->parsed() || net->parsed()) {
     try {

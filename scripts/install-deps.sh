@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libyaml-cpp-dev nlohmann-json3-dev catch2 libcli11-dev
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()

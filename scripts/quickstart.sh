@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # @file quickstart.sh
-# Builds Multiverse and runs the bundled example: a 16-to-1 incast under DCQCN, HPCC and
-# DCTCP, three experiments in one batch. Installs missing Debian packages first.
+# Builds Multiverse and runs the bundled example sweep, examples/quickstart.yaml: every
+# TP/PP/DP split of a shortened GPT-3 13B on 16 GPUs, analytical and packet level, results in
+# results/quickstart and a ranked table. Installs missing Debian packages first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake --preset release
 cmake --build --preset release --parallel "$(nproc)" --target multiverse
-./build/release/experiments/multiverse netsim examples/netsim/incast.yaml --out results/incast
+./build/release/experiments/multiverse --experiments examples/quickstart.yaml --out results/quickstart --force

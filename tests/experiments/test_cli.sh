@@ -78,4 +78,59 @@ expect 2 "multiverse: 8 problems in" validate "$data/bad_sweep.yaml"
 expect 2 "broken.yaml:2: YAML syntax error" validate "$tmp/broken.yaml"
 expect 2 "missing.yaml: cannot open the file" validate "$tmp/missing.yaml"
 expect 2 "sweep is required" validate
+
+# --- multiverse --experiments: results, resume, bad input, MPI ----------------------------
+cat > "$tmp/tiny.yaml" <<'YAML'
+base:
+  name: "tiny-dp{parallelism.dp}-{network.fidelity}"
+  workload:
+    model: {layers: 4, hidden: 512, heads: 8, vocab: 1024, seq: 512}
+    global_batch: 8
+  parallelism: {tp: 2, pp: 2, dp: 2, distributed_optimizer: true}
+  cluster: {gpus: 8, gpus_per_server: 4, nics_per_server: 4}
+  network: {fidelity: analytical, cc: dctcp}
+  collectives: {dp_bucket: 2MiB}
+sweep:
+  network.fidelity: [analytical, flow, packet]
+YAML
+expect 0 "results in $tmp/run" --experiments "$tmp/tiny.yaml" --out "$tmp/run" --threads 2
+expect 0 "" --experiments "$tmp/tiny.yaml" --out "$tmp/run2" --threads 2 --quiet --trace
+[ "$(wc -l < "$tmp/run/summary.csv")" -eq 4 ] || { echo "FAIL: summary.csv should have 3 rows"; fail=1; }
+[ -f "$tmp/run/experiments/tiny-dp2-flow/manifest.json" ] || { echo "FAIL: no manifest"; fail=1; }
+[ -s "$tmp/run2/experiments/tiny-dp2-packet/trace.json" ] || { echo "FAIL: --trace wrote no trace.json"; fail=1; }
+expect 2 "already holds results" --experiments "$tmp/tiny.yaml" --out "$tmp/run"
+# Everything but the wall-time columns, which differ from run to run.
+stable() {
+  awk -F, 'NR == 1 { for (i = 1; i <= NF; ++i) if ($i == "wall_s" || $i == "events_per_s") skip[i] = 1 }
+           { line = ""; for (i = 1; i <= NF; ++i) if (!(i in skip)) line = line $i ","; print line }' "$1"
+}
+# An interrupted sweep: one experiment's results are gone; --resume runs only that one.
+cp "$tmp/run/summary.csv" "$tmp/full.csv"
+rm -r "$tmp/run/experiments/tiny-dp2-flow"
+expect 0 "2 already done" --experiments "$tmp/tiny.yaml" --out "$tmp/run" --resume --threads 2
+if ! diff <(stable "$tmp/full.csv") <(stable "$tmp/run/summary.csv") >/dev/null; then
+  echo "FAIL: the resumed summary differs from the uninterrupted one"; fail=1
+fi
+cat > "$tmp/algo.yaml" <<'YAML'
+base:
+  workload: {model: {layers: 4, hidden: 512, heads: 8, vocab: 1024}, global_batch: 12}
+  parallelism: {tp: 1, pp: 1, dp: 6}
+  cluster: {gpus: 6, gpus_per_server: 1, nics_per_server: 1}
+  collectives: {all_reduce: halving_doubling}
+YAML
+expect 2 "collectives.all_reduce: halving_doubling cannot run all_reduce over 6 ranks" --experiments "$tmp/algo.yaml" --out "$tmp/algo"
+expect 2 "missing.yaml: cannot open the file" --experiments "$tmp/missing.yaml" --out "$tmp/none"
+expect 2 "--max-memory" --experiments "$tmp/tiny.yaml" --max-memory 12XB
+if command -v mpirun >/dev/null; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  out=$(mpirun -np 2 --oversubscribe "$exe" --experiments "$tmp/tiny.yaml" --out "$tmp/mpi" --threads 1 2>&1)
+  rc=$?
+  if [ "$rc" -ne 0 ] || ! grep -qF "over 2 MPI ranks" <<<"$out"; then
+    echo "FAIL: mpirun -np 2 exited $rc"; echo "$out"; fail=1
+  elif ! diff <(stable "$tmp/full.csv") <(stable "$tmp/mpi/summary.csv"); then
+    echo "FAIL: 2 MPI ranks give other results than 1"; fail=1
+  else
+    echo "ok: mpirun -np 2 multiverse --experiments gives the 1-rank results"
+  fi
+fi
 exit $fail

@@ -1,0 +1,344 @@
+#include "experiments/run_sweep.hpp"
+
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <iostream>
+#include <numeric>
+#include <vector>
+
+#include "experiments/cli.hpp"
+#include "experiments/config_reader.hpp"
+#include "experiments/estimate.hpp"
+#include "experiments/experiment_yaml.hpp"
+#include "experiments/results.hpp"
+#include "experiments/sweep.hpp"
+#include "systems/training_sim.hpp"
+
+#ifdef MV_HAVE_MPI
+#include <mpi.h>
+#endif
+
+namespace mv {
+
+namespace {
+
+/// One experiment to run: where it sits in the sweep, its configuration and its cost.
+struct Job {
+  size_t index = 0;
+  const ExpandedExperiment* expanded = nullptr;
+  TrainingExperiment x;
+  int64_t memory = 0;
+  double cost = 0;
+};
+
+std::string yamlText(const YAML::Node& node) {
+  YAML::Emitter out;
+  out << node;
+  return out.c_str();
+}
+
+ExperimentRecord recordOf(const Job& job, const TrainingResult& result, const std::string& error) {
+  ExperimentRecord r;
+  r.name = job.x.name;
+  r.id = job.x.id;
+  r.index = job.index;
+  r.swept = job.expanded->swept;
+  r.resolved_config = yamlText(job.expanded->config);
+  r.seed = job.x.seed;
+  r.result = result;
+  r.error = error;
+  return r;
+}
+
+/// Relative simulation cost, for sharding longest-first: ranks × micro-batches, times the
+/// packets a packet-level run moves (roughly) more than an analytical one.
+double estimatedCost(const TrainingExperiment& x) {
+  const double tasks = static_cast<double>(x.cluster.gpus) * std::max<uint32_t>(microBatchCount(x.training, x.parallelism), 1);
+  switch (x.fidelity) {
+    case NetworkFidelity::kPacket:
+      return 1000 * tasks;
+    case NetworkFidelity::kFlow:
+      return 30 * tasks;
+    case NetworkFidelity::kAnalytical:
+      break;
+  }
+  return tasks;
+}
+
+int64_t defaultMemoryBudget() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page / 2 : int64_t{4} << 30;
+}
+
+/// Splits `jobs` into groups whose estimated memory fits `budget` (a job alone may exceed it).
+std::vector<std::vector<const Job*>> batches(const std::vector<const Job*>& jobs, int64_t budget) {
+  std::vector<std::vector<const Job*>> out;
+  int64_t used = 0;
+  for (const Job* j : jobs) {
+    if (out.empty() || used + j->memory > budget) {
+      out.emplace_back();
+      used = 0;
+    }
+    out.back().push_back(j);
+    used += j->memory;
+  }
+  return out;
+}
+
+/// The MPI side of a sweep: which rank runs what, and results flowing to rank 0.
+class Shard {
+ public:
+  Shard() {
+#ifdef MV_HAVE_MPI
+    int started = 0;
+    MPI_Initialized(&started);
+    if (started != 0) {
+      MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+      MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    }
+#endif
+  }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  bool root() const { return rank_ == 0; }
+
+  /// The jobs of this rank: longest first, each to the least-loaded rank (ties: lowest rank).
+  std::vector<const Job*> mine(const std::vector<Job>& jobs) const {
+    std::vector<const Job*> order;
+    for (const Job& j : jobs) order.push_back(&j);
+    std::stable_sort(order.begin(), order.end(), [](const Job* a, const Job* b) { return a->cost > b->cost; });
+    std::vector<double> load(static_cast<size_t>(size_), 0.0);
+    std::vector<const Job*> out;
+    for (const Job* j : order) {
+      const auto r = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+      load[static_cast<size_t>(r)] += j->cost;
+      if (r == rank_) out.push_back(j);
+    }
+    return out;
+  }
+
+#ifdef MV_HAVE_MPI
+  /// Rank 0's `ids`, on every rank.
+  void share(std::vector<uint64_t>& ids) const {
+    if (size_ == 1) return;
+    auto n = static_cast<unsigned long long>(ids.size());
+    MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+    ids.resize(n);
+    MPI_Bcast(ids.data(), static_cast<int>(n), MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  }
+  void send(const ExperimentRecord& r) const {
+    const std::string text = manifestJson(r);
+    MPI_Send(text.data(), static_cast<int>(text.size()), MPI_CHAR, 0, kRecordTag, MPI_COMM_WORLD);
+  }
+  void sendDone() const { MPI_Send(nullptr, 0, MPI_CHAR, 0, kDoneTag, MPI_COMM_WORLD); }
+  /// Hands every record that arrived to `use`; with `wait`, blocks until every other rank is done.
+  template <class F>
+  void receive(bool wait, F&& use) {
+    if (size_ == 1) return;
+    for (;;) {
+      int flag = 0;
+      MPI_Status status;
+      if (wait && done_ < size_ - 1) {
+        MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &status);
+        flag = 1;
+      } else {
+        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &status);
+      }
+      if (flag == 0) return;
+      int count = 0;
+      MPI_Get_count(&status, MPI_CHAR, &count);
+      std::string text(static_cast<size_t>(count), '\0');
+      MPI_Recv(text.data(), count, MPI_CHAR, status.MPI_SOURCE, status.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      if (status.MPI_TAG == kDoneTag) {
+        ++done_;
+      } else {
+        use(parseManifest(text));
+      }
+    }
+  }
+#else
+  void share(std::vector<uint64_t>&) const {}
+  void send(const ExperimentRecord&) const {}
+  void sendDone() const {}
+  template <class F>
+  void receive(bool, F&&) {}
+#endif
+
+ private:
+  static constexpr int kRecordTag = 1;
+  static constexpr int kDoneTag = 2;
+  int rank_ = 0;
+  int size_ = 1;
+  int done_ = 0;
+};
+
+/// Writes `<out>/experiments/<name>/trace.json` (temp file and rename: never half written).
+void writeTrace(const std::filesystem::path& out, const std::string& name, const std::string& json) {
+  const std::filesystem::path dir = out / "experiments" / name;
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path tmp = dir / "trace.json.tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << json;
+    if (!f) throw std::runtime_error("cannot write " + tmp.string());
+  }
+  std::filesystem::rename(tmp, dir / "trace.json");
+}
+
+RankBy rankByName(const std::string& name) {
+  if (name == "mfu") return RankBy::kMfu;
+  if (name == "tokens") return RankBy::kTokensPerSecond;
+  if (name == "memory") return RankBy::kPeakMemory;
+  return RankBy::kIterationTime;
+}
+
+/// Reads, expands and checks the whole sweep; every problem goes to `diags`.
+std::vector<Job> readJobs(const std::filesystem::path& file, Sweep& sweep, Diagnostics& diags) {
+  sweep = readSweep(file, diags);
+  std::vector<Job> jobs;
+  if (!diags.empty()) return jobs;
+  std::vector<TrainingExperiment> read;
+  readExperiments(sweep, diags, [&](TrainingExperiment&& x) { read.push_back(std::move(x)); });
+  if (!diags.empty()) return jobs;
+  for (size_t i = 0; i < read.size(); ++i) {
+    Job j;
+    j.index = i;
+    j.expanded = &sweep.experiments[i];
+    j.x = std::move(read[i]);
+    for (const std::string& p : checkTrainingExperiment(j.x)) {
+      const size_t colon = p.find(':');
+      diags.add(Diagnostic{file.string(), 0, p.substr(0, colon),
+                           "experiment '" + j.x.name + "': " + (colon == std::string::npos ? p : p.substr(colon + 2))});
+    }
+    j.memory = estimateMemory(j.x).total();
+    j.cost = estimatedCost(j.x);
+    jobs.push_back(std::move(j));
+  }
+  return jobs;
+}
+
+}  // namespace
+
+void startMpi(int* argc, char*** argv) {
+#ifdef MV_HAVE_MPI
+  if (std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr) MPI_Init(argc, argv);
+#else
+  (void)argc;
+  (void)argv;
+#endif
+}
+
+void stopMpi() {
+#ifdef MV_HAVE_MPI
+  int started = 0;
+  int finished = 0;
+  MPI_Initialized(&started);
+  MPI_Finalized(&finished);
+  if (started != 0 && finished == 0) MPI_Finalize();
+#endif
+}
+
+int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
+  Shard shard;
+  Diagnostics diags;
+  Sweep sweep;
+  const std::vector<Job> jobs = readJobs(file, sweep, diags);
+  if (options.backend == "cuda") {
+    diags.add(Diagnostic{"", 0, "--backend",
+                         "the training simulation runs on the CPU backend in this version (the CUDA backend "
+                         "covers the packet network only); use --backend cpu or auto"});
+  }
+  if (!diags.empty()) {
+    if (shard.root()) std::cerr << diags.format();
+    return kExitUsageError;
+  }
+  if (jobs.empty()) {
+    if (shard.root()) std::cerr << file.string() << ": every combination was dropped by the constraints\n";
+    return kExitUsageError;
+  }
+
+  const std::filesystem::path out =
+      options.out.empty() ? std::filesystem::path("results") / file.stem() : options.out;
+  ResultsWriter writer;
+  if (shard.root()) {
+    try {
+      writer.open(out, options.resume ? OpenMode::kResume : options.force ? OpenMode::kOverwrite : OpenMode::kCreate);
+    } catch (const std::exception& e) {
+      std::cerr << "multiverse: " << e.what() << "\n";
+      return kExitUsageError;
+    }
+  }
+  // Every rank runs what rank 0 found unfinished in the folder.
+  std::vector<uint64_t> done_ids;
+  if (shard.root()) {
+    for (const Job& j : jobs) {
+      if (writer.isDone(j.x.id)) done_ids.push_back(j.x.id);
+    }
+  }
+  shard.share(done_ids);
+  std::vector<Job> pending;
+  for (const Job& j : jobs) {
+    if (std::find(done_ids.begin(), done_ids.end(), j.x.id) == done_ids.end()) pending.push_back(j);
+  }
+  const size_t done_before = jobs.size() - pending.size();
+  Progress progress(std::cout, detectProgressStyle(STDOUT_FILENO, options.quiet || !shard.root()), jobs.size(),
+                    done_before);
+  if (shard.root() && !options.quiet) {
+    std::cout << "multiverse: " << jobs.size() << " experiment(s) from " << file.string();
+    if (done_before > 0) std::cout << ", " << done_before << " already done";
+    if (shard.size() > 1) std::cout << ", over " << shard.size() << " MPI ranks";
+    std::cout << "; results in " << out.string() << "\n";
+  }
+
+  bool failed = false;
+  auto keep = [&](const ExperimentRecord& r) {
+    failed = failed || !r.error.empty();
+    writer.write(r);
+    progress.finished(r);
+  };
+  auto deliver = [&](const ExperimentRecord& r) {
+    if (shard.root()) {
+      keep(r);
+      shard.receive(false, keep);
+    } else {
+      shard.send(r);
+    }
+  };
+  const std::vector<const Job*> mine = shard.mine(pending);
+  const int64_t budget = options.max_memory > 0 ? options.max_memory : defaultMemoryBudget();
+  SimulationOptions sim;
+  sim.threads = options.threads;
+  sim.trace = options.trace;
+  for (const std::vector<const Job*>& batch : batches(mine, budget)) {
+    std::vector<TrainingExperiment> xs;
+    for (const Job* j : batch) xs.push_back(j->x);
+    std::vector<bool> reported(batch.size(), false);
+    try {
+      simulateTraining(xs, sim, [&](size_t i, const TrainingResult& r) {
+        reported[i] = true;
+        if (!r.chrome_trace.empty()) writeTrace(out, batch[i]->x.name, r.chrome_trace);
+        deliver(recordOf(*batch[i], r, r.error));
+      });
+    } catch (const std::exception& e) {
+      for (size_t i = 0; i < batch.size(); ++i) {
+        if (!reported[i]) deliver(recordOf(*batch[i], TrainingResult{}, e.what()));
+      }
+    }
+  }
+  if (!shard.root()) {
+    shard.sendDone();
+    return kExitOk;
+  }
+  shard.receive(true, keep);
+  progress.finish();
+  if (!options.quiet) std::cout << rankedTable(writer.records(), static_cast<size_t>(std::max(options.top, 0)), rankByName(options.rank_by));
+  return failed ? kExitRunError : kExitOk;
+}
+
+}  // namespace mv

@@ -1,0 +1,47 @@
+/**
+ * @file run_sweep.hpp
+ * `multiverse --experiments sweep.yaml`: expands and validates the sweep (everything wrong
+ * is reported before anything runs), runs the experiments in as few batches as the memory
+ * budget allows, writes each result as it finishes (experiments/results.hpp), and ends with
+ * a ranked table. Under `mpirun -np K` the experiments are sharded over the ranks (longest
+ * first by estimated cost) and rank 0 writes every result. docs/sweep.md, docs/results.md.
+ */
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+namespace mv {
+
+struct SweepOptions {
+  /// Results folder; empty = results/<sweep file name without extension>.
+  std::filesystem::path out;
+  /// Keep the experiments an earlier run of the same folder finished; run only the rest.
+  bool resume = false;
+  /// Replace the results a folder already holds.
+  bool force = false;
+  /// OpenMP threads per process; 0 = all cores.
+  int threads = 0;
+  /// "auto", "cpu" or "cuda".
+  std::string backend = "auto";
+  /// Memory budget of one batch's simulation state, bytes; 0 = half the machine's RAM.
+  int64_t max_memory = 0;
+  /// Rows of the closing table (0 = all).
+  int top = 10;
+  /// Closing table order: "iteration", "mfu", "tokens", "memory".
+  std::string rank_by = "iteration";
+  /// Write a Chrome trace (trace.json) into each experiment's folder.
+  bool trace = false;
+  bool quiet = false;
+};
+
+/// Runs the sweep; returns the process exit code (0 done, 1 a run failed, 2 bad input).
+int runSweep(const std::filesystem::path& file, const SweepOptions& options);
+
+/// Starts MPI when the process was launched by mpirun (no-op otherwise or without MPI).
+void startMpi(int* argc, char*** argv);
+/// Ends MPI when startMpi started it.
+void stopMpi();
+
+}  // namespace mv
