@@ -17,11 +17,12 @@
 
 #include "experiments/cli.hpp"
 #include "experiments/config_reader.hpp"
-#include "systems/network_layout.hpp"
 #include "experiments/network_yaml.hpp"
+#include "experiments/results.hpp"
 #include "kernels/cpu/cpu_executor.hpp"
 #include "network/builder.hpp"
 #include "network/network_sim.hpp"
+#include "systems/network_layout.hpp"
 #include "topologies/routing.hpp"
 
 namespace mv {
@@ -127,16 +128,6 @@ NetsimInput readInput(const std::filesystem::path& yaml, Diagnostics& diags) {
   return in;
 }
 
-/// Writes `text` to `path` through a temporary file, so a reader never sees half a file.
-void writeAtomically(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << text;
-    if (!out) throw std::runtime_error("cannot write " + tmp.string());
-  }
-  std::filesystem::rename(tmp, path);
-}
 
 /// What a run's status bits mean, with the knob that fixes each.
 std::string networkStatusMessage(uint32_t status) {
@@ -267,7 +258,7 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
       slowdowns.push_back(static_cast<double>(fct) / static_cast<double>(ideal));
       last = std::max(last, f.finish_ps);
     }
-    writeAtomically(out / v.name / "flows.csv", flows.str());
+    writeFileAtomically(out / v.name / "flows.csv", flows.str());
     std::ostringstream queues;
     queues << "port,rate_bps,max_bytes,mean_bytes,tx_bytes\n";
     for (int64_t row = ports.expBegin(e); row < ports.expEnd(e); ++row) {
@@ -275,9 +266,9 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
       queues << row - ports.expBegin(e) << ',' << ports.get<net::PortInfo>(row).rate_bps << ',' << q.max_bytes << ','
              << (last > 0 ? q.byte_ps / static_cast<double>(last) : 0.0) << ',' << q.tx_bytes << '\n';
     }
-    writeAtomically(out / v.name / "queues.csv", queues.str());
+    writeFileAtomically(out / v.name / "queues.csv", queues.str());
     if (v.cfg.link_bin_ps > 0) {
-      writeAtomically(out / v.name / "links.csv", "link,bin_start_ps,bytes,utilisation\n" + link_rows[e]);
+      writeFileAtomically(out / v.name / "links.csv", "link,bin_start_ps,bytes,utilisation\n" + link_rows[e]);
     }
     std::sort(slowdowns.begin(), slowdowns.end());
     double mean = 0;
@@ -295,7 +286,7 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
                   mean, p99, static_cast<long>(c.drops), static_cast<long>(c.pauses));
     }
   }
-  writeAtomically(out / "summary.csv", summary.str());
+  writeFileAtomically(out / "summary.csv", summary.str());
   if (!options.quiet) {
     std::printf("  wall %.3f s, %ld steps; results in %s\n", report.wall_seconds, static_cast<long>(report.steps),
                 out.string().c_str());

@@ -354,18 +354,6 @@ std::filesystem::path tempPath(const std::filesystem::path& path) {
   return path.string() + kTempSuffix;
 }
 
-/// Writes `text` to `path` through `<path>.tmp` and a rename, so a reader (or a resume
-/// after a kill) never sees half a file.
-void writeAtomically(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = tempPath(path);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) throw std::runtime_error("cannot write " + tmp.string());
-  }
-  std::filesystem::rename(tmp, path);
-}
 
 std::string readFile(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -617,7 +605,7 @@ void ResultsWriter::write(const ExperimentRecord& record) {
   if (const auto it = ids_by_name_.find(record.name); it != ids_by_name_.end()) removeRow(it->second);
 
   std::filesystem::create_directories(folder);
-  writeAtomically(folder / kManifest, manifestJson(record));
+  writeFileAtomically(folder / kManifest, manifestJson(record));
   addRow(record, false);
   writeSummaries();
 }
@@ -659,8 +647,8 @@ void ResultsWriter::writeSummaries() const {
   }
   json += "\n]\n}\n";
 
-  writeAtomically(dir_ / kSummaryCsv, csv);
-  writeAtomically(dir_ / kSummaryJson, json);
+  writeFileAtomically(dir_ / kSummaryCsv, csv);
+  writeFileAtomically(dir_ / kSummaryJson, json);
 }
 
 // --- closing table -----------------------------------------------------------------------
@@ -801,6 +789,17 @@ void Progress::finish() {
   if (!bar_shown_) return;
   *out_ << "\n" << std::flush;
   bar_shown_ = false;
+}
+
+void writeFileAtomically(const std::filesystem::path& path, const std::string& text) {
+  const std::filesystem::path tmp = tempPath(path);
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) throw std::runtime_error("cannot write " + tmp.string());
+  }
+  std::filesystem::rename(tmp, path);
 }
 
 }  // namespace mv

@@ -55,6 +55,10 @@ struct ExperimentRecord {
   RunStatus status() const;
 };
 
+/// Writes `text` to `path` through `<path>.tmp` and a rename, so a reader (or a resume after
+/// a kill) never sees half a file.
+void writeFileAtomically(const std::filesystem::path& path, const std::string& text);
+
 /// The id as 16 lower-case hex digits (file names, manifests, summaries).
 std::string formatExperimentId(uint64_t id);
 

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <exception>
-#include <fstream>
 #include <iostream>
 #include <numeric>
 #include <vector>
@@ -178,17 +177,11 @@ class Shard {
   int done_ = 0;
 };
 
-/// Writes `<out>/experiments/<name>/trace.json` (temp file and rename: never half written).
+/// Writes `<out>/experiments/<name>/trace.json`.
 void writeTrace(const std::filesystem::path& out, const std::string& name, const std::string& json) {
   const std::filesystem::path dir = out / "experiments" / name;
   std::filesystem::create_directories(dir);
-  const std::filesystem::path tmp = dir / "trace.json.tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f << json;
-    if (!f) throw std::runtime_error("cannot write " + tmp.string());
-  }
-  std::filesystem::rename(tmp, dir / "trace.json");
+  writeFileAtomically(dir / "trace.json", json);
 }
 
 RankBy rankByName(const std::string& name) {
