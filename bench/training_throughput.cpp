@@ -4,14 +4,15 @@
  *   1. workload generation: GPT-3 175B (TP 8, PP 16) on 1,024 and 8,192 GPUs: time to
  *      generate the stage programs and fill the tables, rows, bytes per task and per GPU;
  *   2. iteration simulation: GPT-3 13B on 128 GPUs (TP 4, PP 4, DP 8, 16 servers of 8 GPUs
- *      on a rail-optimised fabric of 100 Gb/s NICs) at analytical and packet fidelity:
+ *      on a rail-optimised fabric of 100 Gb/s NICs) at analytical, flow and packet fidelity:
  *      simulated iteration, wall time, events per second.
- * `--quick` shrinks part 2 to 4 layers so it finishes in seconds.
+ * `--quick` shrinks part 2 to 8 layers; `--fidelity` picks the fidelities to run.
  */
 #include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/cpu_executor.hpp"
@@ -75,7 +76,8 @@ void iteration(NetworkFidelity fidelity, bool quick, int threads) {
   const double sim = static_cast<double>(r.iteration.ps) * 1e-12;
   std::printf("%-10s iteration %8.2f ms (compute %7.2f, tp %6.2f, pp %6.2f, dp %6.2f, bubble %6.2f)  MFU %4.1f %%"
               "  wall %8.2f s (run %7.2f)  sim/wall %.4f  events %11lld (%.2f M/s)  memory %.1f MB\n",
-              fidelity == NetworkFidelity::kPacket ? "packet" : "analytical", sim * 1e3, r.compute.ps * 1e-9,
+              fidelity == NetworkFidelity::kPacket ? "packet" : fidelity == NetworkFidelity::kFlow ? "flow" : "analytical",
+              sim * 1e3, r.compute.ps * 1e-9,
               r.exposed_tp.ps * 1e-9, r.exposed_pp.ps * 1e-9, r.exposed_dp.ps * 1e-9, r.bubble.ps * 1e-9,
               100 * r.mfu, wall, r.wall_seconds, sim / wall, static_cast<long long>(r.events),
               static_cast<double>(r.events) / r.wall_seconds / 1e6, f.total_bytes / kMega);
@@ -90,6 +92,9 @@ int main(int argc, char** argv) {
   int threads = 2;
   app.add_flag("--quick", quick, "GPT-3 13B with 8 layers in part 2 (seconds instead of minutes)");
   app.add_option("--threads", threads, "OpenMP threads")->check(CLI::Range(1, 256));
+  std::vector<std::string> fidelities{"analytical", "flow", "packet"};
+  app.add_option("--fidelity", fidelities, "Fidelities of part 2 (analytical, flow, packet)")
+      ->check(CLI::IsMember({"analytical", "flow", "packet"}));
   CLI11_PARSE(app, argc, argv);
   std::printf("1. workload generation: GPT-3 175B, TP 8, PP 16, global batch 1536, micro-batch 1\n");
   mv::generation(1024);
@@ -97,7 +102,11 @@ int main(int argc, char** argv) {
   std::printf("\n2. one iteration of GPT-3 13B%s on 128 GPUs (TP 4, PP 4, DP 8, SP, ZeRO-1, selective recompute, "
               "batch 256), rail-optimised 100 Gb/s, DCQCN, %d threads\n",
               quick ? " (8 layers)" : "", threads);
-  mv::iteration(mv::NetworkFidelity::kAnalytical, quick, threads);
-  mv::iteration(mv::NetworkFidelity::kPacket, quick, threads);
+  for (const std::string& f : fidelities) {
+    mv::iteration(f == "packet" ? mv::NetworkFidelity::kPacket
+                  : f == "flow" ? mv::NetworkFidelity::kFlow
+                                : mv::NetworkFidelity::kAnalytical,
+                  quick, threads);
+  }
   return 0;
 }

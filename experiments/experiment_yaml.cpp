@@ -179,7 +179,7 @@ class ExperimentReader {
 
   void readCluster(const ConfigReader& c) {
     c.allowOnly({"gpu", "gpus", "gpus_per_server", "nics_per_server", "fabric", "nvls_all_reduce", "pcie_bus_bandwidth",
-                 "pcie_step_latency"});
+                 "pcie_step_latency", "overlap_slowdown"});
     ClusterSpec& cl = t_.cluster;
     cl.gpu = c.text("gpu", cl.gpu);
     gpu_ = findGpu(cl.gpu);
@@ -201,6 +201,7 @@ class ExperimentReader {
     cl.intra.nvls_all_reduce = c.boolean("nvls_all_reduce", cl.intra.nvls_all_reduce);
     cl.intra.pcie_bus_bandwidth = BitsPerSecond{c.rateBps("pcie_bus_bandwidth", cl.intra.pcie_bus_bandwidth.bps)};
     cl.intra.pcie_step_latency = Picoseconds{c.durationPs("pcie_step_latency", cl.intra.pcie_step_latency.ps)};
+    cl.overlap_slowdown = c.has("overlap_slowdown") ? c.real("overlap_slowdown", 1.0, 1.0, 4.0) : 0.0;
     if (gpu_) {
       try {
         makeCollectiveModel(*gpu_, cl.intra);

@@ -40,6 +40,7 @@ struct TrainConfig {
   uint32_t nics_per_server = 8;
   uint32_t priority = 3;
   uint32_t trace = 0;            ///< 1: record every finished task (TaskSpan rows)
+  uint32_t overlap_ppm = 1000000; ///< compute slow-down while the DP stream communicates (ppm)
   CollectiveModel intra;         ///< intra-server collective model of the GPU
 };
 

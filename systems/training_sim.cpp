@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "analytical/gpu.hpp"
+#include "analytical/overlap.hpp"
 #include "ecs/engine.hpp"
 #include "ecs/graph.hpp"
 #include "ecs/world.hpp"
@@ -104,6 +105,8 @@ Plan makePlan(const TrainingExperiment& x) {
   c.nics_per_server = x.cluster.nics_per_server;
   c.priority = x.collectives.priority;
   c.intra = po.tp_model;
+  c.overlap_ppm = x.cluster.overlap_slowdown > 0 ? slowdownFactor(x.cluster.overlap_slowdown).ppm
+                                                 : defaultOverlapSlowdown(gpu.architecture).gemm.ppm;
   // Sends start step_latency after their cause and are seen by the NICs one step later:
   // a step of at most half the step latency keeps every send in the future (training.md).
   p.lookahead_ps = std::min(p.layout.min_delay_ps, c.step_latency_ps / 2);
@@ -479,6 +482,9 @@ std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
   }
   if (c.gpus >= kMaxFlowRanks) out.push_back("cluster.gpus: at most 2^19 GPUs");
   if (x.collectives.step_latency.ps <= 0) out.push_back("collectives.step_latency: must be positive");
+  if (x.cluster.overlap_slowdown != 0 && (x.cluster.overlap_slowdown < 1 || x.cluster.overlap_slowdown > 4)) {
+    out.push_back("cluster.overlap_slowdown: must be 1..4 (0 = the GPU's default)");
+  }
   const Parallelism& par = x.parallelism;
   const uint32_t per_server = c.gpus_per_server / std::max<uint32_t>(par.tp, 1);
   auto checkAlgo = [&](const char* key, CollectiveAlgorithm a, CollectiveOp op, uint32_t n) {

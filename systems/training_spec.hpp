@@ -68,6 +68,10 @@ struct ClusterSpec {
   uint32_t nics_per_server = 8;
   /// Intra-server fabric and its knobs.
   CollectiveModelConfig intra;
+  /// Slow-down of compute while a DP collective runs on the same GPU (shared SMs, L2, HBM);
+  /// 0 = the GPU generation's default GEMM factor (analytical/overlap.hpp: ×1.15 Ampere,
+  /// ×1.26 Hopper and Blackwell). 1 disables it. Range 1..4 when set.
+  double overlap_slowdown = 0;
 };
 
 /// One fully resolved experiment.

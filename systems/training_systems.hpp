@@ -14,6 +14,7 @@
 
 #include "ecs/atomic.hpp"
 #include "ecs/system.hpp"
+#include "analytical/overlap.hpp"
 #include "ecs/units.hpp"
 #include "network/components.hpp"
 #include "network/flow_level.hpp"
@@ -292,11 +293,13 @@ struct RankSystem {
     st.start[s] = t;
     st.next[s] = index + 1;
     switch (d.kind) {
-      case TaskKind::kCompute:
-        st.busy_until[s] = t + d.compute_ps + d.tp_ps;
-        times.compute += d.compute_ps;
+      case TaskKind::kCompute: {
+        const int64_t compute = stretched(ops, info, st, d.compute_ps, t);
+        st.busy_until[s] = t + compute + d.tp_ps;
+        times.compute += compute;
         times.tp += d.tp_ps;
         break;
+      }
       case TaskKind::kSend:
         ops.startSend(info, index, d, t);
         break;
@@ -306,6 +309,18 @@ struct RankSystem {
         ops.arrive((d.comm == CommKind::kEp ? info.ep_coll_base : info.dp_coll_base) + d.seq, t);
         break;
     }
+  }
+
+  /// Kernel time of a compute task starting at `t`: slowed by the overlap factor when a DP
+  /// collective is still running then (its completion, if already known, lies after `t`; one
+  /// written by another rank this step lies after the window, so the test is exact).
+  MV_HD static int64_t stretched(const TrainOps<Ctx>& ops, const RankInfo& info, const RankStreams& st, int64_t ps,
+                                 int64_t t) {
+    const uint32_t ppm = ops.cfg().overlap_ppm;
+    const uint32_t running = st.running[kDpStream];
+    if (ppm == kSlowdownOne || running == kNoTask) return ps;
+    if (atomicLoad<int64_t>(&ops.state(info, running).done_ps) <= t) return ps;
+    return static_cast<int64_t>((static_cast<Int128>(ps) * ppm + kSlowdownOne - 1) / kSlowdownOne);
   }
 
   /// Idle time of the compute stream before a task, by what it waited for: a pipeline

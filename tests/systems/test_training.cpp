@@ -240,3 +240,32 @@ TEST_CASE("a Chrome trace has one complete event per task of every rank, within 
 
 }  // namespace
 }  // namespace mv
+
+namespace mv {
+namespace {
+
+TEST_CASE("compute overlapping a DP collective is slowed by the overlap factor, and nothing else is") {
+  // DP inside one server (fast NVLink collectives, so compute stays on the critical path);
+  // many buckets, so early reductions overlap the rest of the last backward.
+  TrainingExperiment x = test::tinyExperiment(1, 1, 4, 4, 4);
+  x.model = test::tinyGpt(8, 512);
+  x.collectives.dp_bucket = mebibytes(1);
+  x.fidelity = NetworkFidelity::kAnalytical;
+  x.cluster.overlap_slowdown = 1;
+  const TrainingResult off = runOne(x);
+  x.cluster.overlap_slowdown = 2;
+  const TrainingResult on = runOne(x);
+  const int64_t extra = on.compute.ps - off.compute.ps;
+  const StageTimes st = ComputeModel(a100Compute()).stageTimes(x.model, x.training, x.parallelism, 0);
+  INFO("extra compute " << extra << " ps, last backward " << st.backward.ps << " ps");
+  CHECK(extra > 0);
+  CHECK(extra < st.backward.ps);  // only pieces of the last micro-batch's backward overlap DP
+  CHECK(on.iteration.ps > off.iteration.ps);
+  x.cluster.overlap_slowdown = 0;  // the A100 default, ×1.15
+  const TrainingResult dflt = runOne(x);
+  CHECK(dflt.compute.ps > off.compute.ps);
+  CHECK(dflt.compute.ps < on.compute.ps);
+}
+
+}  // namespace
+}  // namespace mv
