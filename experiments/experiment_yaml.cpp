@@ -75,7 +75,8 @@ class ExperimentReader {
   // --- sections --------------------------------------------------------------------
 
   void readWorkload(const ConfigReader& w) {
-    w.allowOnly({"model", "chakra", "global_batch", "micro_batch", "seq", "precision", "flash_attention"});
+    w.allowOnly({"model", "chakra", "global_batch", "micro_batch", "seq", "precision", "flash_attention",
+                 "operator_times"});
     model_ok_ = readModel(w);
     if (w.has("chakra")) t_.chakra = (dir_ / w.text("chakra", "")).string();
     if (w.has("global_batch")) {
@@ -89,6 +90,24 @@ class ExperimentReader {
     t_.training.precision =
         parseTrainingPrecision(kPrecisions[static_cast<size_t>(w.choice("precision", 0, kPrecisions))]);
     t_.training.flash_attention = w.boolean("flash_attention", false);
+    if (w.has("operator_times")) readOperatorTimes(w.child("operator_times"));
+  }
+
+  /// `workload.operator_times`: measured kernel times by operator name (docs/workloads.md).
+  void readOperatorTimes(const ConfigReader& r) {
+    const std::vector<std::string> keys = operatorTimeKeys();
+    r.allowOnly(keys);
+    if (!r.node().IsMap()) return;
+    for (const auto& kv : r.node()) {
+      const std::string key = kv.first.as<std::string>();
+      if (std::find(keys.begin(), keys.end(), key) == keys.end()) continue;
+      const int64_t ps = r.durationPs(key, 0);
+      if (ps <= 0) {
+        r.error(key, "must be a positive time");
+      } else {
+        t_.operator_times[key] = Picoseconds{ps};
+      }
+    }
   }
 
   /// The zoo model or inline shape of `workload.model`; false when there is none.

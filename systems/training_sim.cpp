@@ -76,7 +76,8 @@ Plan makePlan(const TrainingExperiment& x) {
   po.dp_bucket = x.collectives.dp_bucket;
   po.tp_model = makeCollectiveModel(gpu, x.cluster.intra);
   p.program = x.chakra.empty()
-                  ? buildTrainingProgram(x.model, x.training, x.parallelism, ComputeModel(computeSpecOf(x.cluster.gpu)), po)
+                  ? buildTrainingProgram(x.model, x.training, x.parallelism,
+                                         ComputeModel(computeSpecOf(x.cluster.gpu), megatronA100Params(), x.operator_times), po)
                   : programFromChakra(readChakraTraces(x.chakra, x.cluster.gpus), x.parallelism);
   const Routing routing = computeRouting(x.topology);
   p.layout = makeNetworkLayout(x.topology, routing, x.network.payload_bytes);

@@ -18,6 +18,7 @@
 #include "network/components.hpp"
 #include "network/config.hpp"
 #include "topologies/topology.hpp"
+#include "workloads/compute_model.hpp"
 #include "workloads/memory.hpp"
 #include "workloads/model.hpp"
 #include "workloads/parallelism.hpp"
@@ -85,6 +86,8 @@ struct TrainingExperiment {
   /// from the model (the model still gives memory and FLOPs); empty = generate.
   std::string chakra;
   TrainingConfig training;
+  /// Measured kernel times that replace the roofline (compute_model.hpp OperatorTimes).
+  OperatorTimes operator_times;
   Parallelism parallelism;
   ClusterSpec cluster;
   /// Inter-server topology; its NICs (in id order) are the servers' NICs, server by server.

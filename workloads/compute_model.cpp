@@ -219,6 +219,20 @@ ComputeModelParams megatronA100Params() {
   return p;
 }
 
+std::vector<std::string> operatorTimeKeys() {
+  static const char* const kOperators[] = {
+      "input_norm", "qkv",  "attention_scores", "softmax_dropout", "attention_values", "flash_attention",
+      "projection", "attention_residual", "mlp_norm", "router", "dispatch", "mlp_up", "activation", "mlp_down",
+      "combine", "mlp_residual", "embedding", "final_norm", "logits", "cross_entropy"};
+  std::vector<std::string> keys;
+  for (const char* op : kOperators) {
+    keys.emplace_back(op);
+    keys.push_back(std::string(op) + ".backward");
+  }
+  keys.emplace_back("optimizer");
+  return keys;
+}
+
 ComputeModel::ComputeModel(GpuComputeSpec gpu, ComputeModelParams params, OperatorTimes overrides)
     : gpu_(std::move(gpu)), params_(params), overrides_(std::move(overrides)) {}
 

@@ -135,6 +135,10 @@ ComputeModelParams megatronA100Params();
  */
 using OperatorTimes = std::map<std::string, Picoseconds, std::less<>>;
 
+/// Every key an OperatorTimes table may hold: each operator name the model produces, the
+/// same with ".backward", and "optimizer".
+std::vector<std::string> operatorTimeKeys();
+
 /// One layer on one GPU for one micro-batch.
 struct LayerTimes {
   Picoseconds forward;

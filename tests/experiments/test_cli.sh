@@ -119,6 +119,16 @@ base:
   collectives: {all_reduce: halving_doubling}
 YAML
 expect 2 "collectives.all_reduce: halving_doubling cannot run all_reduce over 6 ranks" --experiments "$tmp/algo.yaml" --out "$tmp/algo"
+cat > "$tmp/ops.yaml" <<'YAML'
+base:
+  workload:
+    model: {layers: 4, hidden: 512, heads: 8, vocab: 1024}
+    global_batch: 8
+    operator_times: {qkv: 1ms, qvk.backward: 2ms, optimizer: -1ms}
+  parallelism: {dp: 8}
+YAML
+expect 2 "ops.yaml:5: workload.operator_times.qvk.backward: unknown key (did you mean 'qkv.backward'?)" validate "$tmp/ops.yaml"
+expect 2 "ops.yaml:5: workload.operator_times.optimizer" validate "$tmp/ops.yaml"
 expect 2 "missing.yaml: cannot open the file" --experiments "$tmp/missing.yaml" --out "$tmp/none"
 expect 2 "--max-memory" --experiments "$tmp/tiny.yaml" --max-memory 12XB
 if command -v mpirun >/dev/null; then

@@ -269,3 +269,28 @@ TEST_CASE("compute overlapping a DP collective is slowed by the overlap factor, 
 
 }  // namespace
 }  // namespace mv
+
+namespace mv {
+namespace {
+
+TEST_CASE("a measured operator time replaces the roofline's") {
+  TrainingExperiment x = test::tinyExperiment(1, 1, 1, 2, 1);
+  x.fidelity = NetworkFidelity::kAnalytical;
+  x.operator_times["optimizer"] = milliseconds(3);
+  const TrainingResult a = runOne(x);
+  x.operator_times["optimizer"] = milliseconds(5);
+  const TrainingResult b = runOne(x);
+  // The optimizer step ends the iteration: 2 ms more optimizer, 2 ms more iteration.
+  CHECK(b.iteration.ps - a.iteration.ps == milliseconds(2).ps);
+  x.operator_times["qkv"] = milliseconds(1);
+  const TrainingResult c = runOne(x);
+  // 4 layers × 2 micro-batches × (1 forward + 2 backward (the default factor)) qkv kernels of 1 ms.
+  const ComputeModel roofline(a100Compute());
+  const Operator qkv = layerOperators(x.model, x.training, x.parallelism)[1];
+  REQUIRE(qkv.name == "qkv");
+  const int64_t before = roofline.forwardTime(qkv, x.training.precision).ps + roofline.backwardTime(qkv, x.training.precision).ps;
+  CHECK(c.compute.ps - b.compute.ps == 4 * 2 * (3 * milliseconds(1).ps - before));
+}
+
+}  // namespace
+}  // namespace mv
