@@ -21,6 +21,7 @@ namespace mv::train {
 
 inline constexpr int64_t kNever = INT64_MAX;
 
+
 /// How a collective instance moves its data.
 enum class CollMode : uint8_t {
   kIntraServer,  ///< all members on one server: the calibrated intra-server model
@@ -80,6 +81,9 @@ struct RankStreams {
   uint32_t running[kStreams] = {kNoTask, kNoTask, kNoTask, kNoTask};
   int64_t busy_until[kStreams] = {}; ///< finish of the running compute task; free time when idle
   int64_t start[kStreams] = {};      ///< start of the running task
+  /// Earliest compute finish or task start the rank found when it last ran (completions of
+  /// running communication are read from their TaskState each step).
+  int64_t wake_self = 0;
 };
 /// Where the rank's compute-stream time went (the iteration breakdown) and when it ended.
 struct RankTimes {

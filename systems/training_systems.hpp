@@ -232,6 +232,17 @@ struct RankSystem {
   MV_HD static void run(const Ctx& ctx, const RankInfo& info, RankStreams& st, RankTimes& times) {
     const TrainOps<Ctx> ops{ctx};
     const int64_t end = ctx.window_end.ps;
+    // Nothing happens to this rank in the window: report its next event and stop.
+    int64_t earliest = st.wake_self;
+    for (int s = 0; s < kStreams; ++s) {
+      if (st.running[s] == kNoTask || ops.task(info, st.running[s]).kind == TaskKind::kCompute) continue;
+      const int64_t t = finishTime(ops, info, st, s);
+      earliest = t < earliest ? t : earliest;
+    }
+    if (earliest >= end) {
+      if (earliest != kNever) ctx.wakeAt(Picoseconds{earliest});
+      return;
+    }
     for (;;) {
       int64_t best = kNever;
       int best_stream = -1;
@@ -259,6 +270,7 @@ struct RankSystem {
         }
       }
       if (best >= end) {
+        st.wake_self = best;
         if (best != kNever) ctx.wakeAt(Picoseconds{best});
         return;
       }
