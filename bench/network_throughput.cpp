@@ -28,10 +28,10 @@
 #include <vector>
 
 #include "ecs/rng.hpp"
-#include "systems/network_layout.hpp"
 #include "kernels/cpu/cpu_executor.hpp"
 #include "network/builder.hpp"
 #include "network/network_sim.hpp"
+#include "systems/network_layout.hpp"
 #include "topologies/generators.hpp"
 #include "topologies/routing.hpp"
 
@@ -47,7 +47,8 @@ struct Settings {
   std::vector<uint32_t> batch_sizes = {1, 8, 64};
   uint32_t rail_servers = 128;  ///< servers of the rail fabric (8 NICs each)
   uint32_t rail_spines = 8;
-  int threads = 2;  ///< CpuExecutor threads
+  int threads = 2;   ///< CpuExecutor threads
+  std::string only;  ///< run only this part: "permutation", "all-to-all" or "memory" (empty: all)
 };
 
 Settings quickSettings() {
@@ -56,7 +57,9 @@ Settings quickSettings() {
                   .all_to_all_bytes = 10 * 1000,
                   .batch_sizes = {1, 4},
                   .rail_servers = 16,
-                  .rail_spines = 2};
+                  .rail_spines = 2,
+                  .threads = 2,
+                  .only = {}};
 }
 
 /// Targets stated for the full run on a 2-core machine.
@@ -372,16 +375,20 @@ void runThroughputBenchmark(const Fabric& fabric, const Settings& s) {
   std::printf("   sim us/exp = mean last completion; wall s/exp = wall s / exps; sim/wall = sim / (wall s/exp);\n");
   std::printf("   load = 1-minute load average after the run (above %d, other processes share the cores)\n\n",
               s.threads);
-  runWorkload(fabric,
-              Workload{"1a. permutation: " + std::to_string(nics) + " flows of " + std::to_string(s.permutation_bytes) +
-                           " B, each NIC to a distinct NIC in another pod",
-                       crossGroupPermutation(nics, pod, s.permutation_bytes)},
-              s);
-  runWorkload(fabric,
-              Workload{"1b. all-to-all: " + std::to_string(nics * (nics - 1)) + " flows of " +
-                           std::to_string(s.all_to_all_bytes) + " B, every NIC to every other NIC",
-                       allToAll(nics, s.all_to_all_bytes)},
-              s);
+  if (s.only.empty() || s.only == "permutation") {
+    runWorkload(fabric,
+                Workload{"1a. permutation: " + std::to_string(nics) + " flows of " +
+                             std::to_string(s.permutation_bytes) + " B, each NIC to a distinct NIC in another pod",
+                         crossGroupPermutation(nics, pod, s.permutation_bytes)},
+                s);
+  }
+  if (s.only.empty() || s.only == "all-to-all") {
+    runWorkload(fabric,
+                Workload{"1b. all-to-all: " + std::to_string(nics * (nics - 1)) + " flows of " +
+                             std::to_string(s.all_to_all_bytes) + " B, every NIC to every other NIC",
+                         allToAll(nics, s.all_to_all_bytes)},
+                s);
+  }
 }
 
 // --- benchmark 2: memory -----------------------------------------------------------------------
@@ -447,10 +454,23 @@ int main(int argc, char** argv) {
       "and memory per row and per experiment.",
       "mv_bench_network"};
   bool quick = false;
+  std::string only;
+  std::vector<uint32_t> batches;
+  int threads = 0;
   app.add_flag("--quick", quick, "small fabrics and flows, to check that the benchmark runs (figures meaningless)");
+  app.add_option("--only", only, "run one part only (for profiling)")
+      ->check(CLI::IsMember({"permutation", "all-to-all", "memory"}));
+  app.add_option("--batches", batches,
+                 "experiments per batch, e.g. --batches 1 64 (default 1 8 64; targets need 1 and 64)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--threads", threads, "CpuExecutor threads (default 2; targets are for 2)")
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
 
-  const mv::bench::Settings s = quick ? mv::bench::quickSettings() : mv::bench::Settings{};
+  mv::bench::Settings s = quick ? mv::bench::quickSettings() : mv::bench::Settings{};
+  s.only = only;
+  if (threads > 0) s.threads = threads;
+  if (!batches.empty()) s.batch_sizes = batches;
   std::printf("mv_bench_network%s: OpenMP default threads on this machine: %d\n\n", quick ? " --quick" : "",
               mv::defaultCpuThreads());
   try {
@@ -460,8 +480,8 @@ int main(int argc, char** argv) {
     const mv::bench::Fabric fat_tree = mv::bench::makeFabric(
         "k=" + std::to_string(ft.k) + " fat-tree (" + std::to_string(topo.nicCount()) + " NICs, 100 Gb/s, 1 us links)",
         topo, mv::net::NetworkConfig{});
-    mv::bench::runThroughputBenchmark(fat_tree, s);
-    mv::bench::runMemoryBenchmark(fat_tree, s);
+    if (s.only != "memory") mv::bench::runThroughputBenchmark(fat_tree, s);
+    if (s.only.empty() || s.only == "memory") mv::bench::runMemoryBenchmark(fat_tree, s);
   } catch (const std::exception& e) {
     std::cerr << "mv_bench_network: error: " << e.what() << '\n';
     return 1;
