@@ -84,9 +84,10 @@ struct NicSystem {
       TableView<Flow>& flows = ctx.template table<Flow>();
       rings.beginProduce(info.tx_link);
       rings.beginConsume(info.rx_link);
-      int64_t lo = 0;
-      int64_t hi = 0;
-      flowRangeOf(flows, ctx.exp, info.nic, lo, hi);
+      SenderEvents ev;
+      flowRangeOf(flows, ctx.exp, info.nic, ev.lo, ev.hi);
+      rescanReady(flows, ev);
+      rescanTimeouts(flows, ev);
       const CcPath path{info.rate_bps, ne.base_rtt_ps, ne.bdp_bytes};
       int64_t first_push = INT64_MAX;
       const int64_t end = ctx.window_end.ps;
@@ -96,32 +97,94 @@ struct NicSystem {
       for (;;) {
         const Packet* arrival = rings.peek(info.rx_link, end);
         const int64_t t_arr = arrival != nullptr ? arrival->time_ps : INT64_MAX;
-        int64_t rto_row = -1;
-        const int64_t t_rto = earliestTimeout(flows, lo, hi, rto_row);
-        int64_t flow_row = -1;
-        const int64_t t_tx = nextTransmit(ne.network, flows, lo, hi, clock, flow_row);
+        const int64_t t_rto = ev.rto_ps;
+        bool control = false;
+        const int64_t t_tx = nextTransmit(ev, clock, control);
         const int64_t t = t_arr < t_rto ? (t_arr < t_tx ? t_arr : t_tx) : (t_rto < t_tx ? t_rto : t_tx);
         if (t >= end) break;
         clock = t;
         if (t == t_arr) {
-          receive(ne, path, flows, *arrival);
+          const uint32_t paused = st.paused;
+          const int64_t row = receive(ne, path, flows, *arrival);
           rings.pop(info.rx_link);
+          if (st.paused != paused) rescanReady(flows, ev);
+          if (row >= 0) touched(flows, ev, row);
         } else if (t == t_rto) {
-          timeout(flows, rto_row, t);
+          const int64_t row = ev.rto_row;
+          timeout(flows, row, t);
+          touched(flows, ev, row);
         } else {
-          transmit(ne, path, rings, flows, flow_row, t, first_push);
+          const int64_t row = control ? -1 : pickFlow(flows, ev, t);
+          transmit(ne, path, rings, flows, row, t, first_push);
+          if (row >= 0) touched(flows, ev, row);
         }
       }
       // Report every pending event: packets still on the incoming wire, timeouts, sends.
       int64_t wake = first_push;
       const int64_t next_arrival = rings.nextArrival(info.rx_link);
       wake = next_arrival < wake ? next_arrival : wake;
-      int64_t unused = -1;
-      const int64_t next_rto = earliestTimeout(flows, lo, hi, unused);
-      wake = next_rto < wake ? next_rto : wake;
-      const int64_t next_tx = nextTransmit(ne.network, flows, lo, hi, end, unused);
+      wake = ev.rto_ps < wake ? ev.rto_ps : wake;
+      bool control = false;
+      const int64_t next_tx = nextTransmit(ev, end, control);
       wake = next_tx < wake ? next_tx : wake;
       if (wake != INT64_MAX) ctx.wakeAt(Picoseconds{wake});
+    }
+
+    /**
+     * The NIC's flows [lo, hi) and, kept up to date event by event, the earliest time one
+     * of them may send and the earliest armed retransmission timeout (ties: lowest row).
+     * An event changes the sender state of at most one flow (a PFC frame: of all), so
+     * each is maintained by comparing that flow's new times with the cached minimum, with
+     * a rescan only when the flow holding the minimum moved later.
+     */
+    struct SenderEvents {
+      int64_t lo = 0;
+      int64_t hi = 0;
+      int64_t ready_ps = INT64_MAX;  ///< min over flows of flowReady
+      int64_t ready_row = -1;        ///< a flow with that time
+      int64_t rto_ps = INT64_MAX;    ///< earliest armed timeout
+      int64_t rto_row = -1;          ///< its flow (the lowest row among ties)
+    };
+
+    MV_HD void rescanReady(const TableView<Flow>& flows, SenderEvents& ev) const {
+      ev.ready_ps = INT64_MAX;
+      ev.ready_row = -1;
+      for (int64_t r = ev.lo; r < ev.hi; ++r) {
+        const int64_t t = flowReady(flows, r);
+        if (t < ev.ready_ps) {
+          ev.ready_ps = t;
+          ev.ready_row = r;
+        }
+      }
+    }
+    MV_HD static void rescanTimeouts(const TableView<Flow>& flows, SenderEvents& ev) {
+      ev.rto_ps = INT64_MAX;
+      ev.rto_row = -1;
+      for (int64_t r = ev.lo; r < ev.hi; ++r) {
+        const int64_t t = timeoutOf(flows, r);
+        if (t < ev.rto_ps) {
+          ev.rto_ps = t;
+          ev.rto_row = r;
+        }
+      }
+    }
+    /// Updates the cached minima after an event changed the sender state of flow `row`.
+    MV_HD void touched(const TableView<Flow>& flows, SenderEvents& ev, int64_t row) const {
+      if (row < ev.lo || row >= ev.hi) return;  // not one of this NIC's flows
+      const int64_t ready = flowReady(flows, row);
+      if (ready <= ev.ready_ps) {
+        ev.ready_ps = ready;
+        ev.ready_row = row;
+      } else if (row == ev.ready_row) {
+        rescanReady(flows, ev);
+      }
+      const int64_t rto = timeoutOf(flows, row);
+      if (rto < ev.rto_ps || (rto == ev.rto_ps && row < ev.rto_row)) {
+        ev.rto_ps = rto;
+        ev.rto_row = rto == INT64_MAX ? -1 : row;
+      } else if (row == ev.rto_row && rto != ev.rto_ps) {
+        rescanTimeouts(flows, ev);
+      }
     }
 
     // --- sending ----------------------------------------------------------------------
@@ -132,47 +195,47 @@ struct NicSystem {
     }
 
     /// Earliest time this flow may send its next packet, or INT64_MAX.
-    MV_HD int64_t flowReady(const NetworkConfig& cfg, const TableView<Flow>& flows, int64_t row) const {
+    MV_HD int64_t flowReady(const TableView<Flow>& flows, int64_t row) const {
       const FlowSpec& spec = flows.template get<FlowSpec>(row);
       const FlowSend& s = flows.template get<FlowSend>(row);
       if (flows.dead[row] != 0u) return INT64_MAX;
       if (s.next_seq >= spec.bytes) return INT64_MAX;
       if (s.started != 0u && s.window_bytes > 0 && s.next_seq - s.una >= s.window_bytes) return INT64_MAX;
       if ((st.paused >> spec.prio) & 1u) return INT64_MAX;
-      (void)cfg;
       const int64_t t = s.started != 0u ? s.next_send_ps : spec.start_ps;
       return t > spec.start_ps ? t : spec.start_ps;
     }
 
-    /// When the link can next send something (not before `floor`) and which flow (-1: a
-    /// control packet).
-    MV_HD int64_t nextTransmit(const NetworkConfig& cfg, const TableView<Flow>& flows, int64_t lo, int64_t hi,
-                               int64_t floor, int64_t& row) const {
-      row = -1;
+    /// When the link can next send something (not before `floor`); `control` tells
+    /// whether it is a control packet (else a flow, chosen by pickFlow at that time).
+    MV_HD int64_t nextTransmit(const SenderEvents& ev, int64_t floor, bool& control) const {
       const int64_t free_at = st.busy_until_ps > floor ? st.busy_until_ps : floor;
-      if (ctrlPending() && ((st.paused >> ctrlSlot(st.ctrl_head).prio) & 1u) == 0u) {
+      control = ctrlPending() && ((st.paused >> ctrlSlot(st.ctrl_head).prio) & 1u) == 0u;
+      if (control) {
         const int64_t ready = ctrlSlot(st.ctrl_head).time_ps;
         return ready > free_at ? ready : free_at;
       }
-      int64_t earliest = INT64_MAX;
-      for (int64_t r = lo; r < hi; ++r) {
-        const int64_t t = flowReady(cfg, flows, r);
-        earliest = t < earliest ? t : earliest;
+      if (ev.ready_ps == INT64_MAX) return INT64_MAX;
+      return ev.ready_ps > free_at ? ev.ready_ps : free_at;
+    }
+
+    /// Round robin: the first flow after the last served key that may send at `when`,
+    /// wrapping around to the NIC's first flow (rows are sorted by key).
+    MV_HD int64_t pickFlow(const TableView<Flow>& flows, const SenderEvents& ev, int64_t when) const {
+      int64_t a = ev.lo;
+      int64_t b = ev.hi;
+      while (a < b) {
+        const int64_t m = (a + b) / 2;
+        if (flows.key[m] <= st.rr_key) a = m + 1; else b = m;
       }
-      if (earliest == INT64_MAX) return INT64_MAX;
-      const int64_t when = earliest > free_at ? earliest : free_at;
-      // Round robin: the first flow after the last served key that is ready by `when`.
-      int64_t first_ready = -1;
-      for (int64_t r = lo; r < hi; ++r) {
-        if (flowReady(cfg, flows, r) > when) continue;
-        if (first_ready < 0) first_ready = r;
-        if (flows.key[r] > st.rr_key) {
-          row = r;
-          return when;
-        }
+      for (int64_t r = a; r < ev.hi; ++r) {
+        if (flowReady(flows, r) <= when) return r;
       }
-      row = first_ready;
-      return when;
+      for (int64_t r = ev.lo; r < a; ++r) {
+        if (flowReady(flows, r) <= when) return r;
+      }
+      MV_ASSERT(false, "pickFlow found no flow ready to send");
+      return -1;
     }
 
     MV_HD void transmit(const NetExperiment& ne, const CcPath& path, const LinkRings& rings, TableView<Flow>& flows,
@@ -219,17 +282,11 @@ struct NicSystem {
     }
 
     // --- timeouts -----------------------------------------------------------------------
-    MV_HD int64_t earliestTimeout(const TableView<Flow>& flows, int64_t lo, int64_t hi, int64_t& row) const {
-      int64_t best = INT64_MAX;
-      for (int64_t r = lo; r < hi; ++r) {
-        const FlowSend& s = flows.template get<FlowSend>(r);
-        if (flows.dead[r] != 0u || s.una >= s.next_seq || s.rto_deadline_ps == 0) continue;
-        if (s.rto_deadline_ps < best) {
-          best = s.rto_deadline_ps;
-          row = r;
-        }
-      }
-      return best;
+    /// The flow's armed retransmission deadline, or INT64_MAX.
+    MV_HD static int64_t timeoutOf(const TableView<Flow>& flows, int64_t row) {
+      const FlowSend& s = flows.template get<FlowSend>(row);
+      if (flows.dead[row] != 0u || s.una >= s.next_seq || s.rto_deadline_ps == 0) return INT64_MAX;
+      return s.rto_deadline_ps;
     }
 
     MV_HD void timeout(TableView<Flow>& flows, int64_t row, int64_t t) {
@@ -252,27 +309,29 @@ struct NicSystem {
       st.ctrl_tail += 1;
     }
 
-    MV_HD void receive(const NetExperiment& ne, const CcPath& path, TableView<Flow>& flows, const Packet& p) {
+    /// Handles an arriving packet; returns the row of the NIC's own flow whose sender
+    /// state it changed (an ACK or NACK), or -1.
+    MV_HD int64_t receive(const NetExperiment& ne, const CcPath& path, TableView<Flow>& flows, const Packet& p) {
       const NetworkConfig& cfg = ne.network;
       if (p.kind == PacketKind::kPause) {
         if (((st.paused >> p.prio) & 1u) == 0u) st.paused_since_ps[p.prio] = p.time_ps;
         st.paused |= 1u << p.prio;
-        return;
+        return -1;
       }
       if (p.kind == PacketKind::kResume) {
         if (((st.paused >> p.prio) & 1u) != 0u) counters.paused_ps += p.time_ps - st.paused_since_ps[p.prio];
         st.paused &= ~(1u << p.prio);
-        return;
+        return -1;
       }
       if (p.kind == PacketKind::kData) {
         const int64_t row = flowRowByKey(flows, ctx.exp, flowKey(p.src_nic, p.flow_id));
-        if (row < 0) return;  // a late duplicate of a finished flow
-        receiveData(cfg, flows, row, p);
-        return;
+        if (row >= 0) receiveData(cfg, flows, row, p);  // else a late duplicate of a finished flow
+        return -1;
       }
       const int64_t row = flowRowByKey(flows, ctx.exp, flowKey(p.dst_nic, p.flow_id));
-      if (row < 0 || flows.dead[row] != 0u) return;
+      if (row < 0 || flows.dead[row] != 0u) return -1;
       receiveFeedback(ne, path, flows, row, p);
+      return row;
     }
 
     MV_HD void receiveData(const NetworkConfig& cfg, TableView<Flow>& flows, int64_t row, const Packet& p) {
