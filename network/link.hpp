@@ -16,6 +16,23 @@
 
 namespace mv::net {
 
+/// Hints that the cache line at `p` is needed soon (`write`: to be written); does nothing on
+/// the device. Ring slots and queued packets are read in a predictable order, but with many
+/// experiments they have left the cache since they were written: fetching them ahead lets
+/// these misses overlap instead of stalling one after another. Never changes results.
+MV_HD MV_INLINE void prefetch(const void* p, bool write = false) {
+#if !MV_ON_DEVICE
+  if (write) {
+    __builtin_prefetch(p, 1);
+  } else {
+    __builtin_prefetch(p, 0);
+  }
+#else
+  (void)p;
+  (void)write;
+#endif
+}
+
 /// Access to the link rings of one experiment for one step.
 struct LinkRings {
   TableView<Link>* links;
@@ -28,10 +45,22 @@ struct LinkRings {
   MV_HD LinkInfo& info(uint32_t link) const { return links->get<LinkInfo>(link_base + link); }
   MV_HD LinkRing& ring(uint32_t link) const { return links->get<LinkRing>(link_base + link); }
 
+  /// Slot of ring position `pos` of `link`.
+  MV_HD Packet& slotAt(uint32_t link, int64_t pos) const {
+    const LinkInfo& li = info(link);
+    return slots->get<Packet>(slot_base + li.slot_base + (pos & (li.capacity - 1)));
+  }
+
   /// Producer, once per step before pushing: continue from last step's tail.
-  MV_HD void beginProduce(uint32_t link) const { ring(link).tail[par] = ring(link).tail[prev]; }
+  MV_HD void beginProduce(uint32_t link) const {
+    ring(link).tail[par] = ring(link).tail[prev];
+    prefetch(&slotAt(link, ring(link).tail[par]), true);
+  }
   /// Consumer, once per step before popping: continue from last step's head.
-  MV_HD void beginConsume(uint32_t link) const { ring(link).head[par] = ring(link).head[prev]; }
+  MV_HD void beginConsume(uint32_t link) const {
+    ring(link).head[par] = ring(link).head[prev];
+    if (ring(link).head[par] < ring(link).tail[prev]) prefetch(&slotAt(link, ring(link).head[par]));
+  }
 
   /// Puts a packet on the wire. False when the ring is full (a sizing problem).
   MV_HD bool push(uint32_t link, const Packet& p) const {
@@ -40,6 +69,7 @@ struct LinkRings {
     if (r.tail[par] - r.head[prev] >= li.capacity) return false;
     copyPacket(slots->get<Packet>(slot_base + li.slot_base + (r.tail[par] & (li.capacity - 1))), p);
     r.tail[par] += 1;
+    prefetch(&slotAt(link, r.tail[par]), true);
     return true;
   }
   /// The next packet that arrived before `end`, or nullptr.
@@ -57,7 +87,12 @@ struct LinkRings {
     const LinkInfo& li = info(link);
     return slots->get<Packet>(slot_base + li.slot_base + (r.head[par] & (li.capacity - 1))).time_ps;
   }
-  MV_HD void pop(uint32_t link) const { ring(link).head[par] += 1; }
+  /// Consumes the head packet (and fetches the one after the new head ahead of time).
+  MV_HD void pop(uint32_t link) const {
+    LinkRing& r = ring(link);
+    r.head[par] += 1;
+    if (r.head[par] + 1 < r.tail[prev]) prefetch(&slotAt(link, r.head[par] + 1));
+  }
 
   /**
    * Serialises `p` onto `link` from `t` at the link's rate; it arrives after the link's

@@ -110,11 +110,13 @@ struct SwitchSystem {
 
     MV_HD void step() {
       const NetworkConfig& cfg = ctx.config().net.network;
+      // Two passes, so that the reads of the rings' head packets (prefetched by
+      // beginConsume) overlap.
       for (uint32_t i = 0; i < info.port_count; ++i) {
         rings.beginConsume(pinfo(i).in_link);
         rings.beginProduce(pinfo(i).out_link);
-        pq(i).next_arrival_ps = rings.nextArrival(pinfo(i).in_link);
       }
+      for (uint32_t i = 0; i < info.port_count; ++i) pq(i).next_arrival_ps = rings.nextArrival(pinfo(i).in_link);
       int64_t first_push = INT64_MAX;
       const int64_t end = ctx.window_end.ps;
       for (;;) {
@@ -330,6 +332,8 @@ struct SwitchSystem {
       if (q.head[c] == kNone32) {
         q.tail[c] = kNone32;
         q.nonempty &= ~(1u << c);
+      } else {
+        prefetch(&slot(q.head[c]));
       }
       q.bytes[c] -= p.wire_bytes;
       st.buffer_bytes -= p.wire_bytes;
