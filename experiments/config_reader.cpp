@@ -56,7 +56,8 @@ ConfigReader ConfigReader::child(const std::string& key) const {
   YAML::Node sub = has(key) ? node_[key] : YAML::Node(YAML::NodeType::Map);
   if (!sub.IsMap()) {
     error(key, "expected a mapping (key: value pairs)");
-    sub = YAML::Node(YAML::NodeType::Map);
+    // reset, not assignment: assigning to a yaml-cpp node writes through to the user's document.
+    sub.reset(YAML::Node(YAML::NodeType::Map));
   }
   return ConfigReader(sub, file_, keyPath(key), *diags_);
 }
