@@ -72,8 +72,6 @@ struct RankInfo {
   uint32_t state_base = 0;     ///< first RankTask row of this rank
   uint32_t dp_coll_base = 0;   ///< Collective row of its DP group's collective 0
   uint32_t ep_coll_base = 0;   ///< Collective row of its EP group's collective 0
-  uint32_t dp_member = 0;      ///< index in its DP group
-  uint32_t ep_member = 0;      ///< index in its EP group
 };
 /// Where each stream of a rank is.
 struct RankStreams {

@@ -152,10 +152,6 @@ class CollectiveBuilder {
         }
       }
     }
-    for (uint32_t r = 0; r < ranks.size(); ++r) {
-      ranks[r].dp_member = ranks[r].dp_index;
-      ranks[r].ep_member = ranks[r].dp_index % c.ep;
-    }
   }
 
   /// Writes the collected rows (after the rank tables of experiment e).
