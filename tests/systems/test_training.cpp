@@ -168,6 +168,7 @@ TEST_CASE("every all-reduce algorithm runs at packet level; hierarchical wins wh
 #include <filesystem>
 
 #include "analytical/gpu.hpp"
+#include "tests/support/temp_dir.hpp"
 #include "workloads/chakra_program.hpp"
 
 namespace mv {
@@ -183,9 +184,8 @@ TEST_CASE("Chakra traces written by the project and read back give the same iter
   po.tp_model = makeCollectiveModel(gpuByName(x.cluster.gpu), x.cluster.intra);
   const TrainingProgram program =
       buildTrainingProgram(x.model, x.training, x.parallelism, ComputeModel(a100Compute()), po);
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "mv_test_chakra_roundtrip";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const test::TempDir tmp;
+  const std::filesystem::path dir = tmp.path("");
   const std::vector<ChakraTrace> traces = programToChakra(program, x.parallelism);
   REQUIRE(traces.size() == 8);
   for (size_t r = 0; r < traces.size(); ++r) {
@@ -207,7 +207,6 @@ TEST_CASE("Chakra traces written by the project and read back give the same iter
   std::vector<ChakraTrace> broken = traces;
   broken[1].nodes.pop_back();
   CHECK_THROWS_AS(programFromChakra(broken, x.parallelism), WorkloadError);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

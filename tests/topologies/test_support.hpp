@@ -6,8 +6,6 @@
  */
 #pragma once
 
-#include <stdlib.h>
-
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +14,7 @@
 #include <system_error>
 #include <vector>
 
+#include "tests/support/temp_dir.hpp"
 #include "topologies/routing.hpp"
 #include "topologies/topology.hpp"
 
@@ -32,31 +31,6 @@ std::string topologyErrorOf(F&& f) {
   return "<no TopologyError thrown>";
 }
 
-/// A fresh directory under the system temp directory, removed with its contents at scope exit.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "mv_test_topologies_XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  /// Writes `text` to `name` inside the directory and returns its path.
-  std::filesystem::path write(const std::string& name, const std::string& text) const {
-    const auto file = path_ / name;
-    std::ofstream(file, std::ios::binary) << text;
-    return file;
-  }
-
- private:
-  std::filesystem::path path_;
-};
 
 /// Hop distances from node `from` to every node (kNoIndex when unreachable).
 inline std::vector<uint32_t> hopDistances(const Topology& topo, uint32_t from) {

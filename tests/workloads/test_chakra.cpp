@@ -5,8 +5,6 @@
  * fields, skipping of unknown fields, every decoding and validation error (including every
  * truncation of a valid file), cycle reports, topological order and the per-rank file set.
  */
-#include <stdlib.h>
-
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -19,6 +17,7 @@
 #include <system_error>
 #include <vector>
 
+#include "tests/support/temp_dir.hpp"
 #include "workloads/chakra.hpp"
 
 using namespace mv;
@@ -28,32 +27,7 @@ using Kind = ChakraValueKind;
 
 namespace {
 
-/// A fresh directory under the system temp directory, removed with its contents at scope exit.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "mv_test_chakra_XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  /// Writes `bytes` to `name` inside the directory and returns its path.
-  std::filesystem::path write(const std::string& name, const std::string& bytes) const {
-    const auto file = path_ / name;
-    std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
-    return file;
-  }
-  std::filesystem::path path(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
+using test::TempDir;
 
 /// Runs `f` and returns the message of the WorkloadError it throws, or a marker if none.
 template <class F>
