@@ -13,13 +13,13 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "bench/bench_workloads.hpp"
 #include "kernels/cpu/cpu_executor.hpp"
 #include "network/builder.hpp"
 #include "network/flow_builder.hpp"
@@ -44,41 +44,11 @@ Settings quickSettings() {
   return Settings{.fat_tree_k = 4, .permutation_bytes = 100 * 1000, .all_to_all_bytes = 10 * 1000, .batch_sizes = {1, 4}};
 }
 
-struct FlowDef {
-  uint32_t src = 0;
-  uint32_t dst = 0;
-  int64_t bytes = 0;
-};
-
-struct Workload {
-  std::string name;
-  std::vector<FlowDef> flows;
-};
-
 /// NIC i sends to NIC i + n/2 (mod n): every flow leaves its pod and crosses the core.
 std::vector<FlowDef> halfShift(uint32_t nics, int64_t bytes) {
   std::vector<FlowDef> flows;
   for (uint32_t i = 0; i < nics; ++i) flows.push_back(FlowDef{i, (i + nics / 2) % nics, bytes});
   return flows;
-}
-
-/// Every NIC to every other NIC.
-std::vector<FlowDef> allToAll(uint32_t nics, int64_t bytes) {
-  std::vector<FlowDef> flows;
-  for (uint32_t s = 0; s < nics; ++s) {
-    for (uint32_t d = 0; d < nics; ++d) {
-      if (s != d) flows.push_back(FlowDef{s, d, bytes});
-    }
-  }
-  return flows;
-}
-
-/// The 1-minute load average (Linux), or -1: other processes on the machine skew the timings.
-double loadAverage() {
-  std::ifstream in("/proc/loadavg");
-  double load = -1;
-  in >> load;
-  return in ? load : -1.0;
 }
 
 double seconds(std::chrono::steady_clock::time_point since) {

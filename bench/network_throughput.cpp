@@ -19,7 +19,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -28,6 +27,7 @@
 #include <vector>
 
 #include "ecs/rng.hpp"
+#include "bench/bench_workloads.hpp"
 #include "kernels/cpu/cpu_executor.hpp"
 #include "network/builder.hpp"
 #include "network/network_sim.hpp"
@@ -77,18 +77,6 @@ constexpr double kMega = 1e6;
 
 // --- workloads -------------------------------------------------------------------------------
 
-/// One flow of a workload; every experiment of a batch gets the same list, all starting at 0.
-struct FlowDef {
-  uint32_t src = 0;
-  uint32_t dst = 0;
-  int64_t bytes = 0;
-};
-
-struct Workload {
-  std::string name;
-  std::vector<FlowDef> flows;
-};
-
 /**
  * One flow per NIC to a distinct NIC outside its group (`group` consecutive NICs: a pod of
  * the fat-tree, a server of the rail fabric): a fixed-seed shuffle, then each NIC left in
@@ -108,17 +96,6 @@ std::vector<FlowDef> crossGroupPermutation(uint32_t nics, uint32_t group, int64_
   }
   std::vector<FlowDef> flows;
   for (uint32_t i = 0; i < nics; ++i) flows.push_back(FlowDef{i, dst[i], bytes});
-  return flows;
-}
-
-/// Every NIC to every other NIC.
-std::vector<FlowDef> allToAll(uint32_t nics, int64_t bytes) {
-  std::vector<FlowDef> flows;
-  for (uint32_t s = 0; s < nics; ++s) {
-    for (uint32_t d = 0; d < nics; ++d) {
-      if (s != d) flows.push_back(FlowDef{s, d, bytes});
-    }
-  }
   return flows;
 }
 
@@ -209,18 +186,8 @@ struct TableMemory {
 
 template <class A>
 TableMemory tableMemory(const net::NetWorld& world) {
-  const auto* view = reinterpret_cast<const std::byte*>(&world.view());
-  const auto* table = reinterpret_cast<const std::byte*>(&world.view().template table<A>());
-  const auto lo = static_cast<std::size_t>(table - view);
-  const std::size_t hi = lo + sizeof(TableView<A>);
-  TableMemory m{A::kName, world.view().template table<A>().capacity, componentBytes(typename A::Components{}), 0};
-  for (std::size_t field : world.pointerFields()) {
-    if (field < lo || field >= hi) continue;
-    const void* buffer = nullptr;
-    std::memcpy(&buffer, view + field, sizeof(buffer));
-    m.bytes += world.bufferBytes(buffer);
-  }
-  return m;
+  return TableMemory{A::kName, world.view().template table<A>().capacity, componentBytes(typename A::Components{}),
+                     world.tableBytes<A>()};
 }
 
 template <class... As>
@@ -258,14 +225,6 @@ double printMemory(const net::NetWorld& world) {
 }
 
 // --- benchmark 1: throughput -------------------------------------------------------------------
-
-/// The 1-minute load average (Linux), or -1: other processes on the machine skew the timings.
-double loadAverage() {
-  std::ifstream in("/proc/loadavg");
-  double load = -1;
-  in >> load;
-  return in ? load : -1.0;
-}
 
 struct BatchResult {
   uint32_t exps = 0;
