@@ -168,7 +168,7 @@ class CollectiveBuilder {
   size_t collectives() const { return infos_.size(); }
 
  private:
-  uint32_t rankAt(uint32_t s, uint32_t t, uint32_t d) const { return t + plan_.cfg.tp * (d + plan_.cfg.dp * s); }
+  uint32_t rankAt(uint32_t s, uint32_t t, uint32_t d) const { return megatronRank(plan_.cfg.tp, plan_.cfg.dp, s, t, d); }
   uint32_t serverOf(uint32_t r) const { return r / plan_.cfg.gpus_per_server; }
 
   void addGroup(const StageProgram& prog, CommKind kind, const std::vector<uint32_t>& members) {

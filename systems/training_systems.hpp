@@ -75,7 +75,7 @@ struct TrainOps {
 
   /// Megatron rank order: TP fastest, then DP, then PP.
   MV_HD uint32_t rankAt(uint32_t stage, uint32_t tp_index, uint32_t dp_index) const {
-    return tp_index + cfg().tp * (dp_index + cfg().dp * stage);
+    return megatronRank(cfg().tp, cfg().dp, stage, tp_index, dp_index);
   }
   MV_HD uint32_t serverOf(uint32_t rank) const { return rank / cfg().gpus_per_server; }
 
@@ -113,14 +113,13 @@ struct TrainOps {
   // --- pipeline messages -----------------------------------------------------------------
 
   /// The receive matching send `index` of `sender`.
-  MV_HD void receiverOf(const RankInfo& sender, const TaskDef& send, uint32_t& rank) const {
-    rank = rankAt(send.peer_stage, sender.tp_index, sender.dp_index);
+  MV_HD uint32_t receiverOf(const RankInfo& sender, const TaskDef& send) const {
+    return rankAt(send.peer_stage, sender.tp_index, sender.dp_index);
   }
   /// A send of `sender` starts at `t`: over NVLink (or analytically) its arrival is known
   /// now; otherwise it becomes a flow.
   MV_HD void startSend(const RankInfo& sender, uint32_t index, const TaskDef& send, int64_t t) const {
-    uint32_t peer = 0;
-    receiverOf(sender, send, peer);
+    const uint32_t peer = receiverOf(sender, send);
     const int64_t start = t + cfg().step_latency_ps;
     const bool same_server = serverOf(peer) == serverOf(sender.rank);
     if (same_server || cfg().fidelity == NetworkFidelity::kAnalytical) {
@@ -212,9 +211,8 @@ struct FlowCompletionSystem {
       const uint32_t index = static_cast<uint32_t>(r.id & (kMaxFlowTasks - 1));
       const RankInfo& sender = ops.rankInfo(rank);
       const TaskDef& send = ops.task(sender, index);
-      uint32_t peer = 0;
-      ops.receiverOf(sender, send, peer);
-      ops.deliver(sender, index, send, peer, r.start_ps, r.finish_ps + ops.cfg().step_latency_ps);
+      ops.deliver(sender, index, send, ops.receiverOf(sender, send), r.start_ps,
+                  r.finish_ps + ops.cfg().step_latency_ps);
     }
     ctx.template table<net::FlowRecord>().destroyRow(ctx.row);
   }

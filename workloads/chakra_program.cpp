@@ -37,11 +37,6 @@ ChakraCollectiveType chakraType(CollectiveOp op) {
   return ChakraCollectiveType::kAllReduce;
 }
 
-/// Megatron rank order: TP fastest, then DP, then PP.
-uint32_t rankAt(const Parallelism& par, uint32_t stage, uint32_t tp_index, uint32_t dp_index) {
-  return tp_index + par.tp * (dp_index + par.dp * stage);
-}
-
 ChakraTrace rankTrace(const StageProgram& prog, const Parallelism& par, uint32_t rank) {
   const uint32_t tp_index = rank % par.tp;
   const uint32_t dp_index = (rank / par.tp) % par.dp;
@@ -72,13 +67,13 @@ ChakraTrace rankTrace(const StageProgram& prog, const Parallelism& par, uint32_t
         break;
       case TaskKind::kSend:
         n.type = ChakraNodeType::kCommSend;
-        n.setCommDst(rankAt(par, t.peer_stage, tp_index, dp_index));
+        n.setCommDst(megatronRank(par.tp, par.dp, t.peer_stage, tp_index, dp_index));
         n.setCommTag(t.peer_task);
         n.setCommSize(static_cast<uint64_t>(t.bytes));
         break;
       case TaskKind::kRecv:
         n.type = ChakraNodeType::kCommRecv;
-        n.setCommSrc(rankAt(par, t.peer_stage, tp_index, dp_index));
+        n.setCommSrc(megatronRank(par.tp, par.dp, t.peer_stage, tp_index, dp_index));
         n.setCommTag(i);
         n.setCommSize(static_cast<uint64_t>(t.bytes));
         break;

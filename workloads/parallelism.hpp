@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ecs/macros.hpp"
 #include "workloads/model.hpp"
 
 namespace mv {
@@ -83,6 +84,11 @@ struct Parallelism {
 
 /// The sequence length of the job: `config.seq`, or the model's when that is 0.
 uint32_t sequenceLength(const ModelSpec& model, const TrainingConfig& config);
+/// Global rank of the GPU at (stage, tp_index, dp_index) in Megatron-LM's order: TP fastest,
+/// then DP, then PP.
+MV_HD constexpr uint32_t megatronRank(uint32_t tp, uint32_t dp, uint32_t stage, uint32_t tp_index, uint32_t dp_index) {
+  return tp_index + tp * (dp_index + dp * stage);
+}
 /// GPUs the job uses, tp · pp · dp.
 uint32_t gpuCount(const Parallelism& par);
 /// Micro-batches each pipeline runs per iteration, m = global_batch / (micro_batch · dp).
