@@ -191,7 +191,8 @@ RankBy rankByName(const std::string& name) {
   return RankBy::kIterationTime;
 }
 
-/// Reads, expands and checks the whole sweep; every problem goes to `diags`.
+/// Reads, expands and checks the whole sweep (readExperiment applies the simulation's own
+/// checks too); every problem goes to `diags`.
 std::vector<Job> readJobs(const std::filesystem::path& file, Sweep& sweep, Diagnostics& diags) {
   sweep = readSweep(file, diags);
   std::vector<Job> jobs;
@@ -204,11 +205,6 @@ std::vector<Job> readJobs(const std::filesystem::path& file, Sweep& sweep, Diagn
     j.index = i;
     j.expanded = &sweep.experiments[i];
     j.x = std::move(read[i]);
-    for (const std::string& p : checkTrainingExperiment(j.x)) {
-      const size_t colon = p.find(':');
-      diags.add(Diagnostic{file.string(), 0, p.substr(0, colon),
-                           "experiment '" + j.x.name + "': " + (colon == std::string::npos ? p : p.substr(colon + 2))});
-    }
     j.memory = estimateMemory(j.x).total();
     j.cost = estimatedCost(j.x);
     jobs.push_back(std::move(j));
