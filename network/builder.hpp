@@ -46,6 +46,43 @@ inline NetExperiment pathQuantities(const NetworkLayout& layout, const NetworkCo
   return ne;
 }
 
+/**
+ * Appends and fills experiment e's equal-cost routing rows: switch s owns rows
+ * [s · edge_count, (s + 1) · edge_count) of `IndexA`, one per edge switch, naming the
+ * `SetA` row of its next-hop set, whose ports are consecutive `PortA` rows. Shared by the
+ * packet-level and the flow-level builders (their tables differ, the rows do not).
+ */
+template <class IndexA, class SetA, class PortA, class WorldT>
+void appendRouteRows(WorldT& world, ExpId e, const NetworkLayout& layout) {
+  const auto sw_count = static_cast<uint32_t>(layout.switches.size());
+  uint32_t set_rows = 0;
+  uint32_t port_rows = 0;
+  for (const LayoutSwitch& ls : layout.switches) {
+    set_rows += static_cast<uint32_t>(ls.sets.size());
+    for (const auto& set : ls.sets) port_rows += static_cast<uint32_t>(set.size());
+  }
+  auto& index = world.template table<IndexA>();
+  const int64_t index0 = world.template appendStatic<IndexA>(e, int64_t{sw_count} * layout.edge_count);
+  auto& sets = world.template table<SetA>();
+  const int64_t set0 = world.template appendStatic<SetA>(e, set_rows);
+  auto& ports = world.template table<PortA>();
+  const int64_t port0 = world.template appendStatic<PortA>(e, port_rows);
+  uint32_t set_next = 0;
+  uint32_t port_next = 0;
+  for (uint32_t s = 0; s < sw_count; ++s) {
+    const LayoutSwitch& ls = layout.switches[s];
+    for (uint32_t k = 0; k < ls.sets.size(); ++k) {
+      sets.template get<RouteSet>(set0 + set_next + k) = RouteSet{port_next, static_cast<uint32_t>(ls.sets[k].size())};
+      for (uint32_t port : ls.sets[k]) ports.template get<RoutePort>(port0 + port_next++) = RoutePort{port};
+    }
+    for (uint32_t edge = 0; edge < layout.edge_count; ++edge) {
+      const uint32_t k = edge < ls.set_of_edge.size() ? ls.set_of_edge[edge] : 0;
+      index.template get<RouteIndex>(index0 + int64_t{s} * layout.edge_count + edge) = RouteIndex{set_next + k};
+    }
+    set_next += static_cast<uint32_t>(ls.sets.size());
+  }
+}
+
 /// Fills the network rows of experiment `e` (call for e = 0, 1, ... in order).
 template <class WorldT>
 void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const NetworkConfig& cfg,
@@ -122,20 +159,6 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
   const int64_t port0 = world.template appendStatic<Port>(e, port_base[sw_count]);
   int64_t nic_rate = 0;
   for (const LayoutNic& n : layout.nics) nic_rate = std::max(nic_rate, n.rate_bps);
-  uint32_t set_rows = 0;
-  uint32_t port_rows = 0;
-  for (const LayoutSwitch& ls : layout.switches) {
-    set_rows += static_cast<uint32_t>(ls.sets.size());
-    for (const auto& set : ls.sets) port_rows += static_cast<uint32_t>(set.size());
-  }
-  auto& idx = world.template table<RouteIndexTable>();
-  const int64_t idx0 = world.template appendStatic<RouteIndexTable>(e, int64_t{sw_count} * layout.edge_count);
-  auto& sets = world.template table<RouteSetTable>();
-  const int64_t set0 = world.template appendStatic<RouteSetTable>(e, set_rows);
-  auto& rports = world.template table<RoutePortTable>();
-  const int64_t rport0 = world.template appendStatic<RoutePortTable>(e, port_rows);
-  uint32_t set_next = 0;
-  uint32_t rport_next = 0;
   for (uint32_t s = 0; s < sw_count; ++s) {
     const LayoutSwitch& ls = layout.switches[s];
     SwitchInfo& si = switches.template get<SwitchInfo>(sw0 + s);
@@ -174,16 +197,8 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
       si.total_headroom += pi.headroom_bytes;
       si.total_reserve += cfg.pfc.reserve_bytes * (kPriorities - 1);
     }
-    for (uint32_t k = 0; k < ls.sets.size(); ++k) {
-      sets.template get<RouteSet>(set0 + set_next + k) = RouteSet{rport_next, static_cast<uint32_t>(ls.sets[k].size())};
-      for (uint32_t port : ls.sets[k]) rports.template get<RoutePort>(rport0 + rport_next++) = RoutePort{port};
-    }
-    for (uint32_t edge = 0; edge < layout.edge_count; ++edge) {
-      const uint32_t k = edge < ls.set_of_edge.size() ? ls.set_of_edge[edge] : 0;
-      idx.template get<RouteIndex>(idx0 + si.route_base + edge) = RouteIndex{set_next + k};
-    }
-    set_next += static_cast<uint32_t>(ls.sets.size());
   }
+  appendRouteRows<RouteIndexTable, RouteSetTable, RoutePortTable>(world, e, layout);
   auto& pool = world.template table<SwitchSlot>();
   const int64_t pool0 = world.template appendStatic<SwitchSlot>(e, cfg.switch_pool_slots);
   for (int32_t k = 0; k < cfg.switch_pool_slots; ++k) {

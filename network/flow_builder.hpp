@@ -15,6 +15,7 @@
 
 #include "ecs/world.hpp"
 #include "network/components.hpp"
+#include "network/builder.hpp"
 #include "network/config.hpp"
 #include "network/flow_level.hpp"
 #include "network/layout.hpp"
@@ -113,20 +114,6 @@ void buildFluidNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, cons
   const int64_t sw0 = world.template appendStatic<FluidSwitch>(e, sw_count);
   auto& ports = world.template table<FluidPort>();
   const int64_t port0 = world.template appendStatic<FluidPort>(e, port_base[sw_count]);
-  uint32_t set_rows = 0;
-  uint32_t port_rows = 0;
-  for (const LayoutSwitch& ls : layout.switches) {
-    set_rows += static_cast<uint32_t>(ls.sets.size());
-    for (const auto& set : ls.sets) port_rows += static_cast<uint32_t>(set.size());
-  }
-  auto& index = world.template table<FluidRouteIndex>();
-  const int64_t index0 = world.template appendStatic<FluidRouteIndex>(e, int64_t{sw_count} * layout.edge_count);
-  auto& sets = world.template table<FluidRouteSet>();
-  const int64_t set0 = world.template appendStatic<FluidRouteSet>(e, set_rows);
-  auto& rports = world.template table<FluidRoutePort>();
-  const int64_t rport0 = world.template appendStatic<FluidRoutePort>(e, port_rows);
-  uint32_t set_next = 0;
-  uint32_t rport_next = 0;
   for (uint32_t s = 0; s < sw_count; ++s) {
     const LayoutSwitch& ls = layout.switches[s];
     const uint32_t route_base = s * layout.edge_count;
@@ -141,16 +128,8 @@ void buildFluidNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, cons
         links.template get<FluidLinkInfo>(link0 + pi.out_link) = FluidLinkInfo{lp.rate_bps, lp.delay_ps};
       }
     }
-    for (uint32_t k = 0; k < ls.sets.size(); ++k) {
-      sets.template get<RouteSet>(set0 + set_next + k) = RouteSet{rport_next, static_cast<uint32_t>(ls.sets[k].size())};
-      for (uint32_t port : ls.sets[k]) rports.template get<RoutePort>(rport0 + rport_next++) = RoutePort{port};
-    }
-    for (uint32_t edge = 0; edge < layout.edge_count; ++edge) {
-      const uint32_t k = edge < ls.set_of_edge.size() ? ls.set_of_edge[edge] : 0;
-      index.template get<RouteIndex>(index0 + route_base + edge) = RouteIndex{set_next + k};
-    }
-    set_next += static_cast<uint32_t>(ls.sets.size());
   }
+  appendRouteRows<FluidRouteIndex, FluidRouteSet, FluidRoutePort>(world, e, layout);
   auto& nic_routes = world.template table<FluidNicRoute>();
   const int64_t nic0 = world.template appendStatic<FluidNicRoute>(e, nic_count);
   for (uint32_t i = 0; i < nic_count; ++i) {
