@@ -198,7 +198,7 @@ class ExperimentReader {
 
   void readCluster(const ConfigReader& c) {
     c.allowOnly({"gpu", "gpus", "gpus_per_server", "nics_per_server", "fabric", "nvls_all_reduce", "pcie_bus_bandwidth",
-                 "pcie_step_latency", "overlap_slowdown"});
+                 "pcie_step_latency", "overlap_slowdown", "compute", "tp_bandwidth_factor"});
     ClusterSpec& cl = t_.cluster;
     cl.gpu = c.text("gpu", cl.gpu);
     gpu_ = findGpu(cl.gpu);
@@ -221,6 +221,8 @@ class ExperimentReader {
     cl.intra.pcie_bus_bandwidth = BitsPerSecond{c.rateBps("pcie_bus_bandwidth", cl.intra.pcie_bus_bandwidth.bps)};
     cl.intra.pcie_step_latency = Picoseconds{c.durationPs("pcie_step_latency", cl.intra.pcie_step_latency.ps)};
     cl.overlap_slowdown = c.has("overlap_slowdown") ? c.real("overlap_slowdown", 1.0, 1.0, 4.0) : 0.0;
+    cl.tp_bandwidth_factor = c.real("tp_bandwidth_factor", cl.tp_bandwidth_factor, 0.25, 4.0);
+    if (c.has("compute")) readCompute(c.child("compute"));
     if (gpu_) {
       try {
         makeCollectiveModel(*gpu_, cl.intra);
@@ -228,6 +230,22 @@ class ExperimentReader {
         c.error("fabric", e.what());
       }
     }
+  }
+
+  /// `cluster.compute`: the roofline's knobs (docs/workloads.md); each defaults to the
+  /// Megatron A100 fit.
+  void readCompute(const ConfigReader& r) {
+    r.allowOnly({"gemm_floor", "gemm_ceiling", "gemm_half_tflop", "gemm_steepness", "memory_efficiency",
+                 "kernel_overhead"});
+    ComputeModelParams& p = t_.cluster.compute;
+    p.gemm.floor = r.real("gemm_floor", p.gemm.floor, 0.01, 1.0);
+    p.gemm.ceiling = r.real("gemm_ceiling", p.gemm.ceiling, 0.01, 1.0);
+    if (p.gemm.ceiling < p.gemm.floor) r.error("gemm_ceiling", "must be at least gemm_floor");
+    p.gemm.half_flops = 1e12 * r.real("gemm_half_tflop", p.gemm.half_flops / 1e12, 1e-6, 1e6);
+    p.gemm.exponent = r.real("gemm_steepness", p.gemm.exponent, 0.1, 10.0);
+    p.memory_efficiency = r.real("memory_efficiency", p.memory_efficiency, 0.01, 1.0);
+    p.kernel_overhead = Picoseconds{r.durationPs("kernel_overhead", p.kernel_overhead.ps)};
+    if (p.kernel_overhead > milliseconds(1)) r.error("kernel_overhead", "must be at most 1 ms (a few us is typical)");
   }
 
   void readTopology() {

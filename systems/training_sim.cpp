@@ -75,9 +75,10 @@ Plan makePlan(const TrainingExperiment& x) {
   ProgramOptions po;
   po.dp_bucket = x.collectives.dp_bucket;
   po.tp_model = makeCollectiveModel(gpu, x.cluster.intra);
+  po.tp_bandwidth_factor = x.cluster.tp_bandwidth_factor;
   p.program = x.chakra.empty()
                   ? buildTrainingProgram(x.model, x.training, x.parallelism,
-                                         ComputeModel(computeSpecOf(x.cluster.gpu), megatronA100Params(), x.operator_times), po)
+                                         ComputeModel(computeSpecOf(x.cluster.gpu), x.cluster.compute, x.operator_times), po)
                   : programFromChakra(readChakraTraces(x.chakra, x.cluster.gpus), x.parallelism);
   const Routing routing = computeRouting(x.topology);
   p.layout = makeNetworkLayout(x.topology, routing, x.network.payload_bytes);
@@ -482,6 +483,20 @@ std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
   if (x.cluster.overlap_slowdown != 0 && (x.cluster.overlap_slowdown < 1 || x.cluster.overlap_slowdown > 4)) {
     out.push_back("cluster.overlap_slowdown: must be 1..4 (0 = the GPU's default)");
   }
+  if (!(c.tp_bandwidth_factor >= 0.25 && c.tp_bandwidth_factor <= 4)) {
+    out.push_back("cluster.tp_bandwidth_factor: must be 0.25..4");
+  }
+  const ComputeModelParams& cp = c.compute;
+  if (!(cp.gemm.floor > 0 && cp.gemm.floor <= cp.gemm.ceiling && cp.gemm.ceiling <= 1)) {
+    out.push_back("cluster.compute: GEMM efficiencies must satisfy 0 < gemm_floor <= gemm_ceiling <= 1");
+  }
+  if (!(cp.gemm.half_flops > 0 && cp.gemm.exponent > 0)) {
+    out.push_back("cluster.compute: gemm_half_tflop and gemm_steepness must be positive");
+  }
+  if (!(cp.memory_efficiency > 0 && cp.memory_efficiency <= 1)) {
+    out.push_back("cluster.compute.memory_efficiency: must be in (0, 1]");
+  }
+  if (cp.kernel_overhead < Picoseconds{0}) out.push_back("cluster.compute.kernel_overhead: must not be negative");
   const Parallelism& par = x.parallelism;
   const uint32_t per_server = c.gpus_per_server / std::max<uint32_t>(par.tp, 1);
   auto checkAlgo = [&](const char* key, CollectiveAlgorithm a, CollectiveOp op, uint32_t n) {

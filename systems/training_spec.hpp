@@ -73,6 +73,13 @@ struct ClusterSpec {
   /// 0 = the GPU generation's default GEMM factor (analytical/overlap.hpp: ×1.15 Ampere,
   /// ×1.26 Hopper and Blackwell). 1 disables it. Range 1..4 when set.
   double overlap_slowdown = 0;
+  /// The roofline's efficiency curve, HBM efficiency and kernel overhead (workloads/
+  /// compute_model.hpp); default: the fit to Megatron-LM SC'21 on A100 (docs/workloads.md).
+  ComputeModelParams compute = megatronA100Params();
+  /// Bus bandwidth the TP collectives reach inside training relative to the nccl-tests
+  /// curves of the intra-server model (TP times are divided by it); the default is fitted
+  /// with `compute` against Megatron-LM SC'21 (docs/workloads.md "Calibration"). Range 0.25..4.
+  double tp_bandwidth_factor = kMegatronTpBandwidthFactor;
 };
 
 /// One fully resolved experiment.

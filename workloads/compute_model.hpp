@@ -128,6 +128,10 @@ struct ComputeModelParams {
  */
 ComputeModelParams megatronA100Params();
 
+/// TP collective bus bandwidth relative to the nccl-tests curves, fitted together with
+/// megatronA100Params (docs/workloads.md "Calibration").
+inline constexpr double kMegatronTpBandwidthFactor = 1.25;
+
 /**
  * Measured kernel times that replace the roofline, keyed by Operator::name (forward time
  * of one kernel) and by "<name>.backward" (backward time of one kernel's backward pass;

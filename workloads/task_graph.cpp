@@ -1,6 +1,7 @@
 #include "workloads/task_graph.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "workloads/flops.hpp"
@@ -98,6 +99,7 @@ std::vector<BlockTimes> chunkTimes(const ModelSpec& model, const TrainingConfig&
                    ? 2 * (collectiveTime(options.tp_model, CollectiveOp::kAllGather, tp, act).ps +
                           collectiveTime(options.tp_model, CollectiveOp::kReduceScatter, tp, act).ps)
                    : 2 * collectiveTime(options.tp_model, CollectiveOp::kAllReduce, tp, act).ps;
+    tp_layer = std::llround(static_cast<double>(tp_layer) / options.tp_bandwidth_factor);
   }
   const int64_t tp_recompute = par.recompute == Recompute::kFull ? tp_layer : 0;
   std::vector<BlockTimes> out(v);

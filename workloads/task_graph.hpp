@@ -91,6 +91,9 @@ struct ProgramOptions {
   uint32_t grad_bytes = 0;
   /// Intra-server collective model of the GPU, for the TP collectives folded into blocks.
   CollectiveModel tp_model;
+  /// Bus bandwidth of the TP collectives relative to tp_model (its nccl-tests curve): their
+  /// times are divided by this (both latency and bandwidth terms).
+  double tp_bandwidth_factor = kMegatronTpBandwidthFactor;
 };
 
 /// Every stage's program of one iteration.
