@@ -68,8 +68,10 @@ int runCli(int argc, char** argv) {
   app.add_flag("--resume", sweep.resume, "Keep the experiments the results folder already holds; run the rest");
   app.add_flag("--force", sweep.force, "Replace the results the folder already holds");
   app.add_option("--threads", sweep.threads, "CPU threads per process (default: all cores)")->check(CLI::Range(1, 1024));
-  app.add_option("--backend", sweep.backend, "auto, cpu or cuda (default auto: cpu)")
+  app.add_option("--backend", sweep.backend, "auto, cpu or cuda (default auto: cuda when a GPU is usable, else cpu)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  app.add_option("--devices", sweep.devices, "CUDA devices to spread the experiments over (default: all usable)")
+      ->check(CLI::Range(1, 1024));
   app.add_option("--max-memory", max_memory, "Simulation memory per batch, e.g. 8GiB (default: half the RAM)");
   app.add_option("--top", sweep.top, "Rows of the closing table (0 = all; default 10)")->check(CLI::Range(0, 1000000));
   app.add_option("--rank-by", sweep.rank_by, "Closing table order: iteration, mfu, tokens or memory")

@@ -14,7 +14,7 @@ namespace mv {
 
 std::string Diagnostic::format() const {
   std::ostringstream out;
-  out << file;
+  out << (file.empty() ? "multiverse" : file);
   if (line > 0) out << ':' << line;
   out << ": ";
   if (!key.empty()) out << key << ": ";

@@ -4,12 +4,16 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <mutex>
 #include <numeric>
+#include <thread>
 #include <vector>
 
+#include "experiments/backend.hpp"
 #include "experiments/cli.hpp"
 #include "experiments/config_reader.hpp"
 #include "experiments/estimate.hpp"
@@ -90,6 +94,54 @@ std::vector<std::vector<const Job*>> batches(const std::vector<const Job*>& jobs
   return out;
 }
 
+/// Splits `jobs` into `parts` groups of about equal estimated cost: longest first, each to
+/// the least-loaded group (ties: lowest index). Each group keeps longest-first order.
+std::vector<std::vector<const Job*>> splitLongestFirst(std::vector<const Job*> jobs, int parts) {
+  std::stable_sort(jobs.begin(), jobs.end(), [](const Job* a, const Job* b) { return a->cost > b->cost; });
+  std::vector<std::vector<const Job*>> out(static_cast<size_t>(std::max(parts, 1)));
+  std::vector<double> load(out.size(), 0.0);
+  for (const Job* j : jobs) {
+    const auto g = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    load[g] += j->cost;
+    out[g].push_back(j);
+  }
+  return out;
+}
+
+/// Records finished by worker threads, handed to the thread that writes them.
+class RecordQueue {
+ public:
+  void push(ExperimentRecord r) {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      records_.push_back(std::move(r));
+    }
+    ready_.notify_one();
+  }
+  void workerDone() {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      ++done_;
+    }
+    ready_.notify_one();
+  }
+  /// Waits for records or for the last worker; false once every worker is done and all
+  /// records were taken.
+  bool take(int workers, std::vector<ExperimentRecord>& out) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ready_.wait(lock, [&] { return !records_.empty() || done_ == workers; });
+    out.swap(records_);
+    records_.clear();
+    return !out.empty() || done_ < workers;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::vector<ExperimentRecord> records_;
+  int done_ = 0;
+};
+
 /// The MPI side of a sweep: which rank runs what, and results flowing to rank 0.
 class Shard {
  public:
@@ -109,17 +161,9 @@ class Shard {
 
   /// The jobs of this rank: longest first, each to the least-loaded rank (ties: lowest rank).
   std::vector<const Job*> mine(const std::vector<Job>& jobs) const {
-    std::vector<const Job*> order;
-    for (const Job& j : jobs) order.push_back(&j);
-    std::stable_sort(order.begin(), order.end(), [](const Job* a, const Job* b) { return a->cost > b->cost; });
-    std::vector<double> load(static_cast<size_t>(size_), 0.0);
-    std::vector<const Job*> out;
-    for (const Job* j : order) {
-      const auto r = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
-      load[static_cast<size_t>(r)] += j->cost;
-      if (r == rank_) out.push_back(j);
-    }
-    return out;
+    std::vector<const Job*> all;
+    for (const Job& j : jobs) all.push_back(&j);
+    return splitLongestFirst(std::move(all), size_)[static_cast<size_t>(rank_)];
   }
 
 #ifdef MV_HAVE_MPI
@@ -238,11 +282,8 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
   Diagnostics diags;
   Sweep sweep;
   const std::vector<Job> jobs = readJobs(file, sweep, diags);
-  if (options.backend == "cuda") {
-    diags.add(Diagnostic{"", 0, "--backend",
-                         "the training simulation runs on the CPU backend in this version (the CUDA backend "
-                         "covers the packet network only); use --backend cpu or auto"});
-  }
+  const BackendPlan plan = planBackend(options.backend, options.devices, usableCudaDevices(), cudaBackendBuilt());
+  if (!plan.error.empty()) diags.add(Diagnostic{"", 0, "--backend", plan.error});
   if (!diags.empty()) {
     if (shard.root()) std::cerr << diags.format();
     return kExitUsageError;
@@ -282,7 +323,7 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
     std::cout << "multiverse: " << jobs.size() << " experiment(s) from " << file.string();
     if (done_before > 0) std::cout << ", " << done_before << " already done";
     if (shard.size() > 1) std::cout << ", over " << shard.size() << " MPI ranks";
-    std::cout << "; results in " << out.string() << "\n";
+    std::cout << "; backend " << plan.describe() << "; results in " << out.string() << "\n";
   }
 
   bool failed = false;
@@ -300,26 +341,44 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
     }
   };
   const std::vector<const Job*> mine = shard.mine(pending);
-  const int64_t budget = options.max_memory > 0 ? options.max_memory : defaultMemoryBudget();
-  SimulationOptions sim;
-  sim.threads = options.threads;
-  sim.trace = options.trace;
-  for (const std::vector<const Job*>& batch : batches(mine, budget)) {
-    std::vector<TrainingExperiment> xs;
-    for (const Job* j : batch) xs.push_back(j->x);
-    std::vector<bool> reported(batch.size(), false);
-    try {
-      simulateTraining(xs, sim, [&](size_t i, const TrainingResult& r) {
-        reported[i] = true;
-        if (!r.chrome_trace.empty()) writeTrace(out, batch[i]->x.name, r.chrome_trace);
-        deliver(recordOf(*batch[i], r, r.error));
-      });
-    } catch (const std::exception& e) {
-      for (size_t i = 0; i < batch.size(); ++i) {
-        if (!reported[i]) deliver(recordOf(*batch[i], TrainingResult{}, e.what()));
+  const int workers = plan.workers();
+  const int64_t budget = (options.max_memory > 0 ? options.max_memory : defaultMemoryBudget()) / workers;
+  const std::vector<std::vector<const Job*>> groups = splitLongestFirst(mine, workers);
+  RecordQueue queue;
+  std::vector<std::thread> threads;
+  for (int w = 0; w < workers; ++w) {
+    threads.emplace_back([&, w] {
+      SimulationOptions sim;
+      sim.threads = options.threads;
+      sim.trace = options.trace;
+      sim.device_runner = stepRunner(plan, w);
+      for (const std::vector<const Job*>& batch : batches(groups[static_cast<size_t>(w)], budget)) {
+        std::vector<TrainingExperiment> xs;
+        for (const Job* j : batch) xs.push_back(j->x);
+        std::vector<bool> reported(batch.size(), false);
+        try {
+          simulateTraining(xs, sim, [&](size_t i, const TrainingResult& r) {
+            reported[i] = true;
+            queue.push(recordOf(*batch[i], r, r.error));
+          });
+        } catch (const std::exception& e) {
+          for (size_t i = 0; i < batch.size(); ++i) {
+            if (!reported[i]) queue.push(recordOf(*batch[i], TrainingResult{}, e.what()));
+          }
+        }
       }
+      queue.workerDone();
+    });
+  }
+  // This thread alone writes results and talks MPI, as experiments finish.
+  std::vector<ExperimentRecord> ready;
+  while (queue.take(workers, ready)) {
+    for (const ExperimentRecord& r : ready) {
+      if (!r.result.chrome_trace.empty()) writeTrace(out, r.name, r.result.chrome_trace);
+      deliver(r);
     }
   }
+  for (std::thread& t : threads) t.join();
   if (!shard.root()) {
     shard.sendDone();
     return kExitOk;

@@ -23,8 +23,11 @@ struct SweepOptions {
   bool force = false;
   /// OpenMP threads per process; 0 = all cores.
   int threads = 0;
-  /// "auto", "cpu" or "cuda".
+  /// "auto" (CUDA when a GPU is usable, else CPU), "cpu" or "cuda".
   std::string backend = "auto";
+  /// CUDA devices to spread the experiments over (longest first by estimated cost);
+  /// 0 = every usable device. CUDA backend only.
+  int devices = 0;
   /// Memory budget of one batch's simulation state, bytes; 0 = half the machine's RAM.
   int64_t max_memory = 0;
   /// Rows of the closing table (0 = all).

@@ -18,7 +18,7 @@
 #include "network/flow_builder.hpp"
 #include "systems/collective_shapes.hpp"
 #include "systems/network_layout.hpp"
-#include "systems/training_systems.hpp"
+#include "systems/training_world.hpp"
 #include "topologies/routing.hpp"
 #include "workloads/chakra_program.hpp"
 #include "workloads/compute_model.hpp"
@@ -30,17 +30,6 @@ namespace mv {
 namespace {
 
 using namespace train;
-
-struct TrainWorldConfig {
-  net::NetExperiment net;
-  TrainConfig train;
-};
-using TrainWorld =
-    WorldOfT<TrainWorldConfig, ConcatT<ConcatT<net::NetworkArchetypes, net::FluidArchetypes>, TrainingArchetypes>>;
-using TrainView = TrainWorld::View;
-using TrainGraph = Graph<System<net::NicSystem<TrainView>>, System<net::SwitchSystem<TrainView>>,
-                         System<net::FluidSystem<TrainView>>, System<FlowCompletionSystem<TrainView>>,
-                         System<RankSystem<TrainView>>, CommitAll, AdvanceClocks>;
 
 /// The compute preset of a catalogue GPU ("h100" is the compute model's "h100-sxm").
 GpuComputeSpec computeSpecOf(const std::string& gpu) { return gpuComputeByName(gpu == "h100" ? "h100-sxm" : gpu); }
@@ -559,7 +548,8 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
     }
   };
   for (;;) {
-    const RunReport r = exec.run<TrainGraph>(world.view(), 4096);
+    const RunReport r = options.device_runner ? options.device_runner(world, kTrainingStepsPerRun)
+                                              : exec.run<TrainGraph>(world.view(), kTrainingStepsPerRun);
     wall += r.wall_seconds;
     if (r.status != 0u) {
       throw std::runtime_error("the simulation stopped: " + TrainWorld::statusMessage(r.status, "training world"));

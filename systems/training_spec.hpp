@@ -136,6 +136,13 @@ struct TrainingResult {
   std::string chrome_trace;
 };
 
+struct TrainWorld;
+struct RunReport;
+
+/// Runs up to `max_steps` steps of the training graph on a backend other than the CPU
+/// executor (systems/cuda/training_device.hpp: one CUDA device).
+using TrainingStepRunner = std::function<RunReport(TrainWorld& world, int64_t max_steps)>;
+
 /// Knobs of a simulation run (not of an experiment).
 struct SimulationOptions {
   /// OpenMP threads; 0 = all cores.
@@ -148,6 +155,8 @@ struct SimulationOptions {
   /// Record every task of every rank and return Chrome trace JSON with each result (memory
   /// grows with ranks × tasks: for small runs).
   bool trace = false;
+  /// Empty: the CPU executor with `threads`; else the backend that runs the steps.
+  TrainingStepRunner device_runner;
 };
 
 }  // namespace mv

@@ -24,6 +24,10 @@ expect 0 "multiverse 0." --version
 expect 2 "--bogus" --bogus
 expect 2 "multiverse --help" --threads-typo 4
 expect 0 "[engine]" --dump-graph text
+# More devices than any machine here has: refused before anything runs, with or without a
+# GPU or the CUDA build (each case names CUDA in its message).
+expect 2 "CUDA" --experiments "$(cd "$(dirname "$0")/../.." && pwd)/examples/quickstart.yaml" --backend cuda --devices 1000
+expect 2 "applies to the cuda backend only" --experiments "$(cd "$(dirname "$0")/../.." && pwd)/examples/quickstart.yaml" --backend cpu --devices 2
 
 # netsim: a valid run writes its results; every bad input is reported with file, line, key.
 src_dir="$(cd "$(dirname "$0")/../.." && pwd)"

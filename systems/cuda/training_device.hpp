@@ -1,0 +1,16 @@
+/**
+ * @file training_device.hpp
+ * The training simulation on a CUDA device: the same TrainGraph the CPU executor runs,
+ * as one cooperative megakernel (kernels/cuda/cuda_executor.cuh).
+ */
+#pragma once
+
+#include "systems/training_spec.hpp"
+
+namespace mv {
+
+/// A step runner for SimulationOptions::device_runner that runs the training graph on CUDA
+/// device `device` (0-based). Throws std::runtime_error when the device cannot be used.
+TrainingStepRunner cudaTrainingRunner(int device);
+
+}  // namespace mv
