@@ -72,6 +72,12 @@ struct RankInfo {
   uint32_t state_base = 0;     ///< first RankTask row of this rank
   uint32_t dp_coll_base = 0;   ///< Collective row of its DP group's collective 0
   uint32_t ep_coll_base = 0;   ///< Collective row of its EP group's collective 0
+  uint32_t expert_dp_coll_base = 0;  ///< Collective row of its expert-DP group's collective 0
+
+  /// Collective row of collective `seq` of this rank's group of kind `comm`.
+  MV_HD uint32_t collective(CommKind comm, uint32_t seq) const {
+    return (comm == CommKind::kEp ? ep_coll_base : comm == CommKind::kExpertDp ? expert_dp_coll_base : dp_coll_base) + seq;
+  }
 };
 /// Where each stream of a rank is.
 struct RankStreams {

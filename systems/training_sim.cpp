@@ -112,8 +112,9 @@ int64_t appendRows(TrainWorld& world, ExpId e, const std::vector<T>& values, F&&
   return first;
 }
 
-/// Builds the collectives of experiment e: DP groups (stage, tp index) and EP groups
-/// (stage, tp index, dp / ep); fills each rank's collective bases.
+/// Builds the collectives of experiment e: DP groups (stage, tp index), expert-DP groups
+/// (stage, tp index, dp mod ep) and EP groups (stage, tp index, dp / ep); fills each rank's
+/// collective bases.
 class CollectiveBuilder {
  public:
   CollectiveBuilder(TrainWorld& world, ExpId e, const TrainingExperiment& x, const Plan& plan)
@@ -130,6 +131,17 @@ class CollectiveBuilder {
           for (uint32_t d = 0; d < c.dp; ++d) members.push_back(rankAt(s, t, d));
           for (uint32_t d = 0; d < c.dp; ++d) ranks[rankAt(s, t, d)].dp_coll_base = base;
           addGroup(prog, CommKind::kDp, members);
+        }
+        if (prog.expert_dp_collectives > 0) {
+          // Expert-data-parallel groups: the ranks holding the same experts, dp index j,
+          // j + ep, j + 2·ep, ...
+          for (uint32_t j = 0; j < c.ep; ++j) {
+            const auto base = static_cast<uint32_t>(infos_.size());
+            std::vector<uint32_t> members;
+            for (uint32_t d = j; d < c.dp; d += c.ep) members.push_back(rankAt(s, t, d));
+            for (uint32_t r : members) ranks[r].expert_dp_coll_base = base;
+            addGroup(prog, CommKind::kExpertDp, members);
+          }
         }
         if (prog.ep_collectives > 0) {
           for (uint32_t g = 0; g < c.dp / c.ep; ++g) {
@@ -488,19 +500,26 @@ std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
   if (cp.kernel_overhead < Picoseconds{0}) out.push_back("cluster.compute.kernel_overhead: must not be negative");
   const Parallelism& par = x.parallelism;
   const uint32_t per_server = c.gpus_per_server / std::max<uint32_t>(par.tp, 1);
-  auto checkAlgo = [&](const char* key, CollectiveAlgorithm a, CollectiveOp op, uint32_t n) {
-    if (n > 1 && !algorithmSupports(a, op, n, std::min(n, per_server))) {
+  // n ranks with `local` of them on one server.
+  auto checkAlgo = [&](const char* key, CollectiveAlgorithm a, CollectiveOp op, uint32_t n, uint32_t local) {
+    if (n > 1 && !algorithmSupports(a, op, n, std::min(n, local))) {
       out.push_back(std::string("collectives.") + key + ": " + algorithmName(a) + " cannot run " + collectiveOpName(op) +
                     " over " + std::to_string(n) + " ranks");
     }
   };
-  if (par.distributed_optimizer) {
-    checkAlgo("reduce_scatter", x.collectives.reduce_scatter, CollectiveOp::kReduceScatter, par.dp);
-    checkAlgo("all_gather", x.collectives.all_gather, CollectiveOp::kAllGather, par.dp);
-  } else {
-    checkAlgo("all_reduce", x.collectives.all_reduce, CollectiveOp::kAllReduce, par.dp);
-  }
-  if (x.model.isMoe()) checkAlgo("all_to_all", x.collectives.all_to_all, CollectiveOp::kAllToAll, par.ep);
+  auto checkGradients = [&](uint32_t n, uint32_t local) {
+    if (par.distributed_optimizer) {
+      checkAlgo("reduce_scatter", x.collectives.reduce_scatter, CollectiveOp::kReduceScatter, n, local);
+      checkAlgo("all_gather", x.collectives.all_gather, CollectiveOp::kAllGather, n, local);
+    } else {
+      checkAlgo("all_reduce", x.collectives.all_reduce, CollectiveOp::kAllReduce, n, local);
+    }
+  };
+  checkGradients(par.dp, per_server);
+  const uint32_t ep = std::max<uint32_t>(par.ep, 1);
+  // Expert-DP groups take every ep-th dp index: per_server / ep of them share a server.
+  if (x.model.isMoe() && ep > 1) checkGradients(par.dp / ep, std::max<uint32_t>(1, per_server / ep));
+  if (x.model.isMoe()) checkAlgo("all_to_all", x.collectives.all_to_all, CollectiveOp::kAllToAll, par.ep, per_server);
   return out;
 }
 

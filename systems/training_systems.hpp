@@ -316,7 +316,7 @@ struct RankSystem {
       case TaskKind::kRecv:
         break;
       case TaskKind::kCollective:
-        ops.arrive((d.comm == CommKind::kEp ? info.ep_coll_base : info.dp_coll_base) + d.seq, t);
+        ops.arrive(info.collective(d.comm, d.seq), t);
         break;
     }
   }
@@ -348,6 +348,7 @@ struct RankSystem {
         break;
       }
       case CommKind::kDp:
+      case CommKind::kExpertDp:
         times.dp += gap;
         break;
       case CommKind::kEp:

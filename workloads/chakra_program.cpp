@@ -21,6 +21,18 @@ std::optional<int64_t> intOf(const ChakraNode& n, std::string_view name) {
   return a != nullptr ? a->integer() : std::nullopt;
 }
 
+/// Process-group name of a collective's group kind in the traces ("dp", "ep", "expert_dp").
+const char* processGroupName(CommKind comm) {
+  switch (comm) {
+    case CommKind::kEp:
+      return "ep";
+    case CommKind::kExpertDp:
+      return "expert_dp";
+    default:
+      return "dp";
+  }
+}
+
 ChakraCollectiveType chakraType(CollectiveOp op) {
   switch (op) {
     case CollectiveOp::kAllGather:
@@ -81,7 +93,7 @@ ChakraTrace rankTrace(const StageProgram& prog, const Parallelism& par, uint32_t
         n.type = ChakraNodeType::kCommColl;
         n.setCommType(chakraType(t.op));
         n.setCommSize(static_cast<uint64_t>(t.bytes));
-        n.setPgName(t.comm == CommKind::kEp ? "ep" : "dp");
+        n.setPgName(processGroupName(t.comm));
         break;
     }
     trace.nodes.push_back(std::move(n));
@@ -91,6 +103,15 @@ ChakraTrace rankTrace(const StageProgram& prog, const Parallelism& par, uint32_t
 
 [[noreturn]] void fail(const ChakraTrace& trace, const ChakraNode& n, const std::string& what) {
   throw WorkloadError(trace.source + ": node " + std::to_string(n.id) + ": " + what);
+}
+
+/// The collective's group kind from its process-group name ("dp" when absent).
+CommKind groupKind(const ChakraTrace& trace, const ChakraNode& n) {
+  const std::string name(n.pgName().value_or("dp"));
+  for (CommKind k : {CommKind::kDp, CommKind::kEp, CommKind::kExpertDp}) {
+    if (name == processGroupName(k)) return k;
+  }
+  fail(trace, n, "unknown process group '" + name + "' (expected dp, ep or expert_dp)");
 }
 
 CollectiveOp collectiveOf(const ChakraTrace& trace, const ChakraNode& n) {
@@ -154,9 +175,9 @@ ImportedStage importStage(const ChakraTrace& trace, const Parallelism& par, uint
       case ChakraNodeType::kCommColl:
         t.kind = TaskKind::kCollective;
         t.op = collectiveOf(trace, n);
-        t.comm = n.pgName().value_or("dp") == "ep" ? CommKind::kEp : CommKind::kDp;
+        t.comm = groupKind(trace, n);
         t.stream = t.comm == CommKind::kEp ? kComputeStream : kDpStream;
-        t.seq = t.comm == CommKind::kEp ? out.program.ep_collectives++ : out.program.dp_collectives++;
+        t.seq = collectiveCount(out.program, t.comm)++;
         break;
       default:
         fail(trace, n, "node type " + std::string(chakraNodeTypeName(n.type)) + " cannot be simulated");

@@ -23,6 +23,17 @@ int64_t TrainingProgram::templateTasks() const {
   return n;
 }
 
+uint32_t& collectiveCount(StageProgram& program, CommKind comm) {
+  switch (comm) {
+    case CommKind::kEp:
+      return program.ep_collectives;
+    case CommKind::kExpertDp:
+      return program.expert_dp_collectives;
+    default:
+      return program.dp_collectives;
+  }
+}
+
 std::string taskName(const TaskDef& t) {
   static const char* const kKinds[] = {"compute", "send", "recv", "collective"};
   std::string name = kKinds[static_cast<int>(t.kind)];
@@ -127,7 +138,7 @@ class ProgramBuilder {
   explicit ProgramBuilder(uint32_t stage) { program_.stage = stage; }
 
   uint32_t add(TaskDef t) {
-    if (t.kind == TaskKind::kCollective) t.seq = t.comm == CommKind::kEp ? program_.ep_collectives++ : program_.dp_collectives++;
+    if (t.kind == TaskKind::kCollective) t.seq = collectiveCount(program_, t.comm)++;
     program_.tasks.push_back(t);
     return static_cast<uint32_t>(program_.tasks.size() - 1);
   }
@@ -190,6 +201,25 @@ Peer prevVirtual(uint32_t stage, uint32_t chunk, uint32_t p) {
 /// Buckets of `bytes` (at least one).
 int64_t bucketCount(int64_t bytes, int64_t bucket) { return std::max<int64_t>(1, (bytes + bucket - 1) / bucket); }
 
+/// The buckets of one model chunk's gradients (or parameters) reduced (gathered) over one
+/// group: dense parameters over DP, expert parameters over the expert-DP group.
+struct BucketFamily {
+  CommKind comm = CommKind::kDp;
+  int64_t bytes = 0;
+  int64_t count = 0;  ///< 0 when the group is a single rank (nothing to reduce)
+
+  BucketFamily(CommKind kind, double elements, uint32_t element_bytes, uint32_t group, int64_t bucket)
+      : comm(kind), bytes(static_cast<int64_t>(elements * element_bytes)) {
+    count = group > 1 && bytes > 0 ? bucketCount(bytes, bucket) : 0;
+  }
+  int64_t bucketBytes(int64_t j) const { return bytes / count + (j < bytes % count ? 1 : 0); }
+  /// The piece (of `pieces` a block is split into) after which bucket j's gradients are
+  /// complete: its share of the backward is done.
+  int64_t readyAfter(int64_t j, int64_t pieces) const { return ((j + 1) * pieces + count - 1) / count - 1; }
+  /// The first piece of the forward that uses bucket j's parameters.
+  int64_t neededBy(int64_t j, int64_t pieces) const { return j * pieces / count; }
+};
+
 /// Index of a P2P task by (receive?, forward?, micro-batch, chunk) in a stage's program.
 struct P2pIndex {
   uint32_t micro_batches = 0;
@@ -229,19 +259,28 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
     index[s].init(m, v);
     ProgramBuilder b(s);
     const std::vector<BlockTimes> times = chunkTimes(model, config, par, compute, options, s);
-    const double params = stageParameters(model, par, s).total() / v;
     const uint32_t layers = stageLayers(model, par, s);
     std::vector<uint32_t> dp_tasks;
-    // Parameter all-gathers of the previous optimizer step, per bucket and chunk, on the DP stream.
-    std::vector<std::vector<uint32_t>> gathers(v);
-    if (dist_opt) {
-      const auto param_bytes = static_cast<int64_t>(params * activationBytes(config.precision));
-      const int64_t n = bucketCount(param_bytes, bucket);
-      for (uint32_t c = 0; c < v; ++c) {
-        for (int64_t k = 0; k < n; ++k) {
-          const int64_t bytes = param_bytes / n + (k < param_bytes % n ? 1 : 0);
-          gathers[c].push_back(b.add(commTask(TaskKind::kCollective, CommKind::kDp, kDpStream, CollectiveOp::kAllGather,
-                                              bytes, kNoTask, c)));
+    const uint32_t element = activationBytes(config.precision);
+    const uint32_t grad_element = options.grad_bytes > 0 ? options.grad_bytes : element;
+    const StageParameters stage_params = stageParameters(model, par, s);
+    const uint32_t expert_group = par.dp / std::max<uint32_t>(par.ep, 1);
+    const BucketFamily grads[] = {
+        {CommKind::kDp, stage_params.dense / v, grad_element, par.dp, bucket},
+        {CommKind::kExpertDp, stage_params.expert / v, grad_element, expert_group, bucket}};
+    const BucketFamily params[] = {{CommKind::kDp, stage_params.dense / v, element, dist_opt ? par.dp : 1, bucket},
+                                   {CommKind::kExpertDp, stage_params.expert / v, element,
+                                    dist_opt ? expert_group : 1, bucket}};
+    auto piecesOf = [](const BucketFamily(&f)[2]) { return std::max<int64_t>({1, f[0].count, f[1].count}); };
+    const int64_t gather_pieces = piecesOf(params);
+    // Parameter all-gathers of the previous optimizer step, per bucket and chunk, on the DP
+    // stream; gathers[c][k] are the ones forward piece k of chunk c waits for.
+    std::vector<std::vector<std::vector<uint32_t>>> gathers(v, std::vector<std::vector<uint32_t>>(gather_pieces));
+    for (uint32_t c = 0; c < v; ++c) {
+      for (const BucketFamily& f : params) {
+        for (int64_t j = 0; j < f.count; ++j) {
+          gathers[c][f.neededBy(j, gather_pieces)].push_back(b.add(
+              commTask(TaskKind::kCollective, f.comm, kDpStream, CollectiveOp::kAllGather, f.bucketBytes(j), kNoTask, c)));
         }
       }
     }
@@ -259,30 +298,31 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
         recv = b.add(r);
         index[s].slot(true, it.forward, it.micro_batch, it.chunk) = recv;
       }
-      // The block, split per DP bucket where buckets overlap it.
+      // The block, split per bucket where buckets overlap it.
       const bool last_backward = !it.forward && it.micro_batch + 1 == m;
       const bool gathered_forward = it.forward && first_forward[it.chunk] && dist_opt;
       const int64_t total = it.forward ? bt.forward : bt.backward;
       const int64_t tp_total = it.forward ? bt.tp_forward : bt.tp_backward;
-      const uint32_t grad_element = options.grad_bytes > 0 ? options.grad_bytes : activationBytes(config.precision);
-      const auto grad_bytes = static_cast<int64_t>(params * grad_element);
-      const int64_t pieces = last_backward && par.dp > 1 ? bucketCount(grad_bytes, bucket)
-                             : gathered_forward          ? static_cast<int64_t>(gathers[it.chunk].size())
-                                                         : 1;
+      const int64_t pieces = last_backward ? piecesOf(grads) : gathered_forward ? gather_pieces : 1;
       uint32_t last = kNoTask;
       for (int64_t k = 0; k < pieces; ++k) {
         const int64_t c_ps = total / pieces + (k < total % pieces ? 1 : 0);
         const int64_t t_ps = tp_total / pieces + (k < tp_total % pieces ? 1 : 0);
         last = b.add(computeTask(c_ps, t_ps, it));
         if (k == 0) b.edge(recv, last);
-        if (gathered_forward) b.edge(gathers[it.chunk][static_cast<size_t>(k)], last);
-        if (last_backward && par.dp > 1) {
-          const int64_t bytes = grad_bytes / pieces + (k < grad_bytes % pieces ? 1 : 0);
-          const uint32_t red =
-              b.add(commTask(TaskKind::kCollective, CommKind::kDp, kDpStream,
-                             dist_opt ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce, bytes, kNoTask, it.chunk));
-          b.edge(last, red);
-          dp_tasks.push_back(red);
+        if (gathered_forward) {
+          for (uint32_t g : gathers[it.chunk][static_cast<size_t>(k)]) b.edge(g, last);
+        }
+        if (!last_backward) continue;
+        for (const BucketFamily& f : grads) {
+          for (int64_t j = 0; j < f.count; ++j) {
+            if (f.readyAfter(j, pieces) != k) continue;
+            const uint32_t red = b.add(commTask(TaskKind::kCollective, f.comm, kDpStream,
+                                                dist_opt ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce,
+                                                f.bucketBytes(j), kNoTask, it.chunk));
+            b.edge(last, red);
+            dp_tasks.push_back(red);
+          }
         }
       }
       if (it.forward) first_forward[it.chunk] = false;

@@ -32,7 +32,14 @@ enum class TaskKind : uint8_t {
 };
 
 /// What the time a task occupies counts as in the iteration breakdown.
-enum class CommKind : uint8_t { kNone, kTp, kPp, kDp, kEp };
+enum class CommKind : uint8_t {
+  kNone,
+  kTp,
+  kPp,
+  kDp,
+  kEp,
+  kExpertDp,  ///< expert gradients and parameters over the expert-data-parallel group (dp / ep ranks)
+};
 
 /// Streams of a rank.
 enum Stream : uint8_t { kComputeStream = 0, kSendStream = 1, kRecvStream = 2, kDpStream = 3 };
@@ -77,6 +84,7 @@ struct StageProgram {
   std::vector<uint32_t> succs;
   uint32_t dp_collectives = 0;
   uint32_t ep_collectives = 0;
+  uint32_t expert_dp_collectives = 0;
 
   /// Sum over compute tasks of compute_ps (one rank's busy compute time).
   int64_t computePs() const;
@@ -97,6 +105,10 @@ struct ProgramOptions {
 };
 
 /// Every stage's program of one iteration.
+/// The counter of `program`'s collectives of kind `comm` (kDp, kEp or kExpertDp): the next
+/// collective of that kind gets it as its seq.
+uint32_t& collectiveCount(StageProgram& program, CommKind comm);
+
 struct TrainingProgram {
   std::vector<StageProgram> stages;
   uint32_t micro_batches = 0;
@@ -112,10 +124,12 @@ struct TrainingProgram {
  * reduce-scatter with sequence parallelism; again for full recomputation); with ep > 1 each
  * block is followed by its layers' expert all-to-alls (dispatch + combine, lumped) on the
  * compute stream. Pipeline sends and receives run on their own streams. The gradients of a
- * chunk are reduced over DP per bucket during the last micro-batch's backward (all-reduce,
- * or reduce-scatter with the distributed optimizer, whose parameter all-gathers of the
- * previous step overlap the first micro-batch's forward per bucket); the optimizer step
- * waits for every reduction. `par` must be valid (validateParallelism).
+ * chunk are reduced per bucket during the last micro-batch's backward (all-reduce, or
+ * reduce-scatter with the distributed optimizer, whose parameter all-gathers of the
+ * previous step overlap the first micro-batch's forward per bucket): dense parameters over
+ * the DP group, expert parameters (MoE) in buckets of their own over the expert-data-
+ * parallel group of dp / ep ranks; the optimizer step waits for every reduction. `par` must
+ * be valid (validateParallelism).
  */
 TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par,
                                      const ComputeModel& compute, const ProgramOptions& options);

@@ -6,6 +6,8 @@
 
 #include "systems/training_spec.hpp"
 #include "tests/systems/training_fixture.hpp"
+#include "workloads/chakra_program.hpp"
+#include "workloads/memory.hpp"
 #include "workloads/task_graph.hpp"
 
 namespace mv {
@@ -80,6 +82,51 @@ TEST_CASE("programs: every send meets a receive of the same size on its peer sta
     for (uint32_t s = 0; s < 4; ++s) {
       const StageTimes st = compute.stageTimes(x.model, x.training, x.parallelism, s);
       CHECK(prog.stages[s].computePs() == 8 * st.perMicroBatch().ps + st.optimizer.ps);
+    }
+  }
+}
+
+/// Bytes of a stage's gradient reductions of group kind `comm` (all chunks).
+int64_t reducedBytes(const StageProgram& s, CommKind comm) {
+  int64_t bytes = 0;
+  for (const TaskDef& t : s.tasks) {
+    const bool reduction = t.op == CollectiveOp::kAllReduce || t.op == CollectiveOp::kReduceScatter;
+    if (t.kind == TaskKind::kCollective && t.comm == comm && reduction) bytes += t.bytes;
+  }
+  return bytes;
+}
+
+TEST_CASE("MoE: expert gradients are reduced over the expert-DP group, dense ones over DP") {
+  TrainingExperiment x = test::tinyExperiment(1, 1, 8, 4, 8);
+  x.model.experts = 4;
+  x.model.top_k = 2;
+  const ComputeModel compute(a100Compute());
+  ProgramOptions po;
+  po.dp_bucket = mebibytes(1);
+  for (bool dist_opt : {false, true}) {
+    x.parallelism.distributed_optimizer = dist_opt;
+    for (uint32_t ep : {2u, 4u, 8u}) {
+      x.parallelism.ep = ep;
+      const TrainingProgram prog = buildTrainingProgram(x.model, x.training, x.parallelism, compute, po);
+      const StageProgram& s = prog.stages.at(0);
+      const StageParameters params = stageParameters(x.model, x.parallelism, 0);
+      INFO("ep " << ep << ", distributed optimizer " << dist_opt);
+      CHECK(reducedBytes(s, CommKind::kDp) == static_cast<int64_t>(params.dense * 2));
+      // dp / ep ranks hold the same experts; with ep = dp each expert has one owner.
+      CHECK(reducedBytes(s, CommKind::kExpertDp) == (ep < 8 ? static_cast<int64_t>(params.expert * 2) : 0));
+      CHECK((s.expert_dp_collectives > 0) == (ep < 8));
+      CHECK(s.ep_collectives > 0);
+      uint32_t seq = 0;
+      for (const TaskDef& t : s.tasks) {
+        if (t.kind == TaskKind::kCollective && t.comm == CommKind::kExpertDp) CHECK(t.seq == seq++);
+      }
+      CHECK(seq == s.expert_dp_collectives);
+      // The group kinds survive a Chakra round trip (pg_name dp, ep, expert_dp).
+      const TrainingProgram back = programFromChakra(programToChakra(prog, x.parallelism), x.parallelism);
+      const StageProgram& r = back.stages.at(0);
+      REQUIRE(r.tasks.size() == s.tasks.size());
+      for (size_t i = 0; i < s.tasks.size(); ++i) CHECK(r.tasks[i].comm == s.tasks[i].comm);
+      CHECK(r.expert_dp_collectives == s.expert_dp_collectives);
     }
   }
 }

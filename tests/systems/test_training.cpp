@@ -274,6 +274,27 @@ TEST_CASE("compute overlapping a DP collective is slowed by the overlap factor, 
 namespace mv {
 namespace {
 
+TEST_CASE("a MoE job runs end to end with expert-DP groups, identically at 1 and 2 threads") {
+  TrainingExperiment x = test::tinyExperiment(1, 2, 4, 4, 4);
+  x.model.experts = 4;
+  x.model.top_k = 2;
+  x.parallelism.ep = 2;
+  x.parallelism.distributed_optimizer = true;
+  x.collectives.dp_bucket = mebibytes(4);
+  REQUIRE(checkTrainingExperiment(x).empty());
+  for (NetworkFidelity f : {NetworkFidelity::kAnalytical, NetworkFidelity::kPacket}) {
+    x.fidelity = f;
+    const TrainingResult one = runOne(x, 1);
+    const TrainingResult two = runOne(x, 2);
+    INFO("fidelity " << static_cast<int>(f));
+    CHECK(one.error.empty());
+    CHECK(one.iteration.ps > 0);
+    CHECK(one.exposed_ep.ps > 0);
+    CHECK(one.iteration.ps == two.iteration.ps);
+    CHECK(one.exposed_dp.ps == two.exposed_dp.ps);
+  }
+}
+
 TEST_CASE("a measured operator time replaces the roofline's") {
   TrainingExperiment x = test::tinyExperiment(1, 1, 1, 2, 1);
   x.fidelity = NetworkFidelity::kAnalytical;
