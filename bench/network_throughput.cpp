@@ -48,6 +48,7 @@ struct Settings {
   uint32_t rail_servers = 128;  ///< servers of the rail fabric (8 NICs each)
   uint32_t rail_spines = 8;
   int threads = 2;   ///< CpuExecutor threads
+  int64_t block = 0;  ///< CpuExecutor experiment block (0: every experiment in every step)
   std::string only;  ///< run only this part: "permutation", "all-to-all" or "memory" (empty: all)
 };
 
@@ -59,6 +60,7 @@ Settings quickSettings() {
                   .rail_servers = 16,
                   .rail_spines = 2,
                   .threads = 2,
+                  .block = 0,
                   .only = {}};
 }
 
@@ -241,7 +243,7 @@ struct BatchResult {
 };
 
 /// Builds and runs one batch, then checks that every flow of every experiment completed.
-BatchResult runBatch(const Fabric& fabric, const Workload& w, uint32_t exps, int threads) {
+BatchResult runBatch(const Fabric& fabric, const Workload& w, uint32_t exps, int threads, int64_t block) {
   BatchResult r;
   r.exps = exps;
   const auto start = std::chrono::steady_clock::now();
@@ -249,7 +251,7 @@ BatchResult runBatch(const Fabric& fabric, const Workload& w, uint32_t exps, int
   r.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.world_megabytes = megabytes(world->totalBytes()) / exps;
 
-  const RunReport rep = CpuExecutor(threads).runToEnd<net::NetGraph>(world->view());
+  const RunReport rep = CpuExecutor(threads, block).runToEnd<net::NetGraph>(world->view());
   if (rep.status != 0u || !rep.finished) {
     throw std::runtime_error(w.name + " with " + std::to_string(exps) + " experiments stopped with status " +
                              std::to_string(rep.status));
@@ -305,7 +307,7 @@ void runWorkload(const Fabric& fabric, const Workload& w, const Settings& s) {
   printBatchHeader();
   std::vector<BatchResult> results;
   for (uint32_t exps : s.batch_sizes) {
-    results.push_back(runBatch(fabric, w, exps, s.threads));
+    results.push_back(runBatch(fabric, w, exps, s.threads, s.block));
     printBatchRow(results.back());
     std::fflush(stdout);
   }
@@ -416,6 +418,7 @@ int main(int argc, char** argv) {
   std::string only;
   std::vector<uint32_t> batches;
   int threads = 0;
+  int64_t block = -1;
   app.add_flag("--quick", quick, "small fabrics and flows, to check that the benchmark runs (figures meaningless)");
   app.add_option("--only", only, "run one part only (for profiling)")
       ->check(CLI::IsMember({"permutation", "all-to-all", "memory"}));
@@ -424,11 +427,14 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "CpuExecutor threads (default 2; targets are for 2)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--block", block, "CpuExecutor experiment block (0: every experiment in every step)")
+      ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
 
   mv::bench::Settings s = quick ? mv::bench::quickSettings() : mv::bench::Settings{};
   s.only = only;
   if (threads > 0) s.threads = threads;
+  if (block >= 0) s.block = block;
   if (!batches.empty()) s.batch_sizes = batches;
   std::printf("mv_bench_network%s: OpenMP default threads on this machine: %d\n\n", quick ? " --quick" : "",
               mv::defaultCpuThreads());

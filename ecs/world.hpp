@@ -31,6 +31,8 @@ enum class Outcome : uint32_t {
   kRunning = 0,
   kDrained = 1,    ///< no event pending anywhere in the experiment
   kTimeLimit = 2,  ///< its clock reached its end time
+  kHeld = 3,       ///< set aside by the CPU executor while other experiments of its batch run
+                   ///< (experiment blocking); reset to kRunning before the run returns
 };
 
 /// Per-experiment clock. A step covers [now, now + lookahead); the clock then jumps to

@@ -68,6 +68,9 @@ int runCli(int argc, char** argv) {
   app.add_flag("--resume", sweep.resume, "Keep the experiments the results folder already holds; run the rest");
   app.add_flag("--force", sweep.force, "Replace the results the folder already holds");
   app.add_option("--threads", sweep.threads, "CPU threads per process (default: all cores)")->check(CLI::Range(1, 1024));
+  app.add_option("--cpu-block", sweep.cpu_block,
+                 "CPU backend: experiments advanced together, block after block (default 0 = the whole batch)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   app.add_option("--backend", sweep.backend, "auto, cpu or cuda (default auto: cuda when a GPU is usable, else cpu)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_option("--devices", sweep.devices, "CUDA devices to spread the experiments over (default: all usable)")
@@ -84,6 +87,9 @@ int runCli(int argc, char** argv) {
   net->add_option("config", netsim_file, "YAML file: topology, network, flows, experiments")->required();
   net->add_option("--out", netsim.out, "Results folder (default results/<name>)");
   net->add_option("--threads", netsim.threads, "CPU threads (default: all cores)")->check(CLI::Range(1, 1024));
+  net->add_option("--cpu-block", netsim.cpu_block,
+                  "Experiments advanced together, block after block (default 0 = the whole batch)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   net->add_flag("--quiet", netsim.quiet, "Print nothing but errors");
   std::string validate_file;
   CLI::App* validate = app.add_subcommand(

@@ -216,7 +216,7 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
   for (ExpId e = 0; e < n; ++e) links_total += world.table<net::Link>().expRows(e);
   world.grow<net::LinkSample>(TableCapacity{links_total * (kChunkSteps + 1), links_total});
   std::vector<std::string> link_rows(n);
-  const CpuExecutor exec(options.threads);
+  const CpuExecutor exec(options.threads, options.cpu_block);
   RunReport report;
   for (;;) {
     const RunReport r = exec.run<net::NetGraph>(world.view(), kChunkSteps);

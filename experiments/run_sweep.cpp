@@ -350,6 +350,7 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
     threads.emplace_back([&, w] {
       SimulationOptions sim;
       sim.threads = options.threads;
+      sim.cpu_block = options.cpu_block;
       sim.trace = options.trace;
       sim.device_runner = stepRunner(plan, w);
       for (const std::vector<const Job*>& batch : batches(groups[static_cast<size_t>(w)], budget)) {

@@ -553,7 +553,7 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
     world.grow<TaskSpan>(TableCapacity{tasks + 1024, tasks + 1024});
   }
 
-  const CpuExecutor exec(options.threads);
+  const CpuExecutor exec(options.threads, options.cpu_block);
   std::vector<bool> reported(n, false);
   double wall = 0;
   auto report = [&](bool all) {

@@ -155,6 +155,9 @@ struct SimulationOptions {
   /// Record every task of every rank and return Chrome trace JSON with each result (memory
   /// grows with ranks × tasks: for small runs).
   bool trace = false;
+  /// CPU executor: experiments advanced together per block (0 = all of the batch in every
+  /// step); results do not depend on it. See CpuExecutor.
+  int64_t cpu_block = 0;
   /// Empty: the CPU executor with `threads`; else the backend that runs the steps.
   TrainingStepRunner device_runner;
 };

@@ -59,6 +59,11 @@ TEST_CASE("a batch with different CC gives each experiment its single-run result
   }
   const std::vector<NetResult> batch = runNetBatch(cases, 2);
   for (size_t i = 0; i < cases.size(); ++i) CHECK(batch[i] == runNet(cases[i], 1));
+  // Experiment blocking (one block after another, chunks of steps) changes nothing either.
+  for (int64_t block : {1, 2}) {
+    const std::vector<NetResult> blocked = runNetBatch(cases, 2, block);
+    for (size_t i = 0; i < cases.size(); ++i) CHECK(blocked[i] == batch[i]);
+  }
 }
 
 TEST_CASE("DCTCP N-to-1: a standing queue of min(K, (N-1) BDP); equal shares while window-bound", "[network][dctcp]") {
