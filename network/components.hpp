@@ -119,7 +119,6 @@ struct PortQueue {
   uint32_t rr;               ///< round-robin cursor over priorities 1..7
   uint32_t nonempty;         ///< bit c set while queue c holds packets
   int64_t paused_since_ps[kPriorities];  ///< when each paused priority was paused
-  int64_t next_arrival_ps;   ///< this step: arrival time of the next packet on the in-link
   int64_t max_bytes;         ///< largest occupancy seen (all priorities)
   int64_t last_change_ps;    ///< time of the last occupancy change
   double byte_ps;            ///< ∫ occupancy dt, for the time average
@@ -128,7 +127,21 @@ struct PortIngress {
   int64_t bytes[kPriorities];     ///< bytes admitted from this ingress, per priority
   int64_t headroom[kPriorities];  ///< of which in headroom
 };
-struct Port : Archetype<PortInfo, PortQueue, PortIngress> {
+/// The port's next events: the leaves of the switch's two tournament trees.
+struct PortNext {
+  int64_t arrival_ps;  ///< this step: arrival time of the next packet on the in-link
+  int64_t send_ps;     ///< when the port sends next: free and holding work, else INT64_MAX
+};
+/// Internal node k (1 <= k < ports) of the switch's tournament trees over its ports' next
+/// arrival and next send, stored in the row of port k: the port that wins node k's subtree
+/// (earliest time, then lowest port). Node k's children are 2k and 2k+1; index ports + i is
+/// port i's leaf. So the switch finds its next event at the root in O(1) and updates a
+/// port's time in O(log ports).
+struct PortTree {
+  uint16_t arrival;
+  uint16_t send;
+};
+struct Port : Archetype<PortInfo, PortQueue, PortIngress, PortNext, PortTree> {
   static constexpr const char* kName = "Port";
   static constexpr bool kStatic = true;
 };

@@ -58,6 +58,8 @@ struct SwitchSystem {
     MV_HD PortInfo& pinfo(uint32_t i) const { return ports.template get<PortInfo>(port0 + i); }
     MV_HD PortQueue& pq(uint32_t i) const { return ports.template get<PortQueue>(port0 + i); }
     MV_HD PortIngress& ping(uint32_t i) const { return ports.template get<PortIngress>(port0 + i); }
+    MV_HD PortNext& pnext(uint32_t i) const { return ports.template get<PortNext>(port0 + i); }
+    MV_HD PortTree& node(uint32_t k) const { return ports.template get<PortTree>(port0 + k); }
     MV_HD Packet& slot(uint32_t s) const {
       TableView<SwitchSlot>& pool = ctx.template table<SwitchSlot>();
       return pool.template get<Packet>(pool.expBegin(ctx.exp) + s);
@@ -116,42 +118,93 @@ struct SwitchSystem {
         rings.beginConsume(pinfo(i).in_link);
         rings.beginProduce(pinfo(i).out_link);
       }
-      for (uint32_t i = 0; i < info.port_count; ++i) pq(i).next_arrival_ps = rings.nextArrival(pinfo(i).in_link);
+      for (uint32_t i = 0; i < info.port_count; ++i) {
+        pnext(i).arrival_ps = rings.nextArrival(pinfo(i).in_link);
+        pnext(i).send_ps = sendTime(i);
+      }
+      for (uint32_t k = info.port_count - 1; tree() && k >= 1; --k) {
+        play<true>(k);
+        play<false>(k);
+      }
       int64_t first_push = INT64_MAX;
       const int64_t end = ctx.window_end.ps;
       for (;;) {
-        int64_t t_arr = INT64_MAX;
-        uint32_t arr_port = 0;
-        int64_t t_tx = INT64_MAX;
-        uint32_t tx_port = 0;
-        for (uint32_t i = 0; i < info.port_count; ++i) {
-          const PortQueue& q = pq(i);
-          if (q.next_arrival_ps < t_arr) {
-            t_arr = q.next_arrival_ps;
-            arr_port = i;
-          }
-          if (q.busy_until_ps < t_tx && hasWork(i)) {
-            t_tx = q.busy_until_ps;
-            tx_port = i;
-          }
-        }
+        // The earliest arrival and the earliest transmission; ties go to the lower port.
+        const uint32_t arr_port = earliest<true>();
+        const uint32_t tx_port = earliest<false>();
+        const int64_t t_arr = pnext(arr_port).arrival_ps;
+        const int64_t t_tx = pnext(tx_port).send_ps;
         if (t_arr >= end && t_tx >= end) break;
         if (t_arr <= t_tx) {
           const uint32_t link = pinfo(arr_port).in_link;
           arrive(cfg, arr_port, *rings.peek(link, end));
           rings.pop(link);
-          pq(arr_port).next_arrival_ps = rings.nextArrival(link);
+          pnext(arr_port).arrival_ps = rings.nextArrival(link);
+          replay<true>(arr_port);
+          refresh(arr_port);
         } else {
           transmit(cfg, tx_port, t_tx, first_push);
+          refresh(tx_port);
         }
       }
       int64_t wake = first_push;
-      for (uint32_t i = 0; i < info.port_count; ++i) {
-        const PortQueue& q = pq(i);
-        wake = q.next_arrival_ps < wake ? q.next_arrival_ps : wake;
-        if (hasWork(i) && q.busy_until_ps < wake) wake = q.busy_until_ps;
-      }
+      const int64_t next_arrival = pnext(earliest<true>()).arrival_ps;
+      const int64_t next_send = pnext(earliest<false>()).send_ps;
+      wake = next_arrival < wake ? next_arrival : wake;
+      wake = next_send < wake ? next_send : wake;
       if (wake != INT64_MAX) ctx.wakeAt(Picoseconds{wake});
+    }
+
+    // --- next events: a scan of PortNext, or with many ports the trees of PortTree ---------
+    /// Below this many ports a scan of the 16-byte PortNext rows beats the trees' upkeep.
+    static constexpr uint32_t kTreeMinPorts = 16;
+    MV_HD bool tree() const { return info.port_count >= kTreeMinPorts; }
+    /// The port with the earliest next arrival (or send); ties go to the lower port.
+    template <bool kArrival>
+    MV_HD uint32_t earliest() const {
+      if (tree()) return winner<kArrival>(1);
+      uint32_t best = 0;
+      int64_t t = timeOf<kArrival>(0);
+      for (uint32_t i = 1; i < info.port_count; ++i) {
+        const int64_t ti = timeOf<kArrival>(i);
+        best = ti < t ? i : best;
+        t = ti < t ? ti : t;
+      }
+      return best;
+    }
+    MV_HD int64_t sendTime(uint32_t i) const { return hasWork(i) ? pq(i).busy_until_ps : INT64_MAX; }
+    template <bool kArrival>
+    MV_HD int64_t timeOf(uint32_t port) const {
+      return kArrival ? pnext(port).arrival_ps : pnext(port).send_ps;
+    }
+    /// The port winning tree index c (a leaf when c >= port_count).
+    template <bool kArrival>
+    MV_HD uint32_t winner(uint32_t c) const {
+      if (c >= info.port_count) return c - info.port_count;
+      return kArrival ? node(c).arrival : node(c).send;
+    }
+    /// Decides internal node k from its two children.
+    template <bool kArrival>
+    MV_HD void play(uint32_t k) const {
+      const uint32_t a = winner<kArrival>(2 * k);
+      const uint32_t b = winner<kArrival>(2 * k + 1);
+      const int64_t ta = timeOf<kArrival>(a);
+      const int64_t tb = timeOf<kArrival>(b);
+      const auto w = static_cast<uint16_t>(tb < ta || (tb == ta && b < a) ? b : a);
+      (kArrival ? node(k).arrival : node(k).send) = w;
+    }
+    /// Re-decides the nodes above port i's leaf after its time changed.
+    template <bool kArrival>
+    MV_HD void replay(uint32_t i) const {
+      if (!tree()) return;
+      for (uint32_t k = (info.port_count + i) / 2; k >= 1; k /= 2) play<kArrival>(k);
+    }
+    /// Recomputes when port i sends next (after anything that changed its queue or timing).
+    MV_HD void refresh(uint32_t i) const {
+      const int64_t t = sendTime(i);
+      if (t == pnext(i).send_ps) return;
+      pnext(i).send_ps = t;
+      replay<false>(i);
     }
 
     /// Whether port i has a frame it may send now or when it is free.
@@ -228,6 +281,7 @@ struct SwitchSystem {
 
     MV_HD void wakePort(uint32_t port, int64_t t) {
       if (pq(port).busy_until_ps < t) pq(port).busy_until_ps = t;
+      refresh(port);
     }
 
     // --- arrival ------------------------------------------------------------------------
