@@ -88,6 +88,8 @@ struct SwitchState {
   int64_t buffer_bytes = 0;  ///< bytes buffered in the switch
   int64_t shared_used = 0;   ///< bytes in the shared part (above reserves, below headroom)
   uint64_t draws = 0;        ///< random numbers drawn (ECN, spraying)
+  uint32_t events_ready = 0; ///< its ports' PortNext and PortTree are valid (from its first step on)
+  uint32_t pad = 0;
 };
 struct Switch : Archetype<SwitchInfo, SwitchState, NetCounters> {
   static constexpr const char* kName = "Switch";
@@ -127,9 +129,11 @@ struct PortIngress {
   int64_t bytes[kPriorities];     ///< bytes admitted from this ingress, per priority
   int64_t headroom[kPriorities];  ///< of which in headroom
 };
-/// The port's next events: the leaves of the switch's two tournament trees.
+/// The port's next events: the leaves of the switch's two tournament trees. Kept from step
+/// to step: only the port's own events change them, and a packet newly visible on an empty
+/// in-link.
 struct PortNext {
-  int64_t arrival_ps;  ///< this step: arrival time of the next packet on the in-link
+  int64_t arrival_ps;  ///< arrival time of the head packet on the in-link; INT64_MAX: none visible
   int64_t send_ps;     ///< when the port sends next: free and holding work, else INT64_MAX
 };
 /// Internal node k (1 <= k < ports) of the switch's tournament trees over its ports' next

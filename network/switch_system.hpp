@@ -118,13 +118,13 @@ struct SwitchSystem {
         rings.beginConsume(pinfo(i).in_link);
         rings.beginProduce(pinfo(i).out_link);
       }
+      if (st.events_ready == 0u) startEvents();
+      // A ring seen empty at the end of the last step may hold packets sent since; a
+      // known head packet is still the head.
       for (uint32_t i = 0; i < info.port_count; ++i) {
+        if (pnext(i).arrival_ps != INT64_MAX) continue;
         pnext(i).arrival_ps = rings.nextArrival(pinfo(i).in_link);
-        pnext(i).send_ps = sendTime(i);
-      }
-      for (uint32_t k = info.port_count - 1; tree() && k >= 1; --k) {
-        play<true>(k);
-        play<false>(k);
+        if (pnext(i).arrival_ps != INT64_MAX) replay<true>(i);
       }
       int64_t first_push = INT64_MAX;
       const int64_t end = ctx.window_end.ps;
@@ -173,6 +173,15 @@ struct SwitchSystem {
       return best;
     }
     MV_HD int64_t sendTime(uint32_t i) const { return hasWork(i) ? pq(i).busy_until_ps : INT64_MAX; }
+    /// First step of the switch: nothing visible yet, nothing to send; build the trees.
+    MV_HD void startEvents() {
+      for (uint32_t i = 0; i < info.port_count; ++i) pnext(i) = PortNext{INT64_MAX, sendTime(i)};
+      for (uint32_t k = info.port_count - 1; tree() && k >= 1; --k) {
+        play<true>(k);
+        play<false>(k);
+      }
+      st.events_ready = 1u;
+    }
     template <bool kArrival>
     MV_HD int64_t timeOf(uint32_t port) const {
       return kArrival ? pnext(port).arrival_ps : pnext(port).send_ps;
