@@ -41,6 +41,17 @@ struct RunReport {
   double wall_seconds = 0;  ///< host wall time of the call
 };
 
+/// The report of a run of `steps` steps started at `start`, read off the world (host view).
+template <class WV>
+RunReport reportRun(const WV& world, int64_t steps, std::chrono::steady_clock::time_point start) {
+  RunReport r;
+  r.steps = steps;
+  r.finished = steps > 0 && world.stop[(world.steps_run - 1) & 1] != 0u;
+  r.status = world.allStatus();
+  r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
 /// Number of hardware threads OpenMP would use by default.
 int defaultCpuThreads();
 
@@ -143,12 +154,7 @@ class CpuExecutor {
       const int64_t k = mv::runSteps<G>(policy, world, max_steps);
       if (policy.rank() == 0) steps = k;
     }
-    RunReport r;
-    r.steps = steps;
-    r.finished = steps > 0 && world.stop[(world.steps_run - 1) & 1] != 0u;
-    r.status = world.allStatus();
-    r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return r;
+    return reportRun(world, steps, start);
   }
 
   int threads_;

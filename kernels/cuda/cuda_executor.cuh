@@ -58,13 +58,7 @@ class CudaExecutor {
     const int64_t steps = mode_ == CudaMode::kMegakernel ? runMegakernel<G>(dev, max_steps)
                                                           : runKernelPerNode<G>(dev, world.view(), max_steps);
     dev.download();
-    auto& view = world.view();
-    RunReport r;
-    r.steps = steps;
-    r.finished = steps > 0 && view.stop[(view.steps_run - 1) & 1] != 0u;
-    r.status = view.allStatus();
-    r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return r;
+    return reportRun(world.view(), steps, start);
   }
 
  private:
