@@ -48,7 +48,7 @@ struct Settings {
   uint32_t rail_servers = 128;  ///< servers of the rail fabric (8 NICs each)
   uint32_t rail_spines = 8;
   int threads = 2;   ///< CpuExecutor threads
-  int64_t block = 0;  ///< CpuExecutor experiment block (0: every experiment in every step)
+  int64_t block = 0;  ///< CpuExecutor experiment block (0: every experiment in every step; -1: auto)
   std::string only;  ///< run only this part: "permutation", "all-to-all" or "memory" (empty: all)
 };
 
@@ -418,7 +418,7 @@ int main(int argc, char** argv) {
   std::string only;
   std::vector<uint32_t> batches;
   int threads = 0;
-  int64_t block = -1;
+  std::string block;
   app.add_flag("--quick", quick, "small fabrics and flows, to check that the benchmark runs (figures meaningless)");
   app.add_option("--only", only, "run one part only (for profiling)")
       ->check(CLI::IsMember({"permutation", "all-to-all", "memory"}));
@@ -427,14 +427,14 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "CpuExecutor threads (default 2; targets are for 2)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--block", block, "CpuExecutor experiment block (0: every experiment in every step)")
-      ->check(CLI::NonNegativeNumber);
+  app.add_option("--block", block, "CpuExecutor experiment block: N, 0 (every experiment in every step) or auto")
+      ->check(CLI::IsMember({"auto"}) | CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
 
   mv::bench::Settings s = quick ? mv::bench::quickSettings() : mv::bench::Settings{};
   s.only = only;
   if (threads > 0) s.threads = threads;
-  if (block >= 0) s.block = block;
+  if (!block.empty()) s.block = block == "auto" ? mv::CpuExecutor::kAutoBlock : std::stoll(block);
   if (!batches.empty()) s.batch_sizes = batches;
   std::printf("mv_bench_network%s: OpenMP default threads on this machine: %d\n\n", quick ? " --quick" : "",
               mv::defaultCpuThreads());

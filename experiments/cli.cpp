@@ -19,6 +19,7 @@
 #include "systems/training_sim.hpp"
 #include "experiments/sweep.hpp"
 #include "experiments/version.hpp"
+#include "kernels/cpu/cpu_executor.hpp"
 
 namespace mv {
 
@@ -51,6 +52,36 @@ int runValidate(const std::filesystem::path& file) {
   return kExitOk;
 }
 
+static_assert(CpuExecutor::kAutoBlock == -1, "SweepOptions and NetsimOptions write auto as -1");
+
+/// Largest `--cpu-block N`.
+constexpr int64_t kMaxCpuBlock = int64_t{1} << 20;
+
+/// `--cpu-block auto|N` on `app`, stored into `block` (CpuExecutor::kAutoBlock for auto).
+void addCpuBlockOption(CLI::App& app, int64_t& block) {
+  app.add_option_function<std::string>(
+         "--cpu-block",
+         [&block](const std::string& v) { block = v == "auto" ? CpuExecutor::kAutoBlock : std::stoll(v); },
+         "CPU backend: experiments advanced together, block after block: auto (default; measured as it runs), "
+         "0 (the whole batch in every step) or N (docs/engine.md)")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            if (v == "auto") return {};
+            std::size_t used = 0;
+            int64_t n = -1;
+            try {
+              n = std::stoll(v, &used);
+            } catch (const std::exception&) {
+              used = 0;
+            }
+            if (used != v.size() || n < 0 || n > kMaxCpuBlock) {
+              return "must be auto or a whole number of experiments from 0 to " + std::to_string(kMaxCpuBlock);
+            }
+            return {};
+          },
+          "auto|0.." + std::to_string(kMaxCpuBlock)));
+}
+
 }  // namespace
 
 int runCli(int argc, char** argv) {
@@ -68,9 +99,7 @@ int runCli(int argc, char** argv) {
   app.add_flag("--resume", sweep.resume, "Keep the experiments the results folder already holds; run the rest");
   app.add_flag("--force", sweep.force, "Replace the results the folder already holds");
   app.add_option("--threads", sweep.threads, "CPU threads per process (default: all cores)")->check(CLI::Range(1, 1024));
-  app.add_option("--cpu-block", sweep.cpu_block,
-                 "CPU backend: experiments advanced together, block after block (default 0 = the whole batch)")
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  addCpuBlockOption(app, sweep.cpu_block);
   app.add_option("--backend", sweep.backend, "auto, cpu or cuda (default auto: cuda when a GPU is usable, else cpu)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_option("--devices", sweep.devices, "CUDA devices to spread the experiments over (default: all usable)")
@@ -87,9 +116,7 @@ int runCli(int argc, char** argv) {
   net->add_option("config", netsim_file, "YAML file: topology, network, flows, experiments")->required();
   net->add_option("--out", netsim.out, "Results folder (default results/<name>)");
   net->add_option("--threads", netsim.threads, "CPU threads (default: all cores)")->check(CLI::Range(1, 1024));
-  net->add_option("--cpu-block", netsim.cpu_block,
-                  "Experiments advanced together, block after block (default 0 = the whole batch)")
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  addCpuBlockOption(*net, netsim.cpu_block);
   net->add_flag("--quiet", netsim.quiet, "Print nothing but errors");
   std::string validate_file;
   CLI::App* validate = app.add_subcommand(

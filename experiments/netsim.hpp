@@ -14,7 +14,7 @@ namespace mv {
 struct NetsimOptions {
   std::filesystem::path out;  ///< results folder; empty = results/<name>
   int threads = 0;            ///< 0 = all cores
-  int64_t cpu_block = 0;      ///< experiments advanced together per block (0 = all)
+  int64_t cpu_block = -1;     ///< experiments advanced together per block (0 = all, -1 = auto: CpuExecutor::kAutoBlock)
   bool quiet = false;
 };
 

@@ -23,9 +23,9 @@ struct SweepOptions {
   bool force = false;
   /// OpenMP threads per process; 0 = all cores.
   int threads = 0;
-  /// CPU backend: experiments of a batch advanced together per block (0 = all); see
-  /// docs/engine.md "Experiment blocking".
-  int64_t cpu_block = 0;
+  /// CPU backend: experiments of a batch advanced together per block; 0 = all, -1
+  /// (CpuExecutor::kAutoBlock) = chosen by measurement. docs/engine.md "Experiment blocking".
+  int64_t cpu_block = -1;
   /// "auto" (CUDA when a GPU is usable, else CPU), "cpu" or "cuda".
   std::string backend = "auto";
   /// CUDA devices to spread the experiments over (longest first by estimated cost);

@@ -156,7 +156,7 @@ struct SimulationOptions {
   /// grows with ranks × tasks: for small runs).
   bool trace = false;
   /// CPU executor: experiments advanced together per block (0 = all of the batch in every
-  /// step); results do not depend on it. See CpuExecutor.
+  /// step, -1 = CpuExecutor::kAutoBlock); results do not depend on it. See CpuExecutor.
   int64_t cpu_block = 0;
   /// Empty: the CPU executor with `threads`; else the backend that runs the steps.
   TrainingStepRunner device_runner;

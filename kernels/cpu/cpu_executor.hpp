@@ -66,27 +66,111 @@ int defaultCpuThreads();
  * set stays in the caches from one step to the next instead of being evicted by the rest
  * of the batch. Block members are interleaved (experiment e is in block e mod blocks) so
  * each thread's contiguous share of the rows keeps its share of the work.
+ *
+ * With `block` = kAutoBlock the executor chooses, and keeps choosing: it runs sub-runs of
+ * kAutoSteps steps, times one without blocks and one with the running experiments split in
+ * kAutoBlocks blocks (in experiment-steps per second), uses the faster for kAutoPeriod
+ * sub-runs, and compares again. Few blocks keep the cost of a bad probe low: work that
+ * scales with the whole batch (skipping held rows, compacting tables) is paid once per
+ * block. The choice depends on timing, the results do not.
  */
 class CpuExecutor {
  public:
+  /// The `block` that lets the executor choose between blocking and not.
+  static constexpr int64_t kAutoBlock = -1;
+  /// Steps per sub-run, sub-runs between two comparisons and blocks tried, for kAutoBlock.
+  static constexpr int64_t kAutoSteps = 64;
+  static constexpr int64_t kAutoPeriod = 16;
+  static constexpr int64_t kAutoBlocks = 4;
+
   /// `threads` = 0 means OpenMP's default (all cores); `block` = 0 runs every experiment in
-  /// every step.
+  /// every step, kAutoBlock chooses.
   explicit CpuExecutor(int threads = 0, int64_t block = 0)
-      : threads_(threads > 0 ? threads : defaultCpuThreads()), block_(block > 0 ? block : 0) {}
+      : threads_(threads > 0 ? threads : defaultCpuThreads()), block_(block == kAutoBlock || block > 0 ? block : 0) {}
 
   int threads() const { return threads_; }
   int64_t block() const { return block_; }
 
   /**
    * Runs up to `max_steps` steps of graph G on `world` (per block of experiments when
-   * blocking) and reports what happened. `steps` counts every step executed, over all
-   * blocks.
+   * blocking: each experiment advances at most `max_steps` steps) and reports what
+   * happened. `steps` counts every step executed, over all blocks.
    */
   template <class G, class WV>
   RunReport run(WV& world, int64_t max_steps) const {
+    return block_ == kAutoBlock ? runAuto<G>(world, max_steps) : runBlocks<G>(world, max_steps, block_);
+  }
+
+  /// Runs until every experiment is done (or an error is raised), `chunk` steps per region.
+  template <class G, class WV>
+  RunReport runToEnd(WV& world, int64_t chunk = 1 << 20) const {
+    RunReport total;
+    for (;;) {
+      const RunReport r = run<G>(world, chunk);
+      total.steps += r.steps;
+      total.wall_seconds += r.wall_seconds;
+      total.status = r.status;
+      if (r.finished || r.steps == 0) {
+        total.finished = r.finished;
+        return total;
+      }
+    }
+  }
+
+ private:
+  /// kAutoBlock's state: the next sub-run measures (kMeasureAll, kMeasureBlocks) or uses
+  /// `block` for `left` more sub-runs.
+  struct AutoState {
+    enum Phase { kMeasureAll, kMeasureBlocks, kUse } phase = kMeasureAll;
+    double all_rate = 0;  ///< experiment-steps per second without blocks
+    int64_t block = 0;
+    int64_t left = 0;
+  };
+
+  template <class WV>
+  static int64_t experimentSteps(const WV& world) {
+    int64_t n = 0;
+    for (int64_t e = 0; e < world.num_exps; ++e) n += world.clocks[e].steps;
+    return n;
+  }
+
+  template <class G, class WV>
+  RunReport runAuto(WV& world, int64_t max_steps) const {
+    RunReport total;
+    for (int64_t done = 0; done < max_steps;) {
+      const int64_t k = max_steps - done < kAutoSteps ? max_steps - done : kAutoSteps;
+      const int64_t tried = (runningExperiments(world) + kAutoBlocks - 1) / kAutoBlocks;
+      const int64_t block = auto_.phase == AutoState::kMeasureAll      ? 0
+                            : auto_.phase == AutoState::kMeasureBlocks ? tried
+                                                                       : auto_.block;
+      const int64_t before = experimentSteps(world);
+      const RunReport r = runBlocks<G>(world, k, block);
+      const double rate = r.wall_seconds > 0 ? static_cast<double>(experimentSteps(world) - before) / r.wall_seconds : 0;
+      if (auto_.phase == AutoState::kMeasureAll) {
+        auto_.all_rate = rate;
+        auto_.phase = AutoState::kMeasureBlocks;
+      } else if (auto_.phase == AutoState::kMeasureBlocks) {
+        auto_.block = rate > auto_.all_rate ? block : 0;
+        auto_.phase = AutoState::kUse;
+        auto_.left = kAutoPeriod;
+      } else if (--auto_.left == 0) {
+        auto_.phase = AutoState::kMeasureAll;
+      }
+      total.steps += r.steps;
+      total.wall_seconds += r.wall_seconds;
+      total.status = r.status;
+      total.finished = r.finished;
+      done += k;
+      if (r.finished || r.steps == 0) break;
+    }
+    return total;
+  }
+
+  template <class G, class WV>
+  RunReport runBlocks(WV& world, int64_t max_steps, int64_t block) const {
     const int64_t running = runningExperiments(world);
-    if (block_ == 0 || running <= block_) return runRegion<G>(world, max_steps);
-    const int64_t blocks = (running + block_ - 1) / block_;
+    if (block == 0 || running <= block) return runRegion<G>(world, max_steps);
+    const int64_t blocks = (running + block - 1) / block;
     std::vector<int64_t> block_of(static_cast<std::size_t>(world.num_exps), -1);
     int64_t index = 0;
     for (int64_t e = 0; e < world.num_exps; ++e) {
@@ -118,23 +202,6 @@ class CpuExecutor {
     return total;
   }
 
-  /// Runs until every experiment is done (or an error is raised), `chunk` steps per region.
-  template <class G, class WV>
-  RunReport runToEnd(WV& world, int64_t chunk = 1 << 20) const {
-    RunReport total;
-    for (;;) {
-      const RunReport r = run<G>(world, chunk);
-      total.steps += r.steps;
-      total.wall_seconds += r.wall_seconds;
-      total.status = r.status;
-      if (r.finished || r.steps == 0) {
-        total.finished = r.finished;
-        return total;
-      }
-    }
-  }
-
- private:
   template <class WV>
   static int64_t runningExperiments(const WV& world) {
     int64_t n = 0;
@@ -159,6 +226,7 @@ class CpuExecutor {
 
   int threads_;
   int64_t block_;
+  mutable AutoState auto_;  ///< an executor serves one host thread
 };
 
 }  // namespace mv

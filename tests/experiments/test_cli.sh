@@ -28,6 +28,8 @@ expect 0 "[engine]" --dump-graph text
 # GPU or the CUDA build (each case names CUDA in its message).
 expect 2 "CUDA" --experiments "$(cd "$(dirname "$0")/../.." && pwd)/examples/quickstart.yaml" --backend cuda --devices 1000
 expect 2 "applies to the cuda backend only" --experiments "$(cd "$(dirname "$0")/../.." && pwd)/examples/quickstart.yaml" --backend cpu --devices 2
+expect 2 "must be auto or a whole number" --experiments "$(cd "$(dirname "$0")/../.." && pwd)/examples/quickstart.yaml" --cpu-block 4x
+expect 2 "must be auto or a whole number" --experiments "$(cd "$(dirname "$0")/../.." && pwd)/examples/quickstart.yaml" --cpu-block -3
 
 # netsim: a valid run writes its results; every bad input is reported with file, line, key.
 src_dir="$(cd "$(dirname "$0")/../.." && pwd)"

@@ -122,6 +122,14 @@ TEST_CASE("experiment blocking gives every experiment the result of an unblocked
     CHECK(blocked.tallies == together.tallies);
     for (size_t e = 0; e < ids.size(); ++e) CHECK(blocked.walkers[e] == together.walkers[e]);
   }
+  // Letting the executor choose by timing (sub-runs with and without blocks) changes
+  // nothing either, whatever it chooses.
+  for (int threads : {1, 2}) {
+    const BatchResult chosen = runBatch(ids, threads, kLookahead, CpuExecutor::kAutoBlock);
+    CHECK(chosen.exp_steps == together.exp_steps);
+    CHECK(chosen.tallies == together.tallies);
+    for (size_t e = 0; e < ids.size(); ++e) CHECK(chosen.walkers[e] == together.walkers[e]);
+  }
 }
 
 TEST_CASE("a held experiment's rows are not run and its clock does not move", "[cpu]") {

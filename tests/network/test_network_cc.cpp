@@ -60,7 +60,7 @@ TEST_CASE("a batch with different CC gives each experiment its single-run result
   const std::vector<NetResult> batch = runNetBatch(cases, 2);
   for (size_t i = 0; i < cases.size(); ++i) CHECK(batch[i] == runNet(cases[i], 1));
   // Experiment blocking (one block after another, chunks of steps) changes nothing either.
-  for (int64_t block : {1, 2}) {
+  for (int64_t block : {int64_t{1}, int64_t{2}, CpuExecutor::kAutoBlock}) {
     const std::vector<NetResult> blocked = runNetBatch(cases, 2, block);
     for (size_t i = 0; i < cases.size(); ++i) CHECK(blocked[i] == batch[i]);
   }
