@@ -128,12 +128,14 @@ struct SwitchSystem {
       }
       int64_t first_push = INT64_MAX;
       const int64_t end = ctx.window_end.ps;
+      int64_t t_arr = INT64_MAX;
+      int64_t t_tx = INT64_MAX;
       for (;;) {
         // The earliest arrival and the earliest transmission; ties go to the lower port.
         const uint32_t arr_port = earliest<true>();
         const uint32_t tx_port = earliest<false>();
-        const int64_t t_arr = pnext(arr_port).arrival_ps;
-        const int64_t t_tx = pnext(tx_port).send_ps;
+        t_arr = pnext(arr_port).arrival_ps;
+        t_tx = pnext(tx_port).send_ps;
         if (t_arr >= end && t_tx >= end) break;
         if (t_arr <= t_tx) {
           const uint32_t link = pinfo(arr_port).in_link;
@@ -147,11 +149,10 @@ struct SwitchSystem {
           refresh(tx_port);
         }
       }
+      // The loop ended on the switch's earliest pending arrival and transmission.
       int64_t wake = first_push;
-      const int64_t next_arrival = pnext(earliest<true>()).arrival_ps;
-      const int64_t next_send = pnext(earliest<false>()).send_ps;
-      wake = next_arrival < wake ? next_arrival : wake;
-      wake = next_send < wake ? next_send : wake;
+      wake = t_arr < wake ? t_arr : wake;
+      wake = t_tx < wake ? t_tx : wake;
       if (wake != INT64_MAX) ctx.wakeAt(Picoseconds{wake});
     }
 
