@@ -112,6 +112,7 @@ struct PortQueue {
   uint32_t head[kPriorities];
   uint32_t tail[kPriorities];
   int64_t bytes[kPriorities];
+  int64_t queued_bytes;      ///< Σ bytes over priorities (kept with them)
   int64_t busy_until_ps;
   int64_t tx_bytes;          ///< cumulative bytes sent (INT)
   uint32_t paused;           ///< priorities the peer paused

@@ -278,15 +278,8 @@ struct SwitchSystem {
     }
     /// Occupancy statistics of port `port`: called just before its queued bytes change.
     MV_HD void accountOccupancy(PortQueue& q, int64_t t) const {
-      int64_t queued = 0;
-      for (int k = 0; k < kPriorities; ++k) queued += q.bytes[k];
-      q.byte_ps += static_cast<double>(queued) * static_cast<double>(t - q.last_change_ps);
+      q.byte_ps += static_cast<double>(q.queued_bytes) * static_cast<double>(t - q.last_change_ps);
       q.last_change_ps = t;
-    }
-    MV_HD static void trackMax(PortQueue& q) {
-      int64_t queued = 0;
-      for (int k = 0; k < kPriorities; ++k) queued += q.bytes[k];
-      if (queued > q.max_bytes) q.max_bytes = queued;
     }
 
     MV_HD void wakePort(uint32_t port, int64_t t) {
@@ -360,7 +353,8 @@ struct SwitchSystem {
       oq.tail[c] = s;
       oq.nonempty |= 1u << c;
       oq.bytes[c] += size;
-      trackMax(oq);
+      oq.queued_bytes += size;
+      if (oq.queued_bytes > oq.max_bytes) oq.max_bytes = oq.queued_bytes;
       wakePort(out, t);
       if (!control && cfg.pfc.enabled && ((q.xoff >> c) & 1u) == 0u && shouldPause(cfg.pfc, port, c)) {
         q.xoff |= 1u << c;
@@ -400,6 +394,7 @@ struct SwitchSystem {
         prefetch(&slot(q.head[c]));
       }
       q.bytes[c] -= p.wire_bytes;
+      q.queued_bytes -= p.wire_bytes;
       st.buffer_bytes -= p.wire_bytes;
       if (p.kind == PacketKind::kData) markAndStamp(cfg, port, c, p, t);
       if (c != kControlPriority) {
@@ -456,12 +451,10 @@ struct SwitchSystem {
         }
       }
       if (cfg.cc == CcKind::kHpcc && p.hops < kMaxIntHops) {
-        int64_t queued = 0;
-        for (int k = 0; k < kPriorities; ++k) queued += q.bytes[k];
         IntHop& h = p.hop[p.hops];
         h.ts_ps = static_cast<uint32_t>(t);
         h.tx_bytes = static_cast<uint32_t>(q.tx_bytes);
-        h.qlen_bytes = static_cast<uint32_t>(queued);
+        h.qlen_bytes = static_cast<uint32_t>(q.queued_bytes);
         h.rate_mbps = static_cast<uint32_t>(pi.rate_bps / 1'000'000);
         p.hops += 1;
       }
