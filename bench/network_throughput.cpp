@@ -357,10 +357,11 @@ void runThroughputBenchmark(const Fabric& fabric, const Settings& s) {
 void printPacketStorage(const net::NetWorld& world) {
   const std::vector<TableMemory> tables = memoryByTable(world, net::NetworkArchetypes{});
   const double exps = world.numExperiments();
-  std::printf("   packet record: %zu B; pooled packet storage per experiment:\n", sizeof(net::Packet));
-  for (const char* name : {"LinkSlot", "SwitchSlot", "NicSlot"}) {
+  std::printf("   packet record: %zu B header, %zu B INT records (HPCC only); pooled packet storage per experiment:\n",
+              sizeof(net::PacketHeader), sizeof(net::IntStack));
+  for (const char* name : {"LinkSlot", "LinkSlotInt", "SwitchSlot", "SwitchSlotInt", "NicSlot", "NicSlotInt"}) {
     const TableMemory& t = tableNamed(tables, name);
-    std::printf("     %-10s %9.0f records %9.3f MB\n", name, static_cast<double>(t.capacity) / exps,
+    std::printf("     %-13s %9.0f records %9.3f MB\n", name, static_cast<double>(t.capacity) / exps,
                 megabytes(t.bytes) / exps);
   }
   const TableMemory& port = tableNamed(tables, "Port");

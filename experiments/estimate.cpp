@@ -40,9 +40,10 @@ MemoryEstimate estimateMemory(const TrainingExperiment& x) {
       for (const uint32_t s : topo.switches()) ports += static_cast<int64_t>(topo.ports(s).size());
       const int64_t rows = nics + static_cast<int64_t>(topo.switches().size()) + ports + directed_links;
       m.network_rows = rows * kEstimatePacketRowBytes;
-      m.link_slots = linkRingSlots(topo, x.network) * kEstimatePacketBytes;
-      m.switch_pool = int64_t{x.network.switch_pool_slots} * kEstimatePacketBytes;
-      m.nic_control = nics * x.network.nic_control_slots * kEstimatePacketBytes;
+      const int64_t slot = kEstimatePacketHeaderBytes + (x.network.cc == net::CcKind::kHpcc ? kEstimatePacketIntBytes : 0);
+      m.link_slots = linkRingSlots(topo, x.network) * slot;
+      m.switch_pool = int64_t{x.network.switch_pool_slots} * slot;
+      m.nic_control = nics * int64_t{net::controlCapacity(x.network)} * slot;
       break;
     }
     case NetworkFidelity::kFlow:

@@ -16,8 +16,12 @@ namespace mv {
 
 /// Training-side rows per GPU (rank, its tasks and collective state), rounded up.
 inline constexpr int64_t kEstimateRankBytes = 4096;
-/// One packet record: a link-ring slot, a switch-pool slot or a NIC control slot.
-inline constexpr int64_t kEstimatePacketBytes = 128;
+/// Bookkeeping of one row of a static table (entity, experiment, key and slot columns).
+inline constexpr int64_t kEstimateStaticRowBytes = 36;
+/// One packet slot (link ring, switch pool or NIC control): a 48-byte header row, plus an
+/// 80-byte row of INT records when the experiment runs HPCC.
+inline constexpr int64_t kEstimatePacketHeaderBytes = 48 + kEstimateStaticRowBytes;
+inline constexpr int64_t kEstimatePacketIntBytes = 80 + kEstimateStaticRowBytes;
 /// One NIC, switch, port or directed-link row of the packet network with its routing rows.
 inline constexpr int64_t kEstimatePacketRowBytes = 256;
 /// One NIC or directed-link row of the flow-level network.
@@ -34,7 +38,7 @@ struct MemoryEstimate {
   int64_t link_slots = 0;
   /// The switches' shared packet pool (network.switch_pool_slots).
   int64_t switch_pool = 0;
-  /// ACK/NACK slots of the NICs (network.nic_control_slots per NIC).
+  /// ACK/NACK slots of the NICs (network.nic_control_slots per NIC, rounded up to a power of two).
   int64_t nic_control = 0;
 
   int64_t total() const { return ranks + network_rows + link_slots + switch_pool + nic_control; }

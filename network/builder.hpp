@@ -32,6 +32,22 @@ inline uint32_t ringCapacity(int64_t rate_bps, int64_t delay_ps, int64_t lookahe
   return capacity;
 }
 
+/// Slots of a NIC's control ring: network.nic_control_slots rounded up to a power of two.
+inline uint32_t controlCapacity(const NetworkConfig& cfg) {
+  uint32_t capacity = 1;
+  while (capacity < static_cast<uint32_t>(cfg.nic_control_slots)) capacity <<= 1;
+  return capacity;
+}
+
+/// Appends `count` slots of the packet pool (H headers, I INT records) of experiment `e`;
+/// INT records only when it runs HPCC. Returns the global row of its first header slot.
+template <class H, class I, class WorldT>
+int64_t appendPacketSlots(WorldT& world, ExpId e, int64_t count, const NetworkConfig& cfg) {
+  const int64_t first = world.template appendStatic<H>(e, count);
+  world.template appendStatic<I>(e, cfg.cc == CcKind::kHpcc ? count : 0);
+  return first;
+}
+
 /// Idle RTT and BDP of an experiment for CC (network.md: T = max RTT, W_init = T × rate).
 inline NetExperiment pathQuantities(const NetworkLayout& layout, const NetworkConfig& cfg) {
   NetExperiment ne;
@@ -129,7 +145,7 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
       if (!lp.peer_is_nic) setLink(2 * nic_count + port_base[s] + p, lp.rate_bps, lp.delay_ps);
     }
   }
-  world.template appendStatic<LinkSlot>(e, slots);
+  appendPacketSlots<LinkSlot, LinkSlotInt>(world, e, slots, cfg);
 
   // NICs, their control rings and where they attach.
   auto& nics = world.template table<Nic>();
@@ -144,13 +160,13 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
     ni.tor_port = ln.tor_port;
     ni.tx_link = 2 * i;
     ni.rx_link = 2 * i + 1;
-    ni.ctrl_base = i * static_cast<uint32_t>(cfg.nic_control_slots);
-    ni.ctrl_capacity = static_cast<uint32_t>(cfg.nic_control_slots);
+    ni.ctrl_base = i * controlCapacity(cfg);
+    ni.ctrl_capacity = controlCapacity(cfg);
     ni.rate_bps = ln.rate_bps;
     ni.delay_ps = ln.delay_ps;
     routes.template get<NicRoute>(route0 + i) = NicRoute{ln.edge, ln.tor, ln.tor_port};
   }
-  world.template appendStatic<NicSlot>(e, int64_t{nic_count} * cfg.nic_control_slots);
+  appendPacketSlots<NicSlot, NicSlotInt>(world, e, int64_t{nic_count} * controlCapacity(cfg), cfg);
 
   // Switches, ports, packet pools, routing.
   auto& switches = world.template table<Switch>();
@@ -200,9 +216,9 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
   }
   appendRouteRows<RouteIndexTable, RouteSetTable, RoutePortTable>(world, e, layout);
   auto& pool = world.template table<SwitchSlot>();
-  const int64_t pool0 = world.template appendStatic<SwitchSlot>(e, cfg.switch_pool_slots);
+  const int64_t pool0 = appendPacketSlots<SwitchSlot, SwitchSlotInt>(world, e, cfg.switch_pool_slots, cfg);
   for (int32_t k = 0; k < cfg.switch_pool_slots; ++k) {
-    pool.template get<Packet>(pool0 + k).next = k + 1 < cfg.switch_pool_slots ? static_cast<uint32_t>(k + 1) : kNone32;
+    pool.template get<PacketHeader>(pool0 + k).next = k + 1 < cfg.switch_pool_slots ? static_cast<uint32_t>(k + 1) : kNone32;
   }
   auto& stats = world.template table<NetStats>();
   const int64_t stats0 = world.template appendStatic<NetStats>(e, 1);

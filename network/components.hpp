@@ -171,18 +171,61 @@ struct Link : Archetype<LinkInfo, LinkRing, LinkBinState> {
   static constexpr const char* kName = "Link";
   static constexpr bool kStatic = true;
 };
-struct LinkSlot : Archetype<Packet> {
+/// Packet pools: headers in one table, INT records in a second table with the same slot
+/// numbers. Only HPCC experiments have rows in the INT tables (no other packet carries INT).
+struct LinkSlot : Archetype<PacketHeader> {
   static constexpr const char* kName = "LinkSlot";
   static constexpr bool kStatic = true;
 };
-struct SwitchSlot : Archetype<Packet> {
+struct LinkSlotInt : Archetype<IntStack> {
+  static constexpr const char* kName = "LinkSlotInt";
+  static constexpr bool kStatic = true;
+};
+struct SwitchSlot : Archetype<PacketHeader> {
   static constexpr const char* kName = "SwitchSlot";
   static constexpr bool kStatic = true;
 };
-struct NicSlot : Archetype<Packet> {
+struct SwitchSlotInt : Archetype<IntStack> {
+  static constexpr const char* kName = "SwitchSlotInt";
+  static constexpr bool kStatic = true;
+};
+struct NicSlot : Archetype<PacketHeader> {
   static constexpr const char* kName = "NicSlot";
   static constexpr bool kStatic = true;
 };
+struct NicSlotInt : Archetype<IntStack> {
+  static constexpr const char* kName = "NicSlotInt";
+  static constexpr bool kStatic = true;
+};
+
+/// One experiment's slots of a packet pool (header and INT tables), numbered from 0. A copy
+/// moves the header and only the INT records it carries, so packets without INT never touch
+/// the INT table.
+struct PacketSlots {
+  PacketHeader* headers = nullptr;
+  IntStack* ints = nullptr;
+
+  MV_HD PacketHeader& operator[](int64_t s) const { return headers[s]; }
+  MV_HD IntStack& intsOf(int64_t s) const { return ints[s]; }
+  /// Stores a packet (its header and the INT records it carries) in slot `s`.
+  MV_HD void put(int64_t s, const PacketHeader& h, const IntStack& in) const {
+    headers[s] = h;
+    for (int i = 0; i < h.hops; ++i) ints[s].hop[i] = in.hop[i];
+  }
+  /// Loads slot `s` into `p`.
+  MV_HD void get(int64_t s, Packet& p) const {
+    static_cast<PacketHeader&>(p) = headers[s];
+    for (int i = 0; i < p.hops; ++i) p.ints.hop[i] = ints[s].hop[i];
+  }
+};
+
+/// The slots of experiment `e` in the pool made of archetypes H (headers) and I (INT).
+template <class H, class I, class WV>
+MV_HD PacketSlots packetSlots(WV& world, ExpId e) {
+  TableView<H>& h = world.template table<H>();
+  TableView<I>& i = world.template table<I>();
+  return PacketSlots{h.template column<PacketHeader>() + h.expBegin(e), i.template column<IntStack>() + i.expBegin(e)};
+}
 
 // --- routing (read-only) ---------------------------------------------------------------
 /// For (switch, destination edge switch): which next-hop set of that switch to use.
@@ -335,7 +378,8 @@ inline constexpr uint32_t kStatusNicControl = 1u << 18;  ///< raise network.nic_
 inline constexpr uint32_t kStatusPacketPool = kStatusSwitchPool | kStatusLinkRing | kStatusNicControl;
 
 /// Every network archetype, for composing a world.
-using NetworkArchetypes = TypeList<Nic, Switch, Port, Link, LinkSlot, SwitchSlot, NicSlot, RouteIndexTable,
-                                   RouteSetTable, RoutePortTable, NicRouteTable, Flow, FlowRecord, LinkSample, NetStats>;
+using NetworkArchetypes =
+    TypeList<Nic, Switch, Port, Link, LinkSlot, LinkSlotInt, SwitchSlot, SwitchSlotInt, NicSlot, NicSlotInt, RouteIndexTable,
+             RouteSetTable, RoutePortTable, NicRouteTable, Flow, FlowRecord, LinkSample, NetStats>;
 
 }  // namespace mv::net

@@ -36,77 +36,76 @@ MV_HD MV_INLINE void prefetch(const void* p, bool write = false) {
 /// Access to the link rings of one experiment for one step.
 struct LinkRings {
   TableView<Link>* links;
-  TableView<LinkSlot>* slots;
+  PacketSlots slots;  ///< the experiment's ring slots (LinkSlot, LinkSlotInt)
   int64_t link_base;  ///< global row of the experiment's link 0
-  int64_t slot_base;  ///< global row of the experiment's slot 0
   int par;            ///< this step's parity
   int prev;           ///< the previous step's parity
 
   MV_HD LinkInfo& info(uint32_t link) const { return links->get<LinkInfo>(link_base + link); }
   MV_HD LinkRing& ring(uint32_t link) const { return links->get<LinkRing>(link_base + link); }
 
-  /// Slot of ring position `pos` of `link`.
-  MV_HD Packet& slotAt(uint32_t link, int64_t pos) const {
+  /// Slot number of ring position `pos` of `link`.
+  MV_HD int64_t slotOf(uint32_t link, int64_t pos) const {
     const LinkInfo& li = info(link);
-    return slots->get<Packet>(slot_base + li.slot_base + (pos & (li.capacity - 1)));
+    return li.slot_base + (pos & (li.capacity - 1));
   }
 
   /// Producer, once per step before pushing: continue from last step's tail.
   MV_HD void beginProduce(uint32_t link) const {
     ring(link).tail[par] = ring(link).tail[prev];
-    prefetch(&slotAt(link, ring(link).tail[par]), true);
+    prefetch(&slots[slotOf(link, ring(link).tail[par])], true);
   }
   /// Consumer, once per step before popping: continue from last step's head.
   MV_HD void beginConsume(uint32_t link) const {
     ring(link).head[par] = ring(link).head[prev];
-    if (ring(link).head[par] < ring(link).tail[prev]) prefetch(&slotAt(link, ring(link).head[par]));
+    if (ring(link).head[par] < ring(link).tail[prev]) prefetch(&slots[slotOf(link, ring(link).head[par])]);
   }
 
   /// Puts a packet on the wire. False when the ring is full (a sizing problem).
-  MV_HD bool push(uint32_t link, const Packet& p) const {
+  MV_HD bool push(uint32_t link, const PacketHeader& p, const IntStack& ints) const {
     LinkRing& r = ring(link);
-    const LinkInfo& li = info(link);
-    if (r.tail[par] - r.head[prev] >= li.capacity) return false;
-    copyPacket(slots->get<Packet>(slot_base + li.slot_base + (r.tail[par] & (li.capacity - 1))), p);
+    if (r.tail[par] - r.head[prev] >= info(link).capacity) return false;
+    slots.put(slotOf(link, r.tail[par]), p, ints);
     r.tail[par] += 1;
-    prefetch(&slotAt(link, r.tail[par]), true);
+    prefetch(&slots[slotOf(link, r.tail[par])], true);
     return true;
   }
-  /// The next packet that arrived before `end`, or nullptr.
-  MV_HD const Packet* peek(uint32_t link, int64_t end) const {
+  /// The next packet that arrived before `end`, or nullptr; its INT records are headInts().
+  MV_HD const PacketHeader* peek(uint32_t link, int64_t end) const {
     const LinkRing& r = ring(link);
     if (r.head[par] >= r.tail[prev]) return nullptr;
-    const LinkInfo& li = info(link);
-    const Packet& p = slots->get<Packet>(slot_base + li.slot_base + (r.head[par] & (li.capacity - 1)));
+    const PacketHeader& p = slots[slotOf(link, r.head[par])];
     return p.time_ps < end ? &p : nullptr;
   }
+  /// The INT records of the packet peek() returned.
+  MV_HD const IntStack& headInts(uint32_t link) const { return slots.intsOf(slotOf(link, ring(link).head[par])); }
   /// Arrival time of the next visible packet (any time), or INT64_MAX.
   MV_HD int64_t nextArrival(uint32_t link) const {
     const LinkRing& r = ring(link);
     if (r.head[par] >= r.tail[prev]) return INT64_MAX;
-    const LinkInfo& li = info(link);
-    return slots->get<Packet>(slot_base + li.slot_base + (r.head[par] & (li.capacity - 1))).time_ps;
+    return slots[slotOf(link, r.head[par])].time_ps;
   }
   /// Consumes the head packet (and fetches the one after the new head ahead of time).
   MV_HD void pop(uint32_t link) const {
     LinkRing& r = ring(link);
     r.head[par] += 1;
-    if (r.head[par] + 1 < r.tail[prev]) prefetch(&slotAt(link, r.head[par] + 1));
+    if (r.head[par] + 1 < r.tail[prev]) prefetch(&slots[slotOf(link, r.head[par] + 1)]);
   }
 
   /**
-   * Serialises `p` onto `link` from `t` at the link's rate; it arrives after the link's
-   * delay. Counts the hop (in the sending unit's `counters`) and the link's time bin (`samples`, when `bin_ps` > 0); a full
-   * ring raises kStatusLinkRing in `status`. Returns when the link is free again.
+   * Serialises `p` (INT records `ints`) onto `link` from `t` at the link's rate; it arrives
+   * after the link's delay. Counts the hop (in the sending unit's `counters`) and the link's
+   * time bin (`samples`, when `bin_ps` > 0); a full ring raises kStatusLinkRing in `status`.
+   * Returns when the link is free again.
    */
-  MV_HD int64_t transmit(uint32_t link, Packet& p, int64_t t, TableView<LinkSample>& samples, ExpId e, int64_t bin_ps,
-                         NetCounters& counters, int64_t& first_push, uint32_t* status) const {
+  MV_HD int64_t transmit(uint32_t link, PacketHeader& p, const IntStack& ints, int64_t t, TableView<LinkSample>& samples,
+                         ExpId e, int64_t bin_ps, NetCounters& counters, int64_t& first_push, uint32_t* status) const {
     const LinkInfo& li = info(link);
     const int64_t done = t + serializationTime(Bytes{p.wire_bytes}, BitsPerSecond{li.rate_bps}).ps;
     account(samples, e, link, t, bin_ps, p.wire_bytes);
     p.time_ps = done + li.delay_ps;
     counters.packet_hops += 1;
-    if (push(link, p)) {
+    if (push(link, p, ints)) {
       first_push = p.time_ps < first_push ? p.time_ps : first_push;
     } else {
       counters.overflow += 1;
@@ -138,9 +137,8 @@ struct LinkRings {
 template <class WV>
 MV_HD LinkRings linkRings(WV& world, ExpId e) {
   TableView<Link>& links = world.template table<Link>();
-  TableView<LinkSlot>& slots = world.template table<LinkSlot>();
   const int par = static_cast<int>(world.clocks[e].steps & 1);
-  return LinkRings{&links, &slots, links.expBegin(e), slots.expBegin(e), par, par ^ 1};
+  return LinkRings{&links, packetSlots<LinkSlot, LinkSlotInt>(world, e), links.expBegin(e), par, par ^ 1};
 }
 
 }  // namespace mv::net

@@ -67,7 +67,7 @@ struct NicSystem {
   using Ctx = RowContext<WV>;
 
   MV_HD static void run(const Ctx& ctx, const NicInfo& info, NicState& st, NetCounters& counters) {
-    Unit u{ctx, info, st, counters};
+    Unit u{ctx, info, st, counters, packetSlots<NicSlot, NicSlotInt>(*ctx.world, ctx.exp)};
     u.step();
   }
 
@@ -77,6 +77,7 @@ struct NicSystem {
     const NicInfo& info;
     NicState& st;
     NetCounters& counters;  ///< this NIC's own counters (summed by the host)
+    PacketSlots ctrl;       ///< the experiment's NIC control slots
 
     MV_HD void step() {
       const NetExperiment& ne = ctx.config().net;
@@ -95,7 +96,7 @@ struct NicSystem {
       // queue resumed by PFC, sends at that moment at the earliest.
       int64_t clock = ctx.now.ps;
       for (;;) {
-        const Packet* arrival = rings.peek(info.rx_link, end);
+        const PacketHeader* arrival = rings.peek(info.rx_link, end);
         const int64_t t_arr = arrival != nullptr ? arrival->time_ps : INT64_MAX;
         const int64_t t_rto = ev.rto_ps;
         bool control = false;
@@ -105,7 +106,7 @@ struct NicSystem {
         clock = t;
         if (t == t_arr) {
           const uint32_t paused = st.paused;
-          const int64_t row = receive(ne, path, flows, *arrival);
+          const int64_t row = receive(ne, path, flows, *arrival, rings.headInts(info.rx_link));
           rings.pop(info.rx_link);
           if (st.paused != paused) rescanReady(flows, ev);
           if (row >= 0) touched(flows, ev, row);
@@ -189,10 +190,9 @@ struct NicSystem {
 
     // --- sending ----------------------------------------------------------------------
     MV_HD bool ctrlPending() const { return st.ctrl_head < st.ctrl_tail; }
-    MV_HD Packet& ctrlSlot(int64_t pos) const {
-      TableView<NicSlot>& slots = ctx.template table<NicSlot>();
-      return slots.template get<Packet>(slots.expBegin(ctx.exp) + info.ctrl_base + pos % info.ctrl_capacity);
-    }
+    /// Control slot number of ring position `pos` (the capacity is a power of two).
+    MV_HD int64_t ctrlSlotOf(int64_t pos) const { return info.ctrl_base + (pos & (info.ctrl_capacity - 1)); }
+    MV_HD PacketHeader& ctrlSlot(int64_t pos) const { return ctrl[ctrlSlotOf(pos)]; }
 
     /// Earliest time this flow may send its next packet, or INT64_MAX.
     MV_HD int64_t flowReady(const TableView<Flow>& flows, int64_t row) const {
@@ -243,7 +243,7 @@ struct NicSystem {
       const NetworkConfig& cfg = ne.network;
       Packet p;
       if (row < 0) {
-        copyPacket(p, ctrlSlot(st.ctrl_head));
+        ctrl.get(ctrlSlotOf(st.ctrl_head), p);
         st.ctrl_head += 1;
       } else {
         const FlowSpec& spec = flows.template get<FlowSpec>(row);
@@ -277,7 +277,7 @@ struct NicSystem {
         counters.packets_sent += 1;
       }
       st.tx_bytes += p.wire_bytes;
-      st.busy_until_ps = rings.transmit(info.tx_link, p, t, ctx.template table<LinkSample>(), ctx.exp, cfg.link_bin_ps,
+      st.busy_until_ps = rings.transmit(info.tx_link, p, p.ints, t, ctx.template table<LinkSample>(), ctx.exp, cfg.link_bin_ps,
                                         counters, first_push, &ctx.world->status);
     }
 
@@ -305,13 +305,14 @@ struct NicSystem {
         atomicFetchOr<uint32_t>(&ctx.world->status, kStatusNicControl);
         return;
       }
-      copyPacket(ctrlSlot(st.ctrl_tail), p);
+      ctrl.put(ctrlSlotOf(st.ctrl_tail), p, p.ints);
       st.ctrl_tail += 1;
     }
 
     /// Handles an arriving packet; returns the row of the NIC's own flow whose sender
     /// state it changed (an ACK or NACK), or -1.
-    MV_HD int64_t receive(const NetExperiment& ne, const CcPath& path, TableView<Flow>& flows, const Packet& p) {
+    MV_HD int64_t receive(const NetExperiment& ne, const CcPath& path, TableView<Flow>& flows, const PacketHeader& p,
+                          const IntStack& ints) {
       const NetworkConfig& cfg = ne.network;
       if (p.kind == PacketKind::kPause) {
         if (((st.paused >> p.prio) & 1u) == 0u) st.paused_since_ps[p.prio] = p.time_ps;
@@ -325,16 +326,17 @@ struct NicSystem {
       }
       if (p.kind == PacketKind::kData) {
         const int64_t row = flowRowByKey(flows, ctx.exp, flowKey(p.src_nic, p.flow_id));
-        if (row >= 0) receiveData(cfg, flows, row, p);  // else a late duplicate of a finished flow
+        if (row >= 0) receiveData(cfg, flows, row, p, ints);  // else a late duplicate of a finished flow
         return -1;
       }
       const int64_t row = flowRowByKey(flows, ctx.exp, flowKey(p.dst_nic, p.flow_id));
       if (row < 0 || flows.dead[row] != 0u) return -1;
-      receiveFeedback(ne, path, flows, row, p);
+      receiveFeedback(ne, path, flows, row, p, ints);
       return row;
     }
 
-    MV_HD void receiveData(const NetworkConfig& cfg, TableView<Flow>& flows, int64_t row, const Packet& p) {
+    MV_HD void receiveData(const NetworkConfig& cfg, TableView<Flow>& flows, int64_t row, const PacketHeader& p,
+                           const IntStack& ints) {
       const FlowSpec& spec = flows.template get<FlowSpec>(row);
       FlowRecv& r = flows.template get<FlowRecv>(row);
       const bool tolerant = cfg.load_balance == LoadBalance::kSpray;
@@ -351,7 +353,7 @@ struct NicSystem {
         } else if (r.last_nack_seq != r.expected || p.time_ps - r.last_nack_ps >= cfg.nack_interval_ps) {
           r.last_nack_seq = r.expected;
           r.last_nack_ps = p.time_ps;
-          Packet nack = feedback(cfg, p, PacketKind::kNack, r.expected);
+          const Packet nack = feedback(cfg, p, ints, PacketKind::kNack, r.expected);
           counters.nacks += 1;
           sendControl(nack);
         }
@@ -360,12 +362,13 @@ struct NicSystem {
       }
       if (ack) {
         r.since_ack = 0;
-        sendControl(feedback(cfg, p, PacketKind::kAck, r.expected));
+        sendControl(feedback(cfg, p, ints, PacketKind::kAck, r.expected));
       }
     }
 
     /// An ACK or NACK for data packet `p`, echoing its CE mark and INT records.
-    MV_HD Packet feedback(const NetworkConfig& cfg, const Packet& p, PacketKind kind, int64_t expected) const {
+    MV_HD Packet feedback(const NetworkConfig& cfg, const PacketHeader& p, const IntStack& ints, PacketKind kind,
+                          int64_t expected) const {
       Packet a;
       a.kind = kind;
       a.time_ps = p.time_ps;
@@ -376,7 +379,7 @@ struct NicSystem {
       a.prio = static_cast<uint8_t>(cfg.ack_high_priority ? kControlPriority : p.prio);
       a.flags = static_cast<uint8_t>((p.flags & kFlagCe) != 0u ? uint32_t{kFlagEcnEcho} : 0u);
       a.hops = p.hops;
-      for (int i = 0; i < p.hops; ++i) a.hop[i] = p.hop[i];
+      for (int i = 0; i < p.hops; ++i) a.ints.hop[i] = ints.hop[i];
       a.wire_bytes = static_cast<uint32_t>(cfg.cc == CcKind::kHpcc ? kAckIntBytes : kAckBytes);
       return a;
     }
@@ -406,7 +409,7 @@ struct NicSystem {
     }
 
     MV_HD void receiveFeedback(const NetExperiment& ne, const CcPath& path, TableView<Flow>& flows, int64_t row,
-                               const Packet& p) {
+                               const PacketHeader& p, const IntStack& ints) {
       const NetworkConfig& cfg = ne.network;
       const FlowSpec& spec = flows.template get<FlowSpec>(row);
       FlowSend& s = flows.template get<FlowSend>(row);
@@ -434,7 +437,7 @@ struct NicSystem {
           }
           break;
         case CcKind::kHpcc:
-          hpccOnAck(cfg.hpcc, path, cc, s, p.hop, p.hops, p.seq);
+          hpccOnAck(cfg.hpcc, path, cc, s, ints.hop, p.hops, p.seq);
           break;
         case CcKind::kDctcp:
           dctcpOnAck(cfg.dctcp, path, cfg.payload_bytes, cc, s, marked, p.seq);

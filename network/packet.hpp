@@ -1,8 +1,8 @@
 /**
  * @file packet.hpp
- * The packet record that travels on links and waits in queues: a small fixed struct kept in
- * pooled storage (link rings, switch packet pools, NIC control rings). Wire sizes follow
- * ../shared/reference/network.md.
+ * The packet record that travels on links and waits in queues: a fixed 48-byte header, plus
+ * the INT records of HPCC, kept in pooled storage (link rings, switch packet pools, NIC
+ * control rings; see PacketSlots). Wire sizes follow ../shared/reference/network.md.
  */
 #pragma once
 
@@ -33,12 +33,17 @@ inline constexpr int32_t kAckIntBytes = 88;
 inline constexpr int32_t kPfcBytes = 43;
 
 /// One INT record pushed by a switch egress (HPCC). Counters wrap at 2^32; only their
-/// differences between consecutive ACKs are used.
+/// differences between consecutive ACKs are used. No member initialisers: a packet being
+/// built does not clear records it does not carry.
 struct IntHop {
-  uint32_t ts_ps = 0;       ///< dequeue time, low 32 bits of picoseconds
-  uint32_t tx_bytes = 0;    ///< bytes the port sent before this packet (low 32 bits)
-  uint32_t qlen_bytes = 0;  ///< bytes queued on the port (all priorities) after removal
-  uint32_t rate_mbps = 0;   ///< port rate
+  uint32_t ts_ps;       ///< dequeue time, low 32 bits of picoseconds
+  uint32_t tx_bytes;    ///< bytes the port sent before this packet (low 32 bits)
+  uint32_t qlen_bytes;  ///< bytes queued on the port (all priorities) after removal
+  uint32_t rate_mbps;   ///< port rate
+};
+/// The INT records of one packet; only the first `hops` of its header are meaningful.
+struct IntStack {
+  IntHop hop[kMaxIntHops];
 };
 
 /// The fixed part of a packet. `time_ps` is when it is fully received at the far end of
@@ -62,16 +67,11 @@ struct PacketHeader {
 };
 static_assert(sizeof(PacketHeader) == 48);
 
-/// A packet: the header and the INT records (HPCC). Records beyond `hops` are not copied.
+/// A packet a unit is building or holding: its header and INT records together. Pooled
+/// storage keeps the two apart (PacketSlots), so packets without INT move 48 bytes.
 struct Packet : PacketHeader {
-  IntHop hop[kMaxIntHops];
+  IntStack ints;
 };
-static_assert(sizeof(Packet) == 128, "packets are fixed 128-byte records");
-
-/// Copies a packet's header and only the INT records it carries (48 bytes without INT).
-MV_HD MV_INLINE void copyPacket(Packet& to, const Packet& from) {
-  static_cast<PacketHeader&>(to) = static_cast<const PacketHeader&>(from);
-  for (int i = 0; i < from.hops; ++i) to.hop[i] = from.hop[i];
-}
+static_assert(sizeof(Packet) == 128);
 
 }  // namespace mv::net

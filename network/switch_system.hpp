@@ -40,7 +40,13 @@ struct SwitchSystem {
   using Ctx = RowContext<WV>;
 
   MV_HD static void run(const Ctx& ctx, const SwitchInfo& info, SwitchState& st, NetCounters& counters) {
-    Unit u{ctx, info, st, counters, linkRings(*ctx.world, ctx.exp), ctx.template table<Port>(),
+    Unit u{ctx,
+           info,
+           st,
+           counters,
+           linkRings(*ctx.world, ctx.exp),
+           packetSlots<SwitchSlot, SwitchSlotInt>(*ctx.world, ctx.exp),
+           ctx.template table<Port>(),
            ctx.template table<Port>().expBegin(ctx.exp) + info.port_base};
     u.step();
   }
@@ -52,6 +58,7 @@ struct SwitchSystem {
     SwitchState& st;
     NetCounters& counters;  ///< this switch's own counters (summed by the host)
     LinkRings rings;
+    PacketSlots pool_slots;  ///< the experiment's switch packet pool
     TableView<Port>& ports;
     int64_t port0;
 
@@ -60,10 +67,7 @@ struct SwitchSystem {
     MV_HD PortIngress& ping(uint32_t i) const { return ports.template get<PortIngress>(port0 + i); }
     MV_HD PortNext& pnext(uint32_t i) const { return ports.template get<PortNext>(port0 + i); }
     MV_HD PortTree& node(uint32_t k) const { return ports.template get<PortTree>(port0 + k); }
-    MV_HD Packet& slot(uint32_t s) const {
-      TableView<SwitchSlot>& pool = ctx.template table<SwitchSlot>();
-      return pool.template get<Packet>(pool.expBegin(ctx.exp) + s);
-    }
+    MV_HD PacketHeader& slot(uint32_t s) const { return pool_slots[s]; }
     MV_HD SwitchPool& pool() const {
       TableView<NetStats>& stats = ctx.template table<NetStats>();
       return stats.template get<SwitchPool>(stats.expBegin(ctx.exp));
@@ -139,7 +143,7 @@ struct SwitchSystem {
         if (t_arr >= end && t_tx >= end) break;
         if (t_arr <= t_tx) {
           const uint32_t link = pinfo(arr_port).in_link;
-          arrive(cfg, arr_port, *rings.peek(link, end));
+          arrive(cfg, arr_port, *rings.peek(link, end), rings.headInts(link));
           rings.pop(link);
           pnext(arr_port).arrival_ps = rings.nextArrival(link);
           replay<true>(arr_port);
@@ -288,7 +292,7 @@ struct SwitchSystem {
     }
 
     // --- arrival ------------------------------------------------------------------------
-    MV_HD uint32_t route(const NetworkConfig& cfg, const Packet& p) {
+    MV_HD uint32_t route(const NetworkConfig& cfg, const PacketHeader& p) {
       TableView<NicRouteTable>& nics = ctx.template table<NicRouteTable>();
       const NicRoute& nr = nics.template get<NicRoute>(nics.expBegin(ctx.exp) + p.dst_nic);
       if (nr.tor == static_cast<uint32_t>(ctx.row - ctx.template table<Switch>().expBegin(ctx.exp))) return nr.tor_port;
@@ -308,7 +312,7 @@ struct SwitchSystem {
       return rports.template get<RoutePort>(rports.expBegin(ctx.exp) + rs.offset + pick).port;
     }
 
-    MV_HD void arrive(const NetworkConfig& cfg, uint32_t port, const Packet& in) {
+    MV_HD void arrive(const NetworkConfig& cfg, uint32_t port, const PacketHeader& in, const IntStack& in_ints) {
       const int64_t t = in.time_ps;
       PortQueue& q = pq(port);
       if (in.kind == PacketKind::kPause || in.kind == PacketKind::kResume) {
@@ -338,8 +342,8 @@ struct SwitchSystem {
         atomicFetchOr<uint32_t>(&ctx.world->status, kStatusSwitchPool);
         return;
       }
-      Packet& p = slot(s);
-      copyPacket(p, in);
+      pool_slots.put(s, in, in_ints);
+      PacketHeader& p = slot(s);
       p.in_port = static_cast<uint16_t>(port);
       p.next = kNone32;
       st.buffer_bytes += size;
@@ -379,13 +383,14 @@ struct SwitchSystem {
         frame.prio = static_cast<uint8_t>(c);
         frame.wire_bytes = kPfcBytes;
         if (pause) counters.pauses += 1;
-        send(pi, q, frame, t, first_push);
+        send(pi, q, frame, frame.ints, t, first_push);
         return;
       }
       const int c = pickQueue(q);
       accountOccupancy(q, t);
       const uint32_t s = q.head[c];
-      Packet& p = slot(s);
+      PacketHeader& p = slot(s);
+      IntStack& ints = pool_slots.intsOf(s);
       q.head[c] = p.next;
       if (q.head[c] == kNone32) {
         q.tail[c] = kNone32;
@@ -396,7 +401,7 @@ struct SwitchSystem {
       q.bytes[c] -= p.wire_bytes;
       q.queued_bytes -= p.wire_bytes;
       st.buffer_bytes -= p.wire_bytes;
-      if (p.kind == PacketKind::kData) markAndStamp(cfg, port, c, p, t);
+      if (p.kind == PacketKind::kData) markAndStamp(cfg, port, c, p, ints, t);
       if (c != kControlPriority) {
         release(cfg.pfc, p.in_port, c, p.wire_bytes);
         PortQueue& iq = pq(p.in_port);
@@ -407,14 +412,15 @@ struct SwitchSystem {
           wakePort(p.in_port, t);
         }
       }
-      send(pi, q, p, t, first_push);
+      send(pi, q, p, ints, t, first_push);
       releaseSlot(s);
     }
 
     /// Serialises `p` onto the port's link starting at `t`.
-    MV_HD void send(const PortInfo& pi, PortQueue& q, Packet& p, int64_t t, int64_t& first_push) {
+    MV_HD void send(const PortInfo& pi, PortQueue& q, PacketHeader& p, const IntStack& ints, int64_t t,
+                    int64_t& first_push) {
       q.tx_bytes += p.wire_bytes;
-      q.busy_until_ps = rings.transmit(pi.out_link, p, t, ctx.template table<LinkSample>(), ctx.exp,
+      q.busy_until_ps = rings.transmit(pi.out_link, p, ints, t, ctx.template table<LinkSample>(), ctx.exp,
                                        ctx.config().net.network.link_bin_ps, counters, first_push, &ctx.world->status);
     }
 
@@ -433,7 +439,8 @@ struct SwitchSystem {
       return kControlPriority;
     }
 
-    MV_HD void markAndStamp(const NetworkConfig& cfg, uint32_t port, int c, Packet& p, int64_t t) {
+    MV_HD void markAndStamp(const NetworkConfig& cfg, uint32_t port, int c, PacketHeader& p, IntStack& ints,
+                            int64_t t) {
       const PortInfo& pi = pinfo(port);
       const PortQueue& q = pq(port);
       if (cfg.ecn.enabled) {
@@ -451,7 +458,7 @@ struct SwitchSystem {
         }
       }
       if (cfg.cc == CcKind::kHpcc && p.hops < kMaxIntHops) {
-        IntHop& h = p.hop[p.hops];
+        IntHop& h = ints.hop[p.hops];
         h.ts_ps = static_cast<uint32_t>(t);
         h.tx_bytes = static_cast<uint32_t>(q.tx_bytes);
         h.qlen_bytes = static_cast<uint32_t>(q.queued_bytes);

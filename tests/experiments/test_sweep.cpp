@@ -685,15 +685,22 @@ TEST_CASE("the memory estimate follows the fidelity", "[sweep][estimate]") {
   INFO(d.format());
   REQUIRE(xs.size() == 1);
   TrainingExperiment x = xs[0];
+  REQUIRE(x.network.cc != net::CcKind::kHpcc);
   const MemoryEstimate packet = estimateMemory(x);
+  x.network.cc = net::CcKind::kHpcc;
+  const MemoryEstimate hpcc = estimateMemory(x);
   x.fidelity = NetworkFidelity::kFlow;
   const MemoryEstimate flow = estimateMemory(x);
   x.fidelity = NetworkFidelity::kAnalytical;
   const MemoryEstimate analytical = estimateMemory(x);
   CHECK(packet.ranks == 16 * kEstimateRankBytes);
-  CHECK(packet.switch_pool == 65536 * kEstimatePacketBytes);
-  CHECK(packet.nic_control == 16 * 64 * kEstimatePacketBytes);
+  CHECK(packet.switch_pool == 65536 * kEstimatePacketHeaderBytes);
+  CHECK(packet.nic_control == 16 * 64 * kEstimatePacketHeaderBytes);
   CHECK(packet.link_slots > 0);
+  // Only HPCC packets carry INT records, in rows of their own.
+  CHECK(hpcc.switch_pool == 65536 * (kEstimatePacketHeaderBytes + kEstimatePacketIntBytes));
+  CHECK(hpcc.link_slots > 0);
+  CHECK(hpcc.link_slots % (kEstimatePacketHeaderBytes + kEstimatePacketIntBytes) == 0);
   CHECK(packet.total() > flow.total());
   CHECK(flow.total() > analytical.total());
   CHECK(analytical.total() == analytical.ranks);
