@@ -20,6 +20,7 @@
 
 #include <cstdint>
 
+#include "ecs/bits.hpp"
 #include "ecs/rng.hpp"
 #include "ecs/system.hpp"
 #include "network/components.hpp"
@@ -136,8 +137,9 @@ struct SwitchSystem {
       int64_t t_tx = INT64_MAX;
       for (;;) {
         // The earliest arrival and the earliest transmission; ties go to the lower port.
-        const uint32_t arr_port = earliest<true>();
-        const uint32_t tx_port = earliest<false>();
+        uint32_t arr_port = 0;
+        uint32_t tx_port = 0;
+        earliest(arr_port, tx_port);
         t_arr = pnext(arr_port).arrival_ps;
         t_tx = pnext(tx_port).send_ps;
         if (t_arr >= end && t_tx >= end) break;
@@ -164,18 +166,25 @@ struct SwitchSystem {
     /// Below this many ports a scan of the 16-byte PortNext rows beats the trees' upkeep.
     static constexpr uint32_t kTreeMinPorts = 16;
     MV_HD bool tree() const { return info.port_count >= kTreeMinPorts; }
-    /// The port with the earliest next arrival (or send); ties go to the lower port.
-    template <bool kArrival>
-    MV_HD uint32_t earliest() const {
-      if (tree()) return winner<kArrival>(1);
-      uint32_t best = 0;
-      int64_t t = timeOf<kArrival>(0);
-      for (uint32_t i = 1; i < info.port_count; ++i) {
-        const int64_t ti = timeOf<kArrival>(i);
-        best = ti < t ? i : best;
-        t = ti < t ? ti : t;
+    /// The ports with the earliest next arrival and the earliest next send; ties go to the
+    /// lower port.
+    MV_HD void earliest(uint32_t& arr_port, uint32_t& tx_port) const {
+      if (tree()) {
+        arr_port = winner<true>(1);
+        tx_port = winner<false>(1);
+        return;
       }
-      return best;
+      int64_t t_arr = pnext(0).arrival_ps;
+      int64_t t_tx = pnext(0).send_ps;
+      arr_port = 0;
+      tx_port = 0;
+      for (uint32_t i = 1; i < info.port_count; ++i) {
+        const PortNext& n = pnext(i);
+        arr_port = n.arrival_ps < t_arr ? i : arr_port;
+        t_arr = n.arrival_ps < t_arr ? n.arrival_ps : t_arr;
+        tx_port = n.send_ps < t_tx ? i : tx_port;
+        t_tx = n.send_ps < t_tx ? n.send_ps : t_tx;
+      }
     }
     MV_HD int64_t sendTime(uint32_t i) const { return hasWork(i) ? pq(i).busy_until_ps : INT64_MAX; }
     /// First step of the switch: nothing visible yet, nothing to send; build the trees.
@@ -424,19 +433,16 @@ struct SwitchSystem {
                                        ctx.config().net.network.link_bin_ps, counters, first_push, &ctx.world->status);
     }
 
-    /// Queue 0 first; else round robin over unpaused non-empty classes 1..7.
+    /// Queue 0 first; else round robin over unpaused non-empty classes 1..7: the first
+    /// after the class served last (`rr` + 1), wrapping around to class 1.
     MV_HD int pickQueue(PortQueue& q) const {
       if ((q.nonempty & 1u) != 0u) return kControlPriority;
-      const uint32_t ready = q.nonempty & ~q.paused;
-      for (int k = 1; k < kPriorities; ++k) {
-        const int c = 1 + static_cast<int>((q.rr + static_cast<uint32_t>(k)) % (kPriorities - 1));
-        if (((ready >> c) & 1u) != 0u) {
-          q.rr = static_cast<uint32_t>(c - 1);
-          return c;
-        }
-      }
-      MV_ASSERT(false, "pickQueue called on a port without work");
-      return kControlPriority;
+      const uint32_t ready = q.nonempty & ~q.paused & ~1u;
+      MV_ASSERT(ready != 0u, "pickQueue called on a port without work");
+      const uint32_t after = ready & ~((2u << (q.rr + 1)) - 1u);
+      const int c = lowestBit(after != 0u ? after : ready);
+      q.rr = static_cast<uint32_t>(c - 1);
+      return c;
     }
 
     MV_HD void markAndStamp(const NetworkConfig& cfg, uint32_t port, int c, PacketHeader& p, IntStack& ints,
