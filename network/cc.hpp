@@ -33,9 +33,10 @@ MV_HD constexpr int64_t scaledBy25g(int64_t per_25g, int64_t line_bps) {
 enum DcqcnFlag : uint32_t { kDcqcnCnpAlpha = 1, kDcqcnCnpDecrease = 2, kDcqcnStarted = 4 };
 
 /// Runs every DCQCN timer tick due at or before `now`, in time order (ties: α, then
-/// decrease, then increase). Timers run only after the flow's first CNP.
+/// decrease, then increase). Timers run only after the flow's first CNP. The earliest
+/// pending tick is kept in FlowSend, so a call with nothing due reads no FlowCc.
 MV_HD inline void dcqcnAdvance(const DcqcnParams& p, const CcPath& path, FlowCc& cc, FlowSend& s, int64_t now) {
-  if ((cc.flags & kDcqcnStarted) == 0u) return;
+  if (now < s.cc_next_ps) return;
   const int64_t rai = scaledBy25g(p.rai_per_25g_bps, path.line_bps);
   const int64_t rhai = scaledBy25g(p.rhai_per_25g_bps, path.line_bps);
   for (;;) {
@@ -43,7 +44,10 @@ MV_HD inline void dcqcnAdvance(const DcqcnParams& p, const CcPath& path, FlowCc&
     const int64_t td = cc.decrease_next_ps;
     const int64_t ti = cc.increase_next_ps > 0 ? cc.increase_next_ps : INT64_MAX;
     const int64_t t = ta < td ? (ta < ti ? ta : ti) : (td < ti ? td : ti);
-    if (t > now) return;
+    if (t > now) {
+      s.cc_next_ps = t;
+      return;
+    }
     if (t == ta) {
       cc.alpha = (1.0 - p.g) * cc.alpha + ((cc.flags & kDcqcnCnpAlpha) != 0u ? p.g : 0.0);
       cc.flags &= ~uint32_t{kDcqcnCnpAlpha};
@@ -81,6 +85,7 @@ MV_HD inline void dcqcnOnCnp(const DcqcnParams& p, const CcPath& path, FlowCc& c
     cc.alpha_next_ps = now + p.alpha_interval_ps;
     cc.decrease_next_ps = now + p.decrease_interval_ps;
     cc.target_bps = s.rate_bps;
+    s.cc_next_ps = cc.alpha_next_ps < cc.decrease_next_ps ? cc.alpha_next_ps : cc.decrease_next_ps;
     return;
   }
   cc.flags |= kDcqcnCnpAlpha | kDcqcnCnpDecrease;
@@ -191,6 +196,7 @@ MV_HD inline void dctcpOnAck(const DctcpParams& p, const CcPath& path, int32_t m
 /// Initial sender state of a flow: line rate, window = BDP where the CC uses one.
 MV_HD inline void ccStart(const NetworkConfig& cfg, const CcPath& path, FlowCc& cc, FlowSend& s) {
   s.rate_bps = path.line_bps;
+  s.cc_next_ps = INT64_MAX;
   cc = FlowCc{};
   cc.committed_bps = path.line_bps;
   cc.target_bps = path.line_bps;

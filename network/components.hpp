@@ -282,6 +282,7 @@ struct FlowSend {
   int64_t rate_bps = 0;      ///< current sending rate
   int64_t window_bytes = 0;  ///< 0 = no window
   int64_t retransmits = 0;
+  int64_t cc_next_ps = INT64_MAX;  ///< DCQCN: its earliest pending timer tick (INT64_MAX: none)
   uint32_t timeouts = 0;
   uint32_t started = 0;
 };
