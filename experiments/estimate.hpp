@@ -18,9 +18,9 @@ namespace mv {
 inline constexpr int64_t kEstimateRankBytes = 4096;
 /// Bookkeeping of one row of a static table (entity, experiment, key and slot columns).
 inline constexpr int64_t kEstimateStaticRowBytes = 36;
-/// One packet slot (link ring, switch pool or NIC control): a 48-byte header row, plus an
+/// One packet slot (link ring, switch pool or NIC control): a 56-byte header row, plus an
 /// 80-byte row of INT records when the experiment runs HPCC.
-inline constexpr int64_t kEstimatePacketHeaderBytes = 48 + kEstimateStaticRowBytes;
+inline constexpr int64_t kEstimatePacketHeaderBytes = 56 + kEstimateStaticRowBytes;
 inline constexpr int64_t kEstimatePacketIntBytes = 80 + kEstimateStaticRowBytes;
 /// One NIC, switch, port or directed-link row of the packet network with its routing rows.
 inline constexpr int64_t kEstimatePacketRowBytes = 256;

@@ -48,17 +48,6 @@ MV_HD inline void flowRangeOf(const TableView<Flow>& flows, ExpId e, uint32_t ni
   hi = a;
 }
 
-/// Row of the flow with key `k` in experiment `e`, or -1.
-MV_HD inline int64_t flowRowByKey(const TableView<Flow>& flows, ExpId e, uint64_t k) {
-  int64_t a = flows.expBegin(e);
-  int64_t b = flows.expEnd(e);
-  while (a < b) {
-    const int64_t m = (a + b) / 2;
-    if (flows.key[m] < k) a = m + 1; else b = m;
-  }
-  return a < flows.expEnd(e) && flows.key[a] == k ? a : -1;
-}
-
 template <class WV>
 struct NicSystem {
   static constexpr const char* kName = "nic";
@@ -259,6 +248,7 @@ struct NicSystem {
         p.kind = PacketKind::kData;
         p.seq = s.next_seq;
         p.flow_id = spec.id;
+        p.flow = flows.entity[row];
         p.src_nic = spec.src_nic;
         p.dst_nic = spec.dst_nic;
         p.payload = static_cast<uint16_t>(payload);
@@ -324,12 +314,11 @@ struct NicSystem {
         st.paused &= ~(1u << p.prio);
         return -1;
       }
+      const int64_t row = flows.rowOf(p.flow);  // -1: a late duplicate of a finished flow
       if (p.kind == PacketKind::kData) {
-        const int64_t row = flowRowByKey(flows, ctx.exp, flowKey(p.src_nic, p.flow_id));
-        if (row >= 0) receiveData(cfg, flows, row, p, ints);  // else a late duplicate of a finished flow
+        if (row >= 0) receiveData(cfg, flows, row, p, ints);
         return -1;
       }
-      const int64_t row = flowRowByKey(flows, ctx.exp, flowKey(p.dst_nic, p.flow_id));
       if (row < 0 || flows.dead[row] != 0u) return -1;
       receiveFeedback(ne, path, flows, row, p, ints);
       return row;
@@ -374,6 +363,7 @@ struct NicSystem {
       a.time_ps = p.time_ps;
       a.seq = expected;
       a.flow_id = p.flow_id;
+      a.flow = p.flow;
       a.src_nic = p.dst_nic;
       a.dst_nic = p.src_nic;
       a.prio = static_cast<uint8_t>(cfg.ack_high_priority ? kControlPriority : p.prio);

@@ -1,6 +1,6 @@
 /**
  * @file packet.hpp
- * The packet record that travels on links and waits in queues: a fixed 48-byte header, plus
+ * The packet record that travels on links and waits in queues: a fixed 56-byte header, plus
  * the INT records of HPCC, kept in pooled storage (link rings, switch packet pools, NIC
  * control rings; see PacketSlots). Wire sizes follow ../shared/reference/network.md.
  */
@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "ecs/entity.hpp"
 #include "ecs/macros.hpp"
 
 namespace mv::net {
@@ -52,6 +53,7 @@ struct PacketHeader {
   int64_t time_ps = 0;
   int64_t seq = 0;          ///< data: first payload byte; ACK/NACK: next expected byte
   uint64_t flow_id = 0;     ///< id of its flow (the flow's key is flowKey(data source, id))
+  Entity flow;              ///< handle of its flow's row: both ends find the flow without a search
   uint32_t src_nic = 0;
   uint32_t dst_nic = 0;
   uint32_t next = 0;        ///< pool link (queue or free list)
@@ -65,13 +67,13 @@ struct PacketHeader {
 
   MV_HD bool isControl() const { return kind != PacketKind::kData; }
 };
-static_assert(sizeof(PacketHeader) == 48);
+static_assert(sizeof(PacketHeader) == 56);
 
 /// A packet a unit is building or holding: its header and INT records together. Pooled
-/// storage keeps the two apart (PacketSlots), so packets without INT move 48 bytes.
+/// storage keeps the two apart (PacketSlots), so packets without INT move 56 bytes.
 struct Packet : PacketHeader {
   IntStack ints;
 };
-static_assert(sizeof(Packet) == 128);
+static_assert(sizeof(Packet) == 136);
 
 }  // namespace mv::net
