@@ -67,20 +67,28 @@ int defaultCpuThreads();
  * of the batch. Block members are interleaved (experiment e is in block e mod blocks) so
  * each thread's contiguous share of the rows keeps its share of the work.
  *
- * With `block` = kAutoBlock the executor chooses, and keeps choosing: it runs sub-runs of
- * kAutoSteps steps, times one without blocks and one with the running experiments split in
- * kAutoBlocks blocks (in experiment-steps per second), uses the faster for kAutoPeriod
- * sub-runs, and compares again. Few blocks keep the cost of a bad probe low: work that
- * scales with the whole batch (skipping held rows, compacting tables) is paid once per
- * block. The choice depends on timing, the results do not.
+ * With `block` = kAutoBlock the executor chooses, and keeps choosing: after kAutoWarmUp
+ * steps that are not timed (the first steps pay for start-up costs), it times a sub-run of
+ * kAutoSteps steps without blocks and one with the running experiments split in
+ * kAutoBlocks blocks (in experiment-steps per second), then runs the faster for
+ * kAutoPeriod × kAutoSteps steps in one go (each block that long, so its working set is
+ * brought into the caches once, not once per sub-run), and compares again. Each time the
+ * same choice wins again the period doubles, up to kAutoMaxPeriod; a change of choice
+ * resets it, so a steady batch spends little time on probes. Few blocks keep
+ * the cost of a bad probe low: work that scales with the whole batch (skipping held rows,
+ * compacting tables) is paid once per block. The choice depends on timing, the results
+ * do not.
  */
 class CpuExecutor {
  public:
   /// The `block` that lets the executor choose between blocking and not.
   static constexpr int64_t kAutoBlock = -1;
-  /// Steps per sub-run, sub-runs between two comparisons and blocks tried, for kAutoBlock.
+  /// Steps per measured sub-run, measured sub-runs' worth of steps run with the choice, and
+  /// blocks tried, for kAutoBlock.
   static constexpr int64_t kAutoSteps = 64;
   static constexpr int64_t kAutoPeriod = 16;
+  static constexpr int64_t kAutoMaxPeriod = 256;
+  static constexpr int64_t kAutoWarmUp = 8;
   static constexpr int64_t kAutoBlocks = 4;
 
   /// `threads` = 0 means OpenMP's default (all cores); `block` = 0 runs every experiment in
@@ -118,13 +126,14 @@ class CpuExecutor {
   }
 
  private:
-  /// kAutoBlock's state: the next sub-run measures (kMeasureAll, kMeasureBlocks) or uses
-  /// `block` for `left` more sub-runs.
+  /// kAutoBlock's state: the next sub-run warms up (kWarmUp), measures (kMeasureAll,
+  /// kMeasureBlocks) or uses `block` for `left` more steps.
   struct AutoState {
-    enum Phase { kMeasureAll, kMeasureBlocks, kUse } phase = kMeasureAll;
+    enum Phase { kWarmUp, kMeasureAll, kMeasureBlocks, kUse } phase = kWarmUp;
     double all_rate = 0;  ///< experiment-steps per second without blocks
     int64_t block = 0;
     int64_t left = 0;
+    int64_t period = 0;   ///< sub-runs' worth of steps the last choice was used for
   };
 
   template <class WV>
@@ -138,7 +147,10 @@ class CpuExecutor {
   RunReport runAuto(WV& world, int64_t max_steps) const {
     RunReport total;
     for (int64_t done = 0; done < max_steps;) {
-      const int64_t k = max_steps - done < kAutoSteps ? max_steps - done : kAutoSteps;
+      const int64_t want = auto_.phase == AutoState::kUse      ? auto_.left
+                           : auto_.phase == AutoState::kWarmUp ? kAutoWarmUp
+                                                               : kAutoSteps;
+      const int64_t k = max_steps - done < want ? max_steps - done : want;
       const int64_t tried = (runningExperiments(world) + kAutoBlocks - 1) / kAutoBlocks;
       const int64_t block = auto_.phase == AutoState::kMeasureAll      ? 0
                             : auto_.phase == AutoState::kMeasureBlocks ? tried
@@ -146,15 +158,21 @@ class CpuExecutor {
       const int64_t before = experimentSteps(world);
       const RunReport r = runBlocks<G>(world, k, block);
       const double rate = r.wall_seconds > 0 ? static_cast<double>(experimentSteps(world) - before) / r.wall_seconds : 0;
-      if (auto_.phase == AutoState::kMeasureAll) {
+      if (auto_.phase == AutoState::kWarmUp) {
+        auto_.phase = AutoState::kMeasureAll;
+      } else if (auto_.phase == AutoState::kMeasureAll) {
         auto_.all_rate = rate;
         auto_.phase = AutoState::kMeasureBlocks;
       } else if (auto_.phase == AutoState::kMeasureBlocks) {
-        auto_.block = rate > auto_.all_rate ? block : 0;
+        const int64_t choice = rate > auto_.all_rate ? block : 0;
+        const bool again = auto_.period > 0 && (choice == 0) == (auto_.block == 0);
+        auto_.period = again ? std::min(2 * auto_.period, kAutoMaxPeriod) : kAutoPeriod;
+        auto_.block = choice;
         auto_.phase = AutoState::kUse;
-        auto_.left = kAutoPeriod;
-      } else if (--auto_.left == 0) {
-        auto_.phase = AutoState::kMeasureAll;
+        auto_.left = auto_.period * kAutoSteps;
+      } else {
+        auto_.left -= k;
+        if (auto_.left <= 0) auto_.phase = AutoState::kMeasureAll;
       }
       total.steps += r.steps;
       total.wall_seconds += r.wall_seconds;
