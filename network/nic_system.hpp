@@ -101,14 +101,24 @@ struct NicSystem {
           if (row >= 0) touched(flows, ev, row);
         } else if (t == t_rto) {
           const int64_t row = ev.rto_row;
+          if (row < 0) {
+            rescanTimeouts(flows, ev);  // only a bound: find the real earliest timeout
+            continue;
+          }
           timeout(flows, row, t);
           touched(flows, ev, row);
         } else {
           const int64_t row = control ? -1 : pickFlow(flows, ev, t);
+          if (!control && row < 0) {
+            rescanReady(flows, ev);  // only a bound, and no flow is ready yet: find the real time
+            continue;
+          }
           transmit(ne, path, rings, flows, row, t, first_push);
           if (row >= 0) touched(flows, ev, row);
         }
       }
+      if (ev.ready_row < 0 && ev.ready_ps != INT64_MAX) rescanReady(flows, ev);
+      if (ev.rto_row < 0 && ev.rto_ps != INT64_MAX) rescanTimeouts(flows, ev);
       // Report every pending event: packets still on the incoming wire, timeouts, sends.
       int64_t wake = first_push;
       const int64_t next_arrival = rings.nextArrival(info.rx_link);
@@ -124,16 +134,20 @@ struct NicSystem {
      * The NIC's flows [lo, hi) and, kept up to date event by event, the earliest time one
      * of them may send and the earliest armed retransmission timeout (ties: lowest row).
      * An event changes the sender state of at most one flow (a PFC frame: of all), so
-     * each is maintained by comparing that flow's new times with the cached minimum, with
-     * a rescan only when the flow holding the minimum moved later.
+     * each is maintained by comparing that flow's new times with the cached minimum. When
+     * the flow holding a minimum moves later, the old minimum stays as a lower bound (its
+     * row is set to -1) instead of rescanning all flows after every packet: the event loop
+     * acts on a bound only after checking it (a flow ready then, the timeout still armed)
+     * and rescans when the check fails, so events happen at the same times and in the same
+     * order as with exact minima.
      */
     struct SenderEvents {
       int64_t lo = 0;
       int64_t hi = 0;
-      int64_t ready_ps = INT64_MAX;  ///< min over flows of flowReady
-      int64_t ready_row = -1;        ///< a flow with that time
-      int64_t rto_ps = INT64_MAX;    ///< earliest armed timeout
-      int64_t rto_row = -1;          ///< its flow (the lowest row among ties)
+      int64_t ready_ps = INT64_MAX;  ///< min over flows of flowReady, or a lower bound of it
+      int64_t ready_row = -1;        ///< a flow with that time; -1: ready_ps is only a bound
+      int64_t rto_ps = INT64_MAX;    ///< earliest armed timeout, or a lower bound of it
+      int64_t rto_row = -1;          ///< its flow (the lowest row among ties); -1: only a bound
     };
 
     MV_HD void rescanReady(const TableView<Flow>& flows, SenderEvents& ev) const {
@@ -166,14 +180,14 @@ struct NicSystem {
         ev.ready_ps = ready;
         ev.ready_row = row;
       } else if (row == ev.ready_row) {
-        rescanReady(flows, ev);
+        ev.ready_row = -1;
       }
       const int64_t rto = timeoutOf(flows, row);
       if (rto < ev.rto_ps || (rto == ev.rto_ps && row < ev.rto_row)) {
         ev.rto_ps = rto;
         ev.rto_row = rto == INT64_MAX ? -1 : row;
       } else if (row == ev.rto_row && rto != ev.rto_ps) {
-        rescanTimeouts(flows, ev);
+        ev.rto_row = -1;
       }
     }
 
@@ -209,7 +223,7 @@ struct NicSystem {
     }
 
     /// Round robin: the first flow after the last served key that may send at `when`,
-    /// wrapping around to the NIC's first flow (rows are sorted by key).
+    /// wrapping around to the NIC's first flow (rows are sorted by key); -1 when none may.
     MV_HD int64_t pickFlow(const TableView<Flow>& flows, const SenderEvents& ev, int64_t when) const {
       int64_t a = ev.lo;
       int64_t b = ev.hi;
@@ -223,7 +237,6 @@ struct NicSystem {
       for (int64_t r = ev.lo; r < a; ++r) {
         if (flowReady(flows, r) <= when) return r;
       }
-      MV_ASSERT(false, "pickFlow found no flow ready to send");
       return -1;
     }
 
