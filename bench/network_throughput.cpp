@@ -28,6 +28,7 @@
 
 #include "ecs/rng.hpp"
 #include "bench/bench_workloads.hpp"
+#include "experiments/cli.hpp"
 #include "kernels/cpu/cpu_executor.hpp"
 #include "network/builder.hpp"
 #include "network/network_sim.hpp"
@@ -419,7 +420,7 @@ int main(int argc, char** argv) {
   std::string only;
   std::vector<uint32_t> batches;
   int threads = 0;
-  std::string block;
+  int64_t block = 0;
   app.add_flag("--quick", quick, "small fabrics and flows, to check that the benchmark runs (figures meaningless)");
   app.add_option("--only", only, "run one part only (for profiling)")
       ->check(CLI::IsMember({"permutation", "all-to-all", "memory"}));
@@ -428,14 +429,14 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "CpuExecutor threads (default 2; targets are for 2)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--block", block, "CpuExecutor experiment block: N, 0 (every experiment in every step) or auto")
-      ->check(CLI::IsMember({"auto"}) | CLI::NonNegativeNumber);
+  mv::addCpuBlockOption(app, block, "--block",
+                        "CpuExecutor experiment block: N, 0 (default: every experiment in every step) or auto");
   CLI11_PARSE(app, argc, argv);
 
   mv::bench::Settings s = quick ? mv::bench::quickSettings() : mv::bench::Settings{};
   s.only = only;
   if (threads > 0) s.threads = threads;
-  if (!block.empty()) s.block = block == "auto" ? mv::CpuExecutor::kAutoBlock : std::stoll(block);
+  s.block = block;
   if (!batches.empty()) s.batch_sizes = batches;
   std::printf("mv_bench_network%s: OpenMP default threads on this machine: %d\n\n", quick ? " --quick" : "",
               mv::defaultCpuThreads());

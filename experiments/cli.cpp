@@ -54,16 +54,20 @@ int runValidate(const std::filesystem::path& file) {
 
 static_assert(CpuExecutor::kAutoBlock == -1, "SweepOptions and NetsimOptions write auto as -1");
 
+/// Help text of `--cpu-block`.
+constexpr const char* kCpuBlockHelp =
+    "CPU backend: experiments advanced together, block after block: auto (default; measured as it runs), "
+    "0 (the whole batch in every step) or N (docs/engine.md)";
+
 /// Largest `--cpu-block N`.
 constexpr int64_t kMaxCpuBlock = int64_t{1} << 20;
 
-/// `--cpu-block auto|N` on `app`, stored into `block` (CpuExecutor::kAutoBlock for auto).
-void addCpuBlockOption(CLI::App& app, int64_t& block) {
+}  // namespace
+
+void addCpuBlockOption(CLI::App& app, int64_t& block, const std::string& name, const std::string& help) {
   app.add_option_function<std::string>(
-         "--cpu-block",
-         [&block](const std::string& v) { block = v == "auto" ? CpuExecutor::kAutoBlock : std::stoll(v); },
-         "CPU backend: experiments advanced together, block after block: auto (default; measured as it runs), "
-         "0 (the whole batch in every step) or N (docs/engine.md)")
+         name, [&block](const std::string& v) { block = v == "auto" ? CpuExecutor::kAutoBlock : std::stoll(v); },
+         help)
       ->check(CLI::Validator(
           [](std::string& v) -> std::string {
             if (v == "auto") return {};
@@ -82,8 +86,6 @@ void addCpuBlockOption(CLI::App& app, int64_t& block) {
           "auto|0.." + std::to_string(kMaxCpuBlock)));
 }
 
-}  // namespace
-
 int runCli(int argc, char** argv) {
   CLI::App app{"Multiverse: simulates many LLM-training-cluster experiments side by side in one process.",
                "multiverse"};
@@ -99,7 +101,7 @@ int runCli(int argc, char** argv) {
   app.add_flag("--resume", sweep.resume, "Keep the experiments the results folder already holds; run the rest");
   app.add_flag("--force", sweep.force, "Replace the results the folder already holds");
   app.add_option("--threads", sweep.threads, "CPU threads per process (default: all cores)")->check(CLI::Range(1, 1024));
-  addCpuBlockOption(app, sweep.cpu_block);
+  addCpuBlockOption(app, sweep.cpu_block, "--cpu-block", kCpuBlockHelp);
   app.add_option("--backend", sweep.backend, "auto, cpu or cuda (default auto: cuda when a GPU is usable, else cpu)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_option("--devices", sweep.devices, "CUDA devices to spread the experiments over (default: all usable)")
@@ -116,7 +118,7 @@ int runCli(int argc, char** argv) {
   net->add_option("config", netsim_file, "YAML file: topology, network, flows, experiments")->required();
   net->add_option("--out", netsim.out, "Results folder (default results/<name>)");
   net->add_option("--threads", netsim.threads, "CPU threads (default: all cores)")->check(CLI::Range(1, 1024));
-  addCpuBlockOption(*net, netsim.cpu_block);
+  addCpuBlockOption(*net, netsim.cpu_block, "--cpu-block", kCpuBlockHelp);
   net->add_flag("--quiet", netsim.quiet, "Print nothing but errors");
   std::string validate_file;
   CLI::App* validate = app.add_subcommand(

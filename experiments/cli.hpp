@@ -5,6 +5,13 @@
  */
 #pragma once
 
+#include <cstdint>
+#include <string>
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
 namespace mv {
 
 /// Exit codes of the `multiverse` executable.
@@ -16,5 +23,10 @@ enum ExitCode : int {
 
 /// Parses the command line and runs what it asks for; returns the process exit code.
 int runCli(int argc, char** argv);
+
+/// Adds option `name` to `app`: experiments per CPU block, `auto` or a whole number from 0
+/// to 2^20, stored into `block` (CpuExecutor::kAutoBlock for auto); anything else is a
+/// usage error. `help` is its help text.
+void addCpuBlockOption(CLI::App& app, int64_t& block, const std::string& name, const std::string& help);
 
 }  // namespace mv
