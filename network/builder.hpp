@@ -152,6 +152,7 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
   const int64_t nic0 = world.template appendStatic<Nic>(e, nic_count);
   auto& routes = world.template table<NicRouteTable>();
   const int64_t route0 = world.template appendStatic<NicRouteTable>(e, nic_count);
+  const uint32_t ctrl_capacity = controlCapacity(cfg);
   for (uint32_t i = 0; i < nic_count; ++i) {
     const LayoutNic& ln = layout.nics[i];
     NicInfo& ni = nics.template get<NicInfo>(nic0 + i);
@@ -160,13 +161,13 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
     ni.tor_port = ln.tor_port;
     ni.tx_link = 2 * i;
     ni.rx_link = 2 * i + 1;
-    ni.ctrl_base = i * controlCapacity(cfg);
-    ni.ctrl_capacity = controlCapacity(cfg);
+    ni.ctrl_base = i * ctrl_capacity;
+    ni.ctrl_capacity = ctrl_capacity;
     ni.rate_bps = ln.rate_bps;
     ni.delay_ps = ln.delay_ps;
     routes.template get<NicRoute>(route0 + i) = NicRoute{ln.edge, ln.tor, ln.tor_port};
   }
-  appendPacketSlots<NicSlot, NicSlotInt>(world, e, int64_t{nic_count} * controlCapacity(cfg), cfg);
+  appendPacketSlots<NicSlot, NicSlotInt>(world, e, int64_t{nic_count} * ctrl_capacity, cfg);
 
   // Switches, ports, packet pools, routing.
   auto& switches = world.template table<Switch>();
