@@ -40,7 +40,8 @@ MemoryEstimate estimateMemory(const TrainingExperiment& x) {
       for (const uint32_t s : topo.switches()) ports += static_cast<int64_t>(topo.ports(s).size());
       const int64_t rows = nics + static_cast<int64_t>(topo.switches().size()) + ports + directed_links;
       m.network_rows = rows * kEstimatePacketRowBytes;
-      const int64_t slot = kEstimatePacketHeaderBytes + (x.network.cc == net::CcKind::kHpcc ? kEstimatePacketIntBytes : 0);
+      const int64_t slot =
+          kEstimatePacketHeaderBytes + (x.network.cc == net::CcKind::kHpcc ? kEstimatePacketIntBytes : 0);
       m.link_slots = linkRingSlots(topo, x.network) * slot;
       m.switch_pool = int64_t{x.network.switch_pool_slots} * slot;
       m.nic_control = nics * int64_t{net::controlCapacity(x.network)} * slot;

@@ -219,7 +219,8 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
   auto& pool = world.template table<SwitchSlot>();
   const int64_t pool0 = appendPacketSlots<SwitchSlot, SwitchSlotInt>(world, e, cfg.switch_pool_slots, cfg);
   for (int32_t k = 0; k < cfg.switch_pool_slots; ++k) {
-    pool.template get<PacketHeader>(pool0 + k).next = k + 1 < cfg.switch_pool_slots ? static_cast<uint32_t>(k + 1) : kNone32;
+    pool.template get<PacketHeader>(pool0 + k).next =
+        k + 1 < cfg.switch_pool_slots ? static_cast<uint32_t>(k + 1) : kNone32;
   }
   auto& stats = world.template table<NetStats>();
   const int64_t stats0 = world.template appendStatic<NetStats>(e, 1);

@@ -380,7 +380,7 @@ inline constexpr uint32_t kStatusPacketPool = kStatusSwitchPool | kStatusLinkRin
 
 /// Every network archetype, for composing a world.
 using NetworkArchetypes =
-    TypeList<Nic, Switch, Port, Link, LinkSlot, LinkSlotInt, SwitchSlot, SwitchSlotInt, NicSlot, NicSlotInt, RouteIndexTable,
-             RouteSetTable, RoutePortTable, NicRouteTable, Flow, FlowRecord, LinkSample, NetStats>;
+    TypeList<Nic, Switch, Port, Link, LinkSlot, LinkSlotInt, SwitchSlot, SwitchSlotInt, NicSlot, NicSlotInt,
+             RouteIndexTable, RouteSetTable, RoutePortTable, NicRouteTable, Flow, FlowRecord, LinkSample, NetStats>;
 
 }  // namespace mv::net

@@ -98,8 +98,9 @@ struct LinkRings {
    * time bin (`samples`, when `bin_ps` > 0); a full ring raises kStatusLinkRing in `status`.
    * Returns when the link is free again.
    */
-  MV_HD int64_t transmit(uint32_t link, PacketHeader& p, const IntStack& ints, int64_t t, TableView<LinkSample>& samples,
-                         ExpId e, int64_t bin_ps, NetCounters& counters, int64_t& first_push, uint32_t* status) const {
+  MV_HD int64_t transmit(uint32_t link, PacketHeader& p, const IntStack& ints, int64_t t,
+                         TableView<LinkSample>& samples, ExpId e, int64_t bin_ps, NetCounters& counters,
+                         int64_t& first_push, uint32_t* status) const {
     const LinkInfo& li = info(link);
     const int64_t done = t + serializationTime(Bytes{p.wire_bytes}, BitsPerSecond{li.rate_bps}).ps;
     account(samples, e, link, t, bin_ps, p.wire_bytes);

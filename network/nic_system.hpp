@@ -280,8 +280,8 @@ struct NicSystem {
         counters.packets_sent += 1;
       }
       st.tx_bytes += p.wire_bytes;
-      st.busy_until_ps = rings.transmit(info.tx_link, p, p.ints, t, ctx.template table<LinkSample>(), ctx.exp, cfg.link_bin_ps,
-                                        counters, first_push, &ctx.world->status);
+      st.busy_until_ps = rings.transmit(info.tx_link, p, p.ints, t, ctx.template table<LinkSample>(), ctx.exp,
+                                        cfg.link_bin_ps, counters, first_push, &ctx.world->status);
     }
 
     // --- timeouts -----------------------------------------------------------------------

@@ -157,7 +157,8 @@ class CpuExecutor {
                                                                        : auto_.block;
       const int64_t before = experimentSteps(world);
       const RunReport r = runBlocks<G>(world, k, block);
-      const double rate = r.wall_seconds > 0 ? static_cast<double>(experimentSteps(world) - before) / r.wall_seconds : 0;
+      const double rate =
+          r.wall_seconds > 0 ? static_cast<double>(experimentSteps(world) - before) / r.wall_seconds : 0;
       if (auto_.phase == AutoState::kWarmUp) {
         auto_.phase = AutoState::kMeasureAll;
       } else if (auto_.phase == AutoState::kMeasureAll) {
