@@ -198,29 +198,16 @@ class World {
     TableView<A>& t = table<A>();
     if (t.pending != 0 || t.destroyed != 0) commitHost<A>();
     if (capacity.rows <= t.capacity && capacity.pending_per_step <= t.pending_capacity) return;
-    const TableView<A> old = t;
-    std::vector<uint32_t> free_indices;
-    for (int64_t i = 0; i < old.capacity - old.rows; ++i) {
-      free_indices.push_back(old.free_ring[(old.free_head + i) % old.capacity]);
-    }
-    const int64_t rows = capacity.rows > old.capacity ? capacity.rows : old.capacity;
-    const int64_t pend = capacity.pending_per_step > old.pending_capacity ? capacity.pending_per_step
-                                                                         : old.pending_capacity;
-    allocateTable<A>(TableCapacity{rows, pend});
-    copyColumns(t, old, typename A::Components{});
-    std::memcpy(t.entity, old.entity, sizeof(Entity) * old.rows);
-    std::memcpy(t.exp, old.exp, sizeof(ExpId) * old.rows);
-    std::memcpy(t.key, old.key, sizeof(uint64_t) * old.rows);
-    std::memcpy(t.slot_row, old.slot_row, sizeof(uint32_t) * old.capacity);
-    std::memcpy(t.slot_gen, old.slot_gen, sizeof(uint32_t) * old.capacity);
-    std::memcpy(t.exp_begin, old.exp_begin, sizeof(int64_t) * (view_.num_exps + 1));
-    for (int64_t i = old.capacity; i < rows; ++i) free_indices.push_back(static_cast<uint32_t>(i));
-    std::memcpy(t.free_ring, free_indices.data(), sizeof(uint32_t) * free_indices.size());
-    t.free_head = 0;
-    t.rows = old.rows;
-    t.status = old.status;
-    releaseTable(old);
+    reallocate<A>(TableCapacity{std::max(capacity.rows, t.capacity),
+                                std::max(capacity.pending_per_step, t.pending_capacity)});
   }
+
+  /**
+   * Shrinks every static table to exactly its rows, releasing the headroom `appendStatic`
+   * leaves when it doubles a table; rows, keys and handles stay as they are, and a later
+   * `appendStatic` grows the table again. Call it once a batch is filled.
+   */
+  void fitStaticTables() { (fitStatic<Archs>(), ...); }
 
   /// Byte offsets (within the view) of every pointer field that refers to a buffer.
   const std::vector<std::size_t>& pointerFields() const { return fields_; }
@@ -327,6 +314,44 @@ class World {
   template <class A, class... Cs>
   void copyColumns(TableView<A>& to, const TableView<A>& from, TypeList<Cs...>) {
     (std::memcpy(to.template column<Cs>(), from.template column<Cs>(), sizeof(Cs) * from.rows), ...);
+  }
+
+  template <class A>
+  void fitStatic() {
+    const TableView<A>& t = table<A>();
+    if (t.pending_capacity == 0 && t.rows > 0 && t.rows < t.capacity) reallocate<A>(TableCapacity{t.rows, 0});
+  }
+
+  /// Moves table A into new buffers of `capacity` rows (at least its rows; every entity
+  /// index in use must stay below it), keeping rows, handles and the order of free indices.
+  template <class A>
+  void reallocate(TableCapacity capacity) {
+    TableView<A>& t = table<A>();
+    const TableView<A> old = t;
+    const int64_t rows = capacity.rows;
+    std::vector<uint32_t> free_indices;
+    for (int64_t i = 0; i < old.capacity - old.rows; ++i) {
+      const uint32_t index = old.free_ring[(old.free_head + i) % old.capacity];
+      if (index < rows) free_indices.push_back(index);
+    }
+    for (int64_t i = old.capacity; i < rows; ++i) free_indices.push_back(static_cast<uint32_t>(i));
+    if (rows < old.rows || static_cast<int64_t>(free_indices.size()) != rows - old.rows) {
+      throw std::logic_error(std::string("table ") + A::kName + ": live rows do not fit the new capacity");
+    }
+    allocateTable<A>(capacity);
+    copyColumns(t, old, typename A::Components{});
+    std::memcpy(t.entity, old.entity, sizeof(Entity) * old.rows);
+    std::memcpy(t.exp, old.exp, sizeof(ExpId) * old.rows);
+    std::memcpy(t.key, old.key, sizeof(uint64_t) * old.rows);
+    const int64_t slots = std::min(old.capacity, rows);
+    std::memcpy(t.slot_row, old.slot_row, sizeof(uint32_t) * slots);
+    std::memcpy(t.slot_gen, old.slot_gen, sizeof(uint32_t) * slots);
+    std::memcpy(t.exp_begin, old.exp_begin, sizeof(int64_t) * (view_.num_exps + 1));
+    std::memcpy(t.free_ring, free_indices.data(), sizeof(uint32_t) * free_indices.size());
+    t.free_head = 0;
+    t.rows = old.rows;
+    t.status = old.status;
+    releaseTable(old);
   }
 
   template <class A>

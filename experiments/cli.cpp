@@ -30,14 +30,16 @@ namespace {
 int runValidate(const std::filesystem::path& file) {
   Diagnostics diags;
   const Sweep sweep = readSweep(file, diags);
+  std::vector<TrainingExperiment> xs;
+  if (diags.empty()) readExperiments(sweep, diags, [&](TrainingExperiment&& x) { xs.push_back(std::move(x)); });
+  MemoryMeter meter;
   int64_t total = 0;
   int64_t largest = 0;
   if (diags.empty()) {
-    readExperiments(sweep, diags, [&](TrainingExperiment&& x) {
-      const int64_t bytes = estimateMemory(x).total();
-      total += bytes;
-      largest = std::max(largest, bytes);
-    });
+    for (const MemoryEstimate& m : measureSweep(sweep, xs, meter, diags)) {
+      total += m.total;
+      largest = std::max(largest, m.total);
+    }
   }
   if (!diags.empty()) {
     std::cerr << diags.format() << "multiverse: " << diags.items().size() << " problem"
@@ -47,8 +49,9 @@ int runValidate(const std::filesystem::path& file) {
   const auto plural = [](uint64_t n, const char* what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); };
   std::cout << file.string() << ": " << plural(sweep.experiments.size(), "experiment") << " ("
             << plural(sweep.combinations, "combination") << ", " << sweep.dropped << " dropped by constraints)\n"
-            << "estimated simulation memory: " << formatBytes(total) << " in all, at most " << formatBytes(largest)
-            << " per experiment (a coarse estimate, see docs/sweep.md)\n";
+            << "simulation memory: " << formatBytes(total) << " in all, at most " << formatBytes(largest)
+            << " per experiment (" << plural(static_cast<uint64_t>(meter.builds()), "configuration")
+            << " built to measure it, see docs/sweep.md)\n";
   return kExitOk;
 }
 

@@ -1,59 +1,44 @@
 /**
  * @file estimate.cpp
- * Memory estimate of one experiment from its configuration.
+ * Memory of one experiment, measured by building it.
  */
 #include "experiments/estimate.hpp"
 
-#include <algorithm>
 #include <cstdio>
-#include <limits>
+#include <iterator>
 
-#include "network/builder.hpp"
+#include "systems/training_sim.hpp"
 
 namespace mv {
 
-namespace {
-
-/// Packet slots of every directed link's ring, as network/builder.hpp sizes them.
-int64_t linkRingSlots(const Topology& topo, const net::NetworkConfig& cfg) {
-  int64_t lookahead = std::numeric_limits<int64_t>::max();
-  for (const TopoLink& l : topo.links()) lookahead = std::min(lookahead, l.delay.ps);
-  const int32_t wire = net::dataWireBytes(cfg.payload_bytes, cfg.cc);
-  int64_t slots = 0;
-  for (const TopoLink& l : topo.links()) {
-    slots += 2 * int64_t{net::ringCapacity(l.rate.bps, l.delay.ps, lookahead, wire, cfg.link_ring_factor)};
+MemoryEstimate MemoryMeter::measure(const ExpandedExperiment& expanded, const TrainingExperiment& x) {
+  if (!fitsGpuMemory(x)) return MemoryEstimate{};
+  const auto [it, fresh] = by_key_.try_emplace(sizingKey(expanded.config));
+  if (fresh) {
+    SimulationOptions options;
+    options.trace = trace_;
+    const TrainingFootprint f = measureFootprint(x, options);
+    it->second = MemoryEstimate{
+        .training = static_cast<int64_t>(f.program_bytes + f.rank_bytes + f.collective_bytes),
+        .network = static_cast<int64_t>(f.network_bytes),
+        .run = static_cast<int64_t>(f.run_bytes),
+        .total = static_cast<int64_t>(f.total_bytes)};
+    ++builds_;
   }
-  return slots;
+  return it->second;
 }
 
-}  // namespace
-
-MemoryEstimate estimateMemory(const TrainingExperiment& x) {
-  MemoryEstimate m;
-  m.ranks = int64_t{x.cluster.gpus} * kEstimateRankBytes;
-  const Topology& topo = x.topology;
-  const int64_t nics = topo.nicCount();
-  const int64_t directed_links = 2 * int64_t{topo.linkCount()};
-  switch (x.fidelity) {
-    case NetworkFidelity::kPacket: {
-      int64_t ports = 0;
-      for (const uint32_t s : topo.switches()) ports += static_cast<int64_t>(topo.ports(s).size());
-      const int64_t rows = nics + static_cast<int64_t>(topo.switches().size()) + ports + directed_links;
-      m.network_rows = rows * kEstimatePacketRowBytes;
-      const int64_t slot =
-          kEstimatePacketHeaderBytes + (x.network.cc == net::CcKind::kHpcc ? kEstimatePacketIntBytes : 0);
-      m.link_slots = linkRingSlots(topo, x.network) * slot;
-      m.switch_pool = int64_t{x.network.switch_pool_slots} * slot;
-      m.nic_control = nics * int64_t{net::controlCapacity(x.network)} * slot;
-      break;
+std::vector<MemoryEstimate> measureSweep(const Sweep& sweep, const std::vector<TrainingExperiment>& xs,
+                                         MemoryMeter& meter, Diagnostics& diags) {
+  std::vector<MemoryEstimate> out(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) {
+    try {
+      out[i] = meter.measure(sweep.experiments[i], xs[i]);
+    } catch (const TrainingError& e) {
+      diags.add(Diagnostic{sweep.file.string(), 0, "", e.what()});
     }
-    case NetworkFidelity::kFlow:
-      m.network_rows = (nics + directed_links) * kEstimateFlowRowBytes;
-      break;
-    case NetworkFidelity::kAnalytical:
-      break;
   }
-  return m;
+  return out;
 }
 
 std::string formatBytes(int64_t bytes) {

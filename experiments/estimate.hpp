@@ -1,56 +1,58 @@
 /**
  * @file estimate.hpp
- * A coarse estimate of the memory one experiment's simulation takes, from its
- * configuration alone (nothing is built): what `multiverse validate` prints and what a
- * batch can be sized by. An estimate, not a measurement: it counts the large tables and
- * rounds every row up; docs/sweep.md lists the constants.
+ * The memory one experiment's simulation takes, measured by building the experiment alone
+ * (measureFootprint: programs generated, every table filled and sized as a batch sizes it,
+ * nothing simulated): what `multiverse validate` prints and what the runner sizes batches
+ * by. Experiments that differ only in name and seed build the same tables, so a meter
+ * builds each distinct configuration once.
  */
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
+#include "experiments/config_reader.hpp"
+#include "experiments/sweep.hpp"
 #include "systems/training_spec.hpp"
 
 namespace mv {
 
-/// Training-side rows per GPU (rank, its tasks and collective state), rounded up.
-inline constexpr int64_t kEstimateRankBytes = 4096;
-/// Bookkeeping of one row of a static table (entity, experiment, key and slot columns).
-inline constexpr int64_t kEstimateStaticRowBytes = 36;
-/// One packet slot (link ring, switch pool or NIC control): a 56-byte header row, plus an
-/// 80-byte row of INT records when the experiment runs HPCC.
-inline constexpr int64_t kEstimatePacketHeaderBytes = 56 + kEstimateStaticRowBytes;
-inline constexpr int64_t kEstimatePacketIntBytes = 80 + kEstimateStaticRowBytes;
-/// One NIC, switch, port or directed-link row of the packet network with its routing rows.
-inline constexpr int64_t kEstimatePacketRowBytes = 256;
-/// One NIC or directed-link row of the flow-level network.
-inline constexpr int64_t kEstimateFlowRowBytes = 64;
-
-/// Bytes of one experiment, by what takes them.
+/// Bytes one experiment adds to a batch, by what takes them.
 struct MemoryEstimate {
-  /// kEstimateRankBytes per GPU.
-  int64_t ranks = 0;
-  /// Rows of the network: NICs, switches, switch ports and directed links (packet level),
-  /// or NICs and directed links (flow level); 0 at the analytical fidelity.
-  int64_t network_rows = 0;
-  /// Packet slots of the link rings (network/builder.hpp ringCapacity per directed link).
-  int64_t link_slots = 0;
-  /// The switches' shared packet pool (network.switch_pool_slots).
-  int64_t switch_pool = 0;
-  /// ACK/NACK slots of the NICs (network.nic_control_slots per NIC, rounded up to a power of two).
-  int64_t nic_control = 0;
+  int64_t training = 0;  ///< stage programs, ranks and their task states, collectives
+  int64_t network = 0;   ///< network rows and pooled packet storage (0 at the analytical fidelity)
+  int64_t run = 0;       ///< tables filled during the run: flows, their records, trace spans
+  int64_t total = 0;     ///< every buffer of the experiment's world, the above included
+};
 
-  int64_t total() const { return ranks + network_rows + link_slots + switch_pool + nic_control; }
+/// Measures experiments, one build per distinct configuration (sizingKey).
+class MemoryMeter {
+ public:
+  /// `trace`: the run records Chrome traces (their spans are counted).
+  explicit MemoryMeter(bool trace = false) : trace_(trace) {}
+
+  /// The memory of `x`, read from `expanded`; zero when it does not fit in its GPUs'
+  /// memory (it is reported as out of memory, not simulated).
+  MemoryEstimate measure(const ExpandedExperiment& expanded, const TrainingExperiment& x);
+
+  /// Experiments built so far.
+  int64_t builds() const { return builds_; }
+
+ private:
+  bool trace_;
+  int64_t builds_ = 0;
+  std::unordered_map<std::string, MemoryEstimate> by_key_;
 };
 
 /**
- * The estimate for `x`: ranks always; at packet fidelity every row and packet slot the
- * network builder allocates for the whole topology (the lookahead taken as its smallest
- * link delay); at flow fidelity one small row per NIC and directed link; nothing more at
- * the analytical fidelity.
+ * Measures experiment i of `xs`, read from `sweep.experiments[i]`, for every i. A build
+ * that fails (a limit only building finds, such as tasks per stage) becomes a diagnostic
+ * on the sweep file naming the experiment, and its estimate stays zero.
  */
-MemoryEstimate estimateMemory(const TrainingExperiment& x);
+std::vector<MemoryEstimate> measureSweep(const Sweep& sweep, const std::vector<TrainingExperiment>& xs,
+                                         MemoryMeter& meter, Diagnostics& diags);
 
 /// `bytes` for people: "512 B", "3.2 KiB", "1.5 GiB".
 std::string formatBytes(int64_t bytes);

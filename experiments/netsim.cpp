@@ -203,6 +203,7 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
     }
   }
   world.commitAllHost();
+  world.fitStaticTables();
   const auto flows_total = static_cast<int64_t>(in.flows.size()) * n;
   world.grow<net::FlowRecord>(TableCapacity{flows_total + 1, flows_total + 1});
   if (!options.quiet) {

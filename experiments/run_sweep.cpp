@@ -237,19 +237,22 @@ RankBy rankByName(const std::string& name) {
 
 /// Reads, expands and checks the whole sweep (readExperiment applies the simulation's own
 /// checks too); every problem goes to `diags`.
-std::vector<Job> readJobs(const std::filesystem::path& file, Sweep& sweep, Diagnostics& diags) {
+std::vector<Job> readJobs(const std::filesystem::path& file, bool trace, Sweep& sweep, Diagnostics& diags) {
   sweep = readSweep(file, diags);
   std::vector<Job> jobs;
   if (!diags.empty()) return jobs;
   std::vector<TrainingExperiment> read;
   readExperiments(sweep, diags, [&](TrainingExperiment&& x) { read.push_back(std::move(x)); });
   if (!diags.empty()) return jobs;
+  MemoryMeter meter(trace);
+  const std::vector<MemoryEstimate> memory = measureSweep(sweep, read, meter, diags);
+  if (!diags.empty()) return jobs;
   for (size_t i = 0; i < read.size(); ++i) {
     Job j;
     j.index = i;
     j.expanded = &sweep.experiments[i];
     j.x = std::move(read[i]);
-    j.memory = estimateMemory(j.x).total();
+    j.memory = memory[i].total;
     j.cost = estimatedCost(j.x);
     jobs.push_back(std::move(j));
   }
@@ -281,7 +284,7 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
   Shard shard;
   Diagnostics diags;
   Sweep sweep;
-  const std::vector<Job> jobs = readJobs(file, sweep, diags);
+  const std::vector<Job> jobs = readJobs(file, options.trace, sweep, diags);
   const BackendPlan plan = planBackend(options.backend, options.devices, usableCudaDevices(), cudaBackendBuilt());
   if (!plan.error.empty()) diags.add(Diagnostic{"", 0, "--backend", plan.error});
   if (!diags.empty()) {

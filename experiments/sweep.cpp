@@ -9,10 +9,12 @@
 #include <cctype>
 #include <charconv>
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <unordered_set>
 
 namespace mv {
@@ -444,14 +446,25 @@ std::string canonicalText(const YAML::Node& node) {
   return out;
 }
 
-uint64_t configId(const YAML::Node& config) {
-  if (!config.IsMap()) return fnv1a(canonicalText(config));
-  YAML::Node without_name(YAML::NodeType::Map);
+namespace {
+
+/// `config` without the top-level keys in `dropped` (a non-map as it is).
+YAML::Node withoutKeys(const YAML::Node& config, std::initializer_list<std::string_view> dropped) {
+  if (!config.IsMap()) return config;
+  YAML::Node out(YAML::NodeType::Map);
   for (const auto& kv : config) {
-    if (kv.first.Scalar() != "name") without_name.force_insert(kv.first, kv.second);
+    if (std::find(dropped.begin(), dropped.end(), kv.first.Scalar()) == dropped.end()) {
+      out.force_insert(kv.first, kv.second);
+    }
   }
-  return fnv1a(canonicalText(without_name));
+  return out;
 }
+
+}  // namespace
+
+uint64_t configId(const YAML::Node& config) { return fnv1a(canonicalText(withoutKeys(config, {"name"}))); }
+
+std::string sizingKey(const YAML::Node& config) { return canonicalText(withoutKeys(config, {"name", "seed"})); }
 
 std::string safeName(std::string_view text) {
   std::string out;

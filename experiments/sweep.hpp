@@ -78,6 +78,10 @@ std::string canonicalText(const YAML::Node& node);
 /// top-level `name`. The same configuration gets the same id whatever the axis order.
 uint64_t configId(const YAML::Node& config);
 
+/// canonicalText(config) without `name` and `seed`: experiments with equal keys build
+/// equal tables (the seed changes random streams, not sizes).
+std::string sizingKey(const YAML::Node& config);
+
 /// The parts of a dotted key path: "a.b" gives {"a", "b"}; "a..b" and "a." have empty parts.
 std::vector<std::string> splitKeyPath(const std::string& key);
 

@@ -384,6 +384,19 @@ TrainingResult collectResult(TrainWorld& world, ExpId e, const TrainingExperimen
   return res;
 }
 
+/// Most rows a batch's experiments may create in one step in the tables filled during the
+/// run: packet-level flows, and the records of packet- and flow-level ones.
+struct RunRows {
+  int64_t packet_flows = 0;
+  int64_t records = 0;
+
+  RunRows& operator+=(const RunRows& o) {
+    packet_flows += o.packet_flows;
+    records += o.records;
+    return *this;
+  }
+};
+
 /// Fills experiment e of a batch; returns the most flows it may create in one step.
 int64_t fillExperiment(TrainWorld& world, ExpId e, const TrainingExperiment& x, const SimulationOptions& options) {
   const Plan plan = makePlan(x);
@@ -410,6 +423,26 @@ int64_t fillExperiment(TrainWorld& world, ExpId e, const TrainingExperiment& x, 
   return flows;
 }
 
+/// The run rows of an experiment that may create `flows` flows in one step.
+RunRows runRows(const TrainingExperiment& x, int64_t flows) {
+  return RunRows{x.fidelity == NetworkFidelity::kPacket ? flows : 0,
+                 x.fidelity == NetworkFidelity::kAnalytical ? 0 : flows};
+}
+
+/// Sizes the tables rows are created in during a run (packet flows, flow records, trace
+/// spans) for a batch that may create `rows` in one step, and fits the static tables to
+/// their rows.
+void sizeForRun(TrainWorld& world, const RunRows& rows, bool trace) {
+  world.commitAllHost();
+  world.fitStaticTables();
+  world.grow<net::Flow>(TableCapacity{2 * rows.packet_flows + 1024, rows.packet_flows + 1024});
+  world.grow<net::FlowRecord>(TableCapacity{rows.records + 1024, rows.records + 1024});
+  if (trace) {
+    const int64_t tasks = world.table<RankTask>().rows;
+    world.grow<TaskSpan>(TableCapacity{tasks + 1024, tasks + 1024});
+  }
+}
+
 template <class... As>
 std::size_t bytesOf(const TrainWorld& world, TypeList<As...>) {
   return (std::size_t{0} + ... + world.tableBytes<As>());
@@ -421,14 +454,14 @@ int64_t rowsOf(const TrainWorld& world, TypeList<As...>) {
 
 }  // namespace
 
-TrainingFootprint measureFootprint(const TrainingExperiment& x) {
+TrainingFootprint measureFootprint(const TrainingExperiment& x, const SimulationOptions& options) {
   const std::vector<std::string> problems = checkTrainingExperiment(x);
   if (!problems.empty()) throw TrainingError("experiment '" + x.name + "': " + problems.front());
   const auto start = std::chrono::steady_clock::now();
   TrainWorld world(1, TableCapacity{1, 1});
   TrainingFootprint f;
-  f.flows_per_step = fillExperiment(world, 0, x, SimulationOptions{});
-  world.commitAllHost();
+  f.flows_per_step = fillExperiment(world, 0, x, options);
+  sizeForRun(world, runRows(x, f.flows_per_step), options.trace);
   f.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const TrainView& v = world.view();
   f.ranks = v.table<Rank>().rows;
@@ -439,7 +472,9 @@ TrainingFootprint measureFootprint(const TrainingExperiment& x) {
   f.program_bytes = bytesOf(world, TypeList<ProgramTask, ProgramSucc>{});
   f.rank_bytes = bytesOf(world, TypeList<Rank, RankTask>{});
   f.collective_bytes = bytesOf(world, TypeList<Collective, GroupMember, TransferShape, TransferSucc, TransferState>{});
-  f.network_bytes = bytesOf(world, ConcatT<net::NetworkArchetypes, net::FluidArchetypes>{});
+  f.run_bytes = bytesOf(world, TypeList<net::Flow, net::FlowRecord, TaskSpan>{});
+  f.network_bytes = bytesOf(world, ConcatT<net::NetworkArchetypes, net::FluidArchetypes>{}) -
+                    bytesOf(world, TypeList<net::Flow, net::FlowRecord>{});
   f.network_rows = rowsOf(world, ConcatT<net::NetworkArchetypes, net::FluidArchetypes>{});
   f.total_bytes = world.totalBytes();
   return f;
@@ -447,6 +482,10 @@ TrainingFootprint measureFootprint(const TrainingExperiment& x) {
 
 MemoryBreakdown peakStageMemory(const TrainingExperiment& x) {
   return peakMemory(x.model, x.training, x.parallelism, x.memory);
+}
+
+bool fitsGpuMemory(const TrainingExperiment& x) {
+  return peakStageMemory(x).fits(interconnectOf(x.cluster.gpu).hbm_capacity);
 }
 
 std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
@@ -532,7 +571,7 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
     const std::vector<std::string> problems = checkTrainingExperiment(x);
     if (!problems.empty()) throw TrainingError("experiment '" + x.name + "': " + problems.front());
     results[i].peak_memory = peakStageMemory(x);
-    if (!results[i].peak_memory.fits(interconnectOf(x.cluster.gpu).hbm_capacity)) {
+    if (!fitsGpuMemory(x)) {
       results[i].oom = true;
       if (on_result) on_result(i, results[i]);
     } else {
@@ -543,15 +582,12 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
 
   const auto n = static_cast<uint32_t>(batch.size());
   TrainWorld world(n, TableCapacity{1024, 1024});
-  int64_t flows_per_step = 0;
-  for (ExpId e = 0; e < n; ++e) flows_per_step += fillExperiment(world, e, experiments[batch[e]], options);
-  world.commitAllHost();
-  world.grow<net::Flow>(TableCapacity{2 * flows_per_step + 1024, flows_per_step + 1024});
-  world.grow<net::FlowRecord>(TableCapacity{flows_per_step + 1024, flows_per_step + 1024});
-  if (options.trace) {
-    const int64_t tasks = world.table<RankTask>().rows;
-    world.grow<TaskSpan>(TableCapacity{tasks + 1024, tasks + 1024});
+  RunRows rows;
+  for (ExpId e = 0; e < n; ++e) {
+    const TrainingExperiment& x = experiments[batch[e]];
+    rows += runRows(x, fillExperiment(world, e, x, options));
   }
+  sizeForRun(world, rows, options.trace);
 
   const CpuExecutor exec(options.threads, options.cpu_block);
   std::vector<bool> reported(n, false);

@@ -43,8 +43,9 @@ using ResultCallback = std::function<void(std::size_t index, const TrainingResul
 std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment> experiments,
                                              const SimulationOptions& options, const ResultCallback& on_result = {});
 
-/// What one experiment costs the simulator: table rows and the bytes their buffers hold
-/// (tables are sized for this experiment alone; a batch sums them).
+/// What one experiment costs the simulator: table rows and the bytes their buffers hold,
+/// sized as simulateTraining sizes a batch (static tables fitted to their rows, run tables
+/// for the experiment's flows per step): a batch holds about the sum over its experiments.
 struct TrainingFootprint {
   int64_t ranks = 0;
   int64_t template_tasks = 0;   ///< tasks over the stage programs (shared by the ranks of a stage)
@@ -56,15 +57,20 @@ struct TrainingFootprint {
   std::size_t program_bytes = 0;
   std::size_t rank_bytes = 0;
   std::size_t collective_bytes = 0;
-  std::size_t network_bytes = 0;
+  std::size_t network_bytes = 0;  ///< network rows and pooled packet storage
+  std::size_t run_bytes = 0;      ///< tables filled during the run: packet flows, flow records, trace spans
   std::size_t total_bytes = 0;
   /// Host time to generate the programs and fill the tables.
   double build_seconds = 0;
 };
 
-/// Builds `x` alone into a world and measures it (nothing is simulated). Throws like
-/// simulateTraining for an invalid experiment.
-TrainingFootprint measureFootprint(const TrainingExperiment& x);
+/// Builds `x` alone into a world and measures it (nothing is simulated); `options.trace`
+/// adds the trace spans. Throws like simulateTraining for an invalid experiment.
+TrainingFootprint measureFootprint(const TrainingExperiment& x, const SimulationOptions& options = {});
+
+/// False when `x` does not fit in its GPUs' memory: simulateTraining reports it as out of
+/// memory without simulating it.
+bool fitsGpuMemory(const TrainingExperiment& x);
 
 /// The training step graph, printed (text or Graphviz DOT).
 std::string describeTrainingGraph(bool dot);

@@ -240,3 +240,47 @@ TEST_CASE("static tables are pooled storage filled by the host in experiment ord
   CHECK((t.status & kStatusStaticTable) != 0u);
   CHECK(t.rows == 8);
 }
+
+namespace mv {
+namespace {
+
+TEST_CASE("fitting static tables releases the growth headroom and keeps rows and handles", "[table]") {
+  ItemWorld w(3, TableCapacity{4, 0});
+  auto& t = w.table<Item>();
+  w.appendStatic<Item>(0, 3);
+  w.appendStatic<Item>(2, 5);
+  REQUIRE(t.capacity == 16);  // the second append doubled the table
+  for (int64_t r = 0; r < t.rows; ++r) t.get<Value>(r).v = 100 + r;
+  std::vector<Entity> handles(t.entity, t.entity + t.rows);
+  const std::size_t before = w.totalBytes();
+
+  w.fitStaticTables();
+  CHECK(t.capacity == 8);
+  CHECK(t.rows == 8);
+  CHECK(w.totalBytes() < before);
+  CHECK(t.expRows(0) == 3);
+  CHECK(t.expBegin(2) == 3);
+  CHECK(t.expRows(2) == 5);
+  for (int64_t r = 0; r < t.rows; ++r) {
+    CHECK(t.get<Value>(r).v == 100 + r);
+    CHECK(t.rowOf(handles[static_cast<std::size_t>(r)]) == r);
+  }
+  CHECK(t.key[4] == 1);
+
+  // Filling goes on after a fit: the table grows again, old rows and handles unchanged.
+  CHECK(w.appendStatic<Item>(2, 1) == 8);
+  CHECK(t.expRows(2) == 6);
+  CHECK(t.rowOf(t.entity[8]) == 8);
+  CHECK(t.entity[8].index == 8);
+  for (int64_t r = 0; r < 8; ++r) CHECK(t.rowOf(handles[static_cast<std::size_t>(r)]) == r);
+
+  // Tables with creations per step are left alone.
+  ItemWorld dynamic(1, TableCapacity{64, 8});
+  dynamic.createHost<Item>(0, 1, Value{1}, Tag{});
+  dynamic.commitAllHost();
+  dynamic.fitStaticTables();
+  CHECK(dynamic.table<Item>().capacity == 64);
+}
+
+}  // namespace
+}  // namespace mv

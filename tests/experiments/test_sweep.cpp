@@ -13,6 +13,8 @@
 #include "experiments/estimate.hpp"
 #include "experiments/experiment_yaml.hpp"
 #include "experiments/sweep.hpp"
+#include "systems/training_components.hpp"
+#include "systems/training_sim.hpp"
 
 using namespace mv;
 
@@ -679,31 +681,80 @@ TEST_CASE("every experiment of the example sweep reads cleanly", "[sweep][experi
 // ----------------------------------------------------------------------------------------
 // Estimate
 
-TEST_CASE("the memory estimate follows the fidelity", "[sweep][estimate]") {
+TEST_CASE("the memory estimate is measured once per configuration and follows the fidelity", "[sweep][estimate]") {
+  const Sweep s = expandOk(kBase + R"(sweep:
+  network.fidelity: [packet, flow, analytical]
+  network.cc: [dcqcn, hpcc]
+  seed: [1, 2]
+)");
+  std::vector<TrainingExperiment> xs;
+  Diagnostics d;
+  readExperiments(s, d, [&](TrainingExperiment&& x) { xs.push_back(std::move(x)); });
+  REQUIRE(xs.size() == 12);
+  MemoryMeter meter;
+  const std::vector<MemoryEstimate> m = measureSweep(s, xs, meter, d);
+  INFO(d.format());
+  REQUIRE(d.empty());
+  CHECK(meter.builds() == 6);  // the seed changes no table
+  // Experiments in axis order: fidelity, then cc, then seed.
+  const auto at = [&](int fidelity, int cc, int seed) { return m[static_cast<size_t>(4 * fidelity + 2 * cc + seed)]; };
+  for (int f = 0; f < 3; ++f) {
+    for (int c = 0; c < 2; ++c) {
+      CHECK(at(f, c, 0).total == at(f, c, 1).total);
+      CHECK(at(f, c, 0).training > 0);
+      CHECK(at(f, c, 0).total >= at(f, c, 0).training + at(f, c, 0).network + at(f, c, 0).run);
+    }
+  }
+  const MemoryEstimate dcqcn = at(0, 0, 0);
+  const MemoryEstimate hpcc = at(0, 1, 0);
+  // Only HPCC packets carry INT records (80 B), in rows of their own (36 B of bookkeeping
+  // each in a static table): at least one per slot of the switches' shared pool.
+  CHECK(hpcc.network - dcqcn.network >= int64_t{65536} * (80 + 36));
+  CHECK(dcqcn.network > int64_t{65536} * (56 + 36));
+  CHECK(at(1, 0, 0).network > 0);
+  // The analytical fidelity leaves the network tables empty (a few bytes of buffers each).
+  CHECK(at(2, 0, 0).network < 64 * 1024);
+  CHECK(at(2, 1, 0).network < 64 * 1024);
+  // Flows are created during the run at packet and flow fidelity only; packet-level flows
+  // need rows of their own besides the records.
+  CHECK(dcqcn.run > at(1, 0, 0).run);
+  CHECK(at(1, 0, 0).run > at(2, 0, 0).run);
+
+  // An experiment that does not fit in GPU memory is not simulated and takes nothing.
+  const Sweep big = expandOk(R"(base:
+  workload: {model: gpt3-175b, global_batch: 16}
+  parallelism: {tp: 1, pp: 1, dp: 16}
+  cluster: {gpu: a100-80gb}
+)");
+  std::vector<TrainingExperiment> oom;
+  readExperiments(big, d, [&](TrainingExperiment&& x) { oom.push_back(std::move(x)); });
+  REQUIRE(oom.size() == 1);
+  CHECK(measureSweep(big, oom, meter, d).front().total == 0);
+  CHECK(meter.builds() == 6);
+}
+
+TEST_CASE("an experiment's static tables are sized to their rows", "[sweep][estimate]") {
   std::vector<TrainingExperiment> xs;
   const Diagnostics d = readAll(kBase, &xs);
   INFO(d.format());
   REQUIRE(xs.size() == 1);
-  TrainingExperiment x = xs[0];
-  REQUIRE(x.network.cc != net::CcKind::kHpcc);
-  const MemoryEstimate packet = estimateMemory(x);
-  x.network.cc = net::CcKind::kHpcc;
-  const MemoryEstimate hpcc = estimateMemory(x);
-  x.fidelity = NetworkFidelity::kFlow;
-  const MemoryEstimate flow = estimateMemory(x);
-  x.fidelity = NetworkFidelity::kAnalytical;
-  const MemoryEstimate analytical = estimateMemory(x);
-  CHECK(packet.ranks == 16 * kEstimateRankBytes);
-  CHECK(packet.switch_pool == 65536 * kEstimatePacketHeaderBytes);
-  CHECK(packet.nic_control == 16 * 64 * kEstimatePacketHeaderBytes);
-  CHECK(packet.link_slots > 0);
-  // Only HPCC packets carry INT records, in rows of their own.
-  CHECK(hpcc.switch_pool == 65536 * (kEstimatePacketHeaderBytes + kEstimatePacketIntBytes));
-  CHECK(hpcc.link_slots > 0);
-  CHECK(hpcc.link_slots % (kEstimatePacketHeaderBytes + kEstimatePacketIntBytes) == 0);
-  CHECK(packet.total() > flow.total());
-  CHECK(flow.total() > analytical.total());
-  CHECK(analytical.total() == analytical.ranks);
+  const TrainingFootprint f = measureFootprint(xs[0]);
+  // Per row: the components, plus entity (8), experiment (4), key (8), destroyed flag, slot
+  // row, generation and free-list entry (4 each); per table a few hundred bytes of
+  // per-experiment words and one-element compaction buffers.
+  constexpr int64_t kBookkeeping = 36;
+  constexpr int64_t kPerTable = 512;
+  const int64_t task_row = static_cast<int64_t>(sizeof(train::TaskState)) + kBookkeeping;
+  const int64_t rank_row = kBookkeeping + static_cast<int64_t>(sizeof(train::RankInfo) + sizeof(train::RankStreams) +
+                                                                sizeof(train::RankTimes));
+  const int64_t rows_bytes = f.rank_tasks * task_row + f.ranks * rank_row;
+  CHECK(f.ranks == 16);
+  CHECK(f.rank_tasks > 1000);
+  CHECK(static_cast<int64_t>(f.rank_bytes) >= rows_bytes);
+  CHECK(static_cast<int64_t>(f.rank_bytes) <= rows_bytes + 2 * kPerTable);
+}
+
+TEST_CASE("bytes are printed for people", "[sweep][estimate]") {
   CHECK(formatBytes(512) == "512 B");
   CHECK(formatBytes(3 * 1024 * 1024 / 2) == "1.5 MiB");
 }
