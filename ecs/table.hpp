@@ -122,6 +122,9 @@ struct TableView {
   int64_t* exp_begin_alt = nullptr;
   int64_t* exp_pending = nullptr;   ///< per experiment: creations this step
   int64_t* exp_destroyed = nullptr; ///< per experiment: destructions this step
+  /// Per experiment: commits that created rows of it. A system that caches something about
+  /// an experiment's rows between steps compares it to know whether rows were added.
+  uint32_t* exp_generation = nullptr;
   int64_t* exp_pending_before = nullptr;    ///< scratch: creations of experiments < e
   int64_t* block_alive = nullptr;  ///< scratch: survivors per block, then their prefix
   int64_t* alive_before = nullptr; ///< scratch: per row (and one past the end), survivors before it
@@ -462,6 +465,7 @@ struct TableView {
       slot_row[index] = static_cast<uint32_t>(dest);
     });
     parallelFor(policy, num_exps, [&](int64_t e) {
+      if (exp_pending[e] != 0) exp_generation[e] += 1;
       exp_pending[e] = 0;
       exp_destroyed[e] = 0;
     });

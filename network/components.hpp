@@ -58,7 +58,13 @@ struct NicState {
   int64_t ctrl_tail = 0;
   uint64_t rr_key = 0;       ///< key of the flow served last (round robin)
   uint32_t paused = 0;       ///< priorities paused by the switch (PFC)
-  uint32_t pad = 0;
+  /// The sender minima the last step ended with (nic_system.hpp SenderEvents), valid while
+  /// the Flow table's generation of this experiment is still `flow_generation`.
+  uint32_t flow_generation = 0;
+  int64_t ready_ps = INT64_MAX;
+  int64_t rto_ps = INT64_MAX;
+  Entity ready_flow;
+  Entity rto_flow;
   int64_t paused_since_ps[kPriorities] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t tx_bytes = 0;      ///< cumulative bytes sent on the uplink
 };

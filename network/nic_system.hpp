@@ -76,8 +76,7 @@ struct NicSystem {
       rings.beginConsume(info.rx_link);
       SenderEvents ev;
       flowRangeOf(flows, ctx.exp, info.nic, ev.lo, ev.hi);
-      rescanReady(flows, ev);
-      rescanTimeouts(flows, ev);
+      resumeEvents(flows, ev);
       const CcPath path{info.rate_bps, ne.base_rtt_ps, ne.bdp_bytes};
       int64_t first_push = INT64_MAX;
       const int64_t end = ctx.window_end.ps;
@@ -119,6 +118,7 @@ struct NicSystem {
       }
       if (ev.ready_row < 0 && ev.ready_ps != INT64_MAX) rescanReady(flows, ev);
       if (ev.rto_row < 0 && ev.rto_ps != INT64_MAX) rescanTimeouts(flows, ev);
+      saveEvents(flows, ev);
       // Report every pending event: packets still on the incoming wire, timeouts, sends.
       int64_t wake = first_push;
       const int64_t next_arrival = rings.nextArrival(info.rx_link);
@@ -149,6 +149,31 @@ struct NicSystem {
       int64_t rto_ps = INT64_MAX;    ///< earliest armed timeout, or a lower bound of it
       int64_t rto_row = -1;          ///< its flow (the lowest row among ties); -1: only a bound
     };
+
+    /**
+     * The minima as the last step left them (exact: it ended with a rescan of any bound)
+     * when no flow of the experiment was created since: only this NIC changes its flows'
+     * sender state, so they still hold. Rows may have moved, so the flows are found by
+     * handle; a flow destroyed since leaves its time as a bound. Else a rescan.
+     */
+    MV_HD void resumeEvents(const TableView<Flow>& flows, SenderEvents& ev) const {
+      if (st.flow_generation != flows.exp_generation[ctx.exp]) {
+        rescanReady(flows, ev);
+        rescanTimeouts(flows, ev);
+        return;
+      }
+      ev.ready_ps = st.ready_ps;
+      ev.ready_row = flows.rowOf(st.ready_flow);
+      ev.rto_ps = st.rto_ps;
+      ev.rto_row = flows.rowOf(st.rto_flow);
+    }
+    MV_HD void saveEvents(const TableView<Flow>& flows, const SenderEvents& ev) {
+      st.flow_generation = flows.exp_generation[ctx.exp];
+      st.ready_ps = ev.ready_ps;
+      st.ready_flow = ev.ready_row >= 0 ? flows.entity[ev.ready_row] : Entity::none();
+      st.rto_ps = ev.rto_ps;
+      st.rto_flow = ev.rto_row >= 0 ? flows.entity[ev.rto_row] : Entity::none();
+    }
 
     MV_HD void rescanReady(const TableView<Flow>& flows, SenderEvents& ev) const {
       ev.ready_ps = INT64_MAX;

@@ -62,6 +62,13 @@ struct SwitchSystem {
     PacketSlots pool_slots;  ///< the experiment's switch packet pool
     TableView<Port>& ports;
     int64_t port0;
+    /// Below kTreeMinPorts: the ports with the earliest next arrival and the earliest next
+    /// send (ties: the lower port), each valid unless marked stale. An event changes one
+    /// port's arrival and few ports' send times, so most events rescan one of the two.
+    uint32_t arr_port = 0;
+    uint32_t tx_port = 0;
+    bool arr_stale = true;
+    bool tx_stale = true;
 
     MV_HD PortInfo& pinfo(uint32_t i) const { return ports.template get<PortInfo>(port0 + i); }
     MV_HD PortQueue& pq(uint32_t i) const { return ports.template get<PortQueue>(port0 + i); }
@@ -137,22 +144,23 @@ struct SwitchSystem {
       int64_t t_tx = INT64_MAX;
       for (;;) {
         // The earliest arrival and the earliest transmission; ties go to the lower port.
-        uint32_t arr_port = 0;
-        uint32_t tx_port = 0;
-        earliest(arr_port, tx_port);
+        earliest();
         t_arr = pnext(arr_port).arrival_ps;
         t_tx = pnext(tx_port).send_ps;
         if (t_arr >= end && t_tx >= end) break;
         if (t_arr <= t_tx) {
-          const uint32_t link = pinfo(arr_port).in_link;
-          arrive(cfg, arr_port, *rings.peek(link, end), rings.headInts(link));
+          const uint32_t port = arr_port;
+          const uint32_t link = pinfo(port).in_link;
+          arrive(cfg, port, *rings.peek(link, end), rings.headInts(link));
           rings.pop(link);
-          pnext(arr_port).arrival_ps = rings.nextArrival(link);
-          replay<true>(arr_port);
-          refresh(arr_port);
+          pnext(port).arrival_ps = rings.nextArrival(link);
+          arr_stale = true;  // the earliest arrival moved later
+          replay<true>(port);
+          refresh(port);
         } else {
-          transmit(cfg, tx_port, t_tx, first_push);
-          refresh(tx_port);
+          const uint32_t port = tx_port;
+          transmit(cfg, port, t_tx, first_push);
+          refresh(port);
         }
       }
       // The loop ended on the switch's earliest pending arrival and transmission.
@@ -166,25 +174,30 @@ struct SwitchSystem {
     /// Below this many ports a scan of the 16-byte PortNext rows beats the trees' upkeep.
     static constexpr uint32_t kTreeMinPorts = 16;
     MV_HD bool tree() const { return info.port_count >= kTreeMinPorts; }
-    /// The ports with the earliest next arrival and the earliest next send; ties go to the
-    /// lower port.
-    MV_HD void earliest(uint32_t& arr_port, uint32_t& tx_port) const {
+    /// Sets arr_port and tx_port to the ports with the earliest next arrival and the
+    /// earliest next send; ties go to the lower port.
+    MV_HD void earliest() {
       if (tree()) {
         arr_port = winner<true>(1);
         tx_port = winner<false>(1);
         return;
       }
-      int64_t t_arr = pnext(0).arrival_ps;
-      int64_t t_tx = pnext(0).send_ps;
-      arr_port = 0;
-      tx_port = 0;
+      if (arr_stale) arr_port = scan<true>();
+      if (tx_stale) tx_port = scan<false>();
+      arr_stale = false;
+      tx_stale = false;
+    }
+    /// The port with the earliest next arrival (or send); ties go to the lower port.
+    template <bool kArrival>
+    MV_HD uint32_t scan() const {
+      int64_t best = timeOf<kArrival>(0);
+      uint32_t port = 0;
       for (uint32_t i = 1; i < info.port_count; ++i) {
-        const PortNext& n = pnext(i);
-        arr_port = n.arrival_ps < t_arr ? i : arr_port;
-        t_arr = n.arrival_ps < t_arr ? n.arrival_ps : t_arr;
-        tx_port = n.send_ps < t_tx ? i : tx_port;
-        t_tx = n.send_ps < t_tx ? n.send_ps : t_tx;
+        const int64_t t = timeOf<kArrival>(i);
+        port = t < best ? i : port;
+        best = t < best ? t : best;
       }
+      return port;
     }
     MV_HD int64_t sendTime(uint32_t i) const { return hasWork(i) ? pq(i).busy_until_ps : INT64_MAX; }
     /// First step of the switch: nothing visible yet, nothing to send; build the trees.
@@ -223,11 +236,18 @@ struct SwitchSystem {
       for (uint32_t k = (info.port_count + i) / 2; k >= 1; k /= 2) play<kArrival>(k);
     }
     /// Recomputes when port i sends next (after anything that changed its queue or timing).
-    MV_HD void refresh(uint32_t i) const {
+    MV_HD void refresh(uint32_t i) {
       const int64_t t = sendTime(i);
       if (t == pnext(i).send_ps) return;
       pnext(i).send_ps = t;
       replay<false>(i);
+      // The earliest send stays known unless its own port changed (a lower port may tie).
+      if (tx_stale) return;
+      if (i == tx_port) {
+        tx_stale = true;
+      } else if (const int64_t best = pnext(tx_port).send_ps; t < best || (t == best && i < tx_port)) {
+        tx_port = i;
+      }
     }
 
     /// Whether port i has a frame it may send now or when it is free.
