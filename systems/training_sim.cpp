@@ -36,6 +36,9 @@ GpuComputeSpec computeSpecOf(const std::string& gpu) { return gpuComputeByName(g
 /// The interconnect entry of a GPU (the 40 GB A100 has the 80 GB one's NVLink).
 const GpuSpec& interconnectOf(const std::string& gpu) { return gpuByName(gpu == "a100-40gb" ? "a100-80gb" : gpu); }
 
+/// HBM per GPU of the experiment's cluster.
+Bytes hbmOf(const TrainingExperiment& x) { return interconnectOf(x.cluster.gpu).hbm_capacity; }
+
 /// Algorithm used for `op` by this experiment.
 CollectiveAlgorithm algorithmFor(const CollectiveAlgorithms& a, CollectiveOp op) {
   switch (op) {
@@ -472,9 +475,9 @@ TrainingFootprint measureFootprint(const TrainingExperiment& x, const Simulation
   f.program_bytes = bytesOf(world, TypeList<ProgramTask, ProgramSucc>{});
   f.rank_bytes = bytesOf(world, TypeList<Rank, RankTask>{});
   f.collective_bytes = bytesOf(world, TypeList<Collective, GroupMember, TransferShape, TransferSucc, TransferState>{});
-  f.run_bytes = bytesOf(world, TypeList<net::Flow, net::FlowRecord, TaskSpan>{});
-  f.network_bytes = bytesOf(world, ConcatT<net::NetworkArchetypes, net::FluidArchetypes>{}) -
-                    bytesOf(world, TypeList<net::Flow, net::FlowRecord>{});
+  const std::size_t flow_tables = bytesOf(world, TypeList<net::Flow, net::FlowRecord>{});
+  f.run_bytes = flow_tables + bytesOf(world, TypeList<TaskSpan>{});
+  f.network_bytes = bytesOf(world, ConcatT<net::NetworkArchetypes, net::FluidArchetypes>{}) - flow_tables;
   f.network_rows = rowsOf(world, ConcatT<net::NetworkArchetypes, net::FluidArchetypes>{});
   f.total_bytes = world.totalBytes();
   return f;
@@ -484,9 +487,7 @@ MemoryBreakdown peakStageMemory(const TrainingExperiment& x) {
   return peakMemory(x.model, x.training, x.parallelism, x.memory);
 }
 
-bool fitsGpuMemory(const TrainingExperiment& x) {
-  return peakStageMemory(x).fits(interconnectOf(x.cluster.gpu).hbm_capacity);
-}
+bool fitsGpuMemory(const TrainingExperiment& x) { return peakStageMemory(x).fits(hbmOf(x)); }
 
 std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
   std::vector<std::string> out;
@@ -571,7 +572,7 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
     const std::vector<std::string> problems = checkTrainingExperiment(x);
     if (!problems.empty()) throw TrainingError("experiment '" + x.name + "': " + problems.front());
     results[i].peak_memory = peakStageMemory(x);
-    if (!fitsGpuMemory(x)) {
+    if (!results[i].peak_memory.fits(hbmOf(x))) {
       results[i].oom = true;
       if (on_result) on_result(i, results[i]);
     } else {
