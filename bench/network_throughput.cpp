@@ -429,8 +429,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "CpuExecutor threads (default 2; targets are for 2)")
       ->check(CLI::PositiveNumber);
-  mv::addCpuBlockOption(app, block, "--block",
-                        "CpuExecutor experiment block: N, 0 (default: every experiment in every step) or auto");
+  mv::addExperimentCountOption(app, block, "--block",
+                               "CpuExecutor experiment block: N, 0 (default: every experiment in every step) or auto");
   CLI11_PARSE(app, argc, argv);
 
   mv::bench::Settings s = quick ? mv::bench::quickSettings() : mv::bench::Settings{};

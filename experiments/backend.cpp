@@ -15,6 +15,11 @@ std::string BackendPlan::describe() const {
   return s + ")";
 }
 
+int64_t BackendPlan::batchSize(int64_t requested) const {
+  if (requested >= 0) return requested;
+  return cuda ? 0 : kCpuAutoBatchSize;
+}
+
 bool cudaBackendBuilt() {
 #ifdef MV_HAVE_CUDA
   return true;

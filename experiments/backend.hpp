@@ -4,12 +4,19 @@
  */
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "systems/training_spec.hpp"
 
 namespace mv {
+
+/// Most experiments in one batch on the CPU backend when `--batch-size` is auto. On 2 cores a
+/// packet-level training experiment of 128 GPUs already keeps both busy: a batch of 8 runs
+/// 6 % faster per experiment than one alone, 16 are 12 % slower and 64 are 24-38 % slower
+/// (bench/README.md "Batch size on the CPU"), so larger sweeps run as several batches.
+inline constexpr int64_t kCpuAutoBatchSize = 8;
 
 /// The resolved choice: CPU (one worker) or one worker per CUDA device.
 struct BackendPlan {
@@ -23,6 +30,10 @@ struct BackendPlan {
   int workers() const { return cuda ? static_cast<int>(devices.size()) : 1; }
   /// What to print: "cpu" or "cuda (devices 0, 1)".
   std::string describe() const;
+  /// Most experiments per batch for `--batch-size requested` (-1 = auto, 0 = no cap): auto
+  /// is kCpuAutoBatchSize on the CPU and no cap on CUDA, where one batch fills a GPU. The
+  /// memory budget (`--max-memory`) splits batches further either way.
+  int64_t batchSize(int64_t requested) const;
 };
 
 /// CUDA devices this process can use: 0 when the build has no CUDA backend or the machine

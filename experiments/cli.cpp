@@ -55,22 +55,26 @@ int runValidate(const std::filesystem::path& file) {
   return kExitOk;
 }
 
-static_assert(CpuExecutor::kAutoBlock == -1, "SweepOptions and NetsimOptions write auto as -1");
+static_assert(CpuExecutor::kAutoBlock == -1, "addExperimentCountOption writes auto as -1");
 
 /// Help text of `--cpu-block`.
 constexpr const char* kCpuBlockHelp =
     "CPU backend: experiments advanced together, block after block: auto (default; measured as it runs), "
     "0 (the whole batch in every step) or N (docs/engine.md)";
 
-/// Largest `--cpu-block N`.
-constexpr int64_t kMaxCpuBlock = int64_t{1} << 20;
+/// Help text of `--batch-size`.
+constexpr const char* kBatchSizeHelp =
+    "Most experiments in one batch: auto (default: 8 on the CPU backend, no cap on CUDA), 0 (no cap but "
+    "--max-memory) or N (docs/sweep.md)";
+
+/// Largest `--cpu-block N` and `--batch-size N`.
+constexpr int64_t kMaxExperimentCount = int64_t{1} << 20;
 
 }  // namespace
 
-void addCpuBlockOption(CLI::App& app, int64_t& block, const std::string& name, const std::string& help) {
+void addExperimentCountOption(CLI::App& app, int64_t& count, const std::string& name, const std::string& help) {
   app.add_option_function<std::string>(
-         name, [&block](const std::string& v) { block = v == "auto" ? CpuExecutor::kAutoBlock : std::stoll(v); },
-         help)
+         name, [&count](const std::string& v) { count = v == "auto" ? -1 : std::stoll(v); }, help)
       ->check(CLI::Validator(
           [](std::string& v) -> std::string {
             if (v == "auto") return {};
@@ -81,12 +85,12 @@ void addCpuBlockOption(CLI::App& app, int64_t& block, const std::string& name, c
             } catch (const std::exception&) {
               used = 0;
             }
-            if (used != v.size() || n < 0 || n > kMaxCpuBlock) {
-              return "must be auto or a whole number of experiments from 0 to " + std::to_string(kMaxCpuBlock);
+            if (used != v.size() || n < 0 || n > kMaxExperimentCount) {
+              return "must be auto or a whole number of experiments from 0 to " + std::to_string(kMaxExperimentCount);
             }
             return {};
           },
-          "auto|0.." + std::to_string(kMaxCpuBlock)));
+          "auto|0.." + std::to_string(kMaxExperimentCount)));
 }
 
 int runCli(int argc, char** argv) {
@@ -104,7 +108,8 @@ int runCli(int argc, char** argv) {
   app.add_flag("--resume", sweep.resume, "Keep the experiments the results folder already holds; run the rest");
   app.add_flag("--force", sweep.force, "Replace the results the folder already holds");
   app.add_option("--threads", sweep.threads, "CPU threads per process (default: all cores)")->check(CLI::Range(1, 1024));
-  addCpuBlockOption(app, sweep.cpu_block, "--cpu-block", kCpuBlockHelp);
+  addExperimentCountOption(app, sweep.cpu_block, "--cpu-block", kCpuBlockHelp);
+  addExperimentCountOption(app, sweep.batch_size, "--batch-size", kBatchSizeHelp);
   app.add_option("--backend", sweep.backend, "auto, cpu or cuda (default auto: cuda when a GPU is usable, else cpu)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_option("--devices", sweep.devices, "CUDA devices to spread the experiments over (default: all usable)")
@@ -121,7 +126,7 @@ int runCli(int argc, char** argv) {
   net->add_option("config", netsim_file, "YAML file: topology, network, flows, experiments")->required();
   net->add_option("--out", netsim.out, "Results folder (default results/<name>)");
   net->add_option("--threads", netsim.threads, "CPU threads (default: all cores)")->check(CLI::Range(1, 1024));
-  addCpuBlockOption(*net, netsim.cpu_block, "--cpu-block", kCpuBlockHelp);
+  addExperimentCountOption(*net, netsim.cpu_block, "--cpu-block", kCpuBlockHelp);
   net->add_flag("--quiet", netsim.quiet, "Print nothing but errors");
   std::string validate_file;
   CLI::App* validate = app.add_subcommand(

@@ -24,9 +24,9 @@ enum ExitCode : int {
 /// Parses the command line and runs what it asks for; returns the process exit code.
 int runCli(int argc, char** argv);
 
-/// Adds option `name` to `app`: experiments per CPU block, `auto` or a whole number from 0
-/// to 2^20, stored into `block` (CpuExecutor::kAutoBlock for auto); anything else is a
-/// usage error. `help` is its help text.
-void addCpuBlockOption(CLI::App& app, int64_t& block, const std::string& name, const std::string& help);
+/// Adds option `name` to `app`: a number of experiments, `auto` or a whole number from 0 to
+/// 2^20, stored into `count` (-1 for auto, CpuExecutor::kAutoBlock for `--cpu-block`);
+/// anything else is a usage error. `help` is its help text.
+void addExperimentCountOption(CLI::App& app, int64_t& count, const std::string& name, const std::string& help);
 
 }  // namespace mv

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "experiments/backend.hpp"
+#include "experiments/batching.hpp"
 #include "experiments/cli.hpp"
 #include "experiments/config_reader.hpp"
 #include "experiments/estimate.hpp"
@@ -79,31 +80,27 @@ int64_t defaultMemoryBudget() {
   return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page / 2 : int64_t{4} << 30;
 }
 
-/// Splits `jobs` into groups whose estimated memory fits `budget` (a job alone may exceed it).
-std::vector<std::vector<const Job*>> batches(const std::vector<const Job*>& jobs, int64_t budget) {
+/// The jobs of `jobs` split into `parts` groups of about equal estimated cost (splitLongestFirst).
+std::vector<std::vector<const Job*>> splitJobs(const std::vector<const Job*>& jobs, int parts) {
+  std::vector<double> costs;
+  for (const Job* j : jobs) costs.push_back(j->cost);
   std::vector<std::vector<const Job*>> out;
-  int64_t used = 0;
-  for (const Job* j : jobs) {
-    if (out.empty() || used + j->memory > budget) {
-      out.emplace_back();
-      used = 0;
-    }
-    out.back().push_back(j);
-    used += j->memory;
+  for (const std::vector<size_t>& group : splitLongestFirst(costs, parts)) {
+    out.emplace_back();
+    for (const size_t i : group) out.back().push_back(jobs[i]);
   }
   return out;
 }
 
-/// Splits `jobs` into `parts` groups of about equal estimated cost: longest first, each to
-/// the least-loaded group (ties: lowest index). Each group keeps longest-first order.
-std::vector<std::vector<const Job*>> splitLongestFirst(std::vector<const Job*> jobs, int parts) {
-  std::stable_sort(jobs.begin(), jobs.end(), [](const Job* a, const Job* b) { return a->cost > b->cost; });
-  std::vector<std::vector<const Job*>> out(static_cast<size_t>(std::max(parts, 1)));
-  std::vector<double> load(out.size(), 0.0);
-  for (const Job* j : jobs) {
-    const auto g = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
-    load[g] += j->cost;
-    out[g].push_back(j);
+/// `jobs` cut into consecutive batches within `budget` bytes and `size` experiments (batchLengths).
+std::vector<std::vector<const Job*>> batches(const std::vector<const Job*>& jobs, int64_t budget, int64_t size) {
+  std::vector<int64_t> memory;
+  for (const Job* j : jobs) memory.push_back(j->memory);
+  std::vector<std::vector<const Job*>> out;
+  auto next = jobs.begin();
+  for (const size_t n : batchLengths(memory, budget, size)) {
+    out.emplace_back(next, next + static_cast<std::ptrdiff_t>(n));
+    next += static_cast<std::ptrdiff_t>(n);
   }
   return out;
 }
@@ -163,7 +160,7 @@ class Shard {
   std::vector<const Job*> mine(const std::vector<Job>& jobs) const {
     std::vector<const Job*> all;
     for (const Job& j : jobs) all.push_back(&j);
-    return splitLongestFirst(std::move(all), size_)[static_cast<size_t>(rank_)];
+    return splitJobs(all, size_)[static_cast<size_t>(rank_)];
   }
 
 #ifdef MV_HAVE_MPI
@@ -320,13 +317,26 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
     if (std::find(done_ids.begin(), done_ids.end(), j.x.id) == done_ids.end()) pending.push_back(j);
   }
   const size_t done_before = jobs.size() - pending.size();
+  // Each worker's experiments, longest first, cut into batches by memory and batch size.
+  const int workers = plan.workers();
+  const int64_t budget = (options.max_memory > 0 ? options.max_memory : defaultMemoryBudget()) / workers;
+  const int64_t batch_size = plan.batchSize(options.batch_size);
+  std::vector<std::vector<std::vector<const Job*>>> work;
+  size_t batch_count = 0;
+  for (const std::vector<const Job*>& group : splitJobs(shard.mine(pending), workers)) {
+    work.push_back(batches(group, budget, batch_size));
+    batch_count += work.back().size();
+  }
   Progress progress(std::cout, detectProgressStyle(STDOUT_FILENO, options.quiet || !shard.root()), jobs.size(),
                     done_before);
   if (shard.root() && !options.quiet) {
     std::cout << "multiverse: " << jobs.size() << " experiment(s) from " << file.string();
     if (done_before > 0) std::cout << ", " << done_before << " already done";
     if (shard.size() > 1) std::cout << ", over " << shard.size() << " MPI ranks";
-    std::cout << "; backend " << plan.describe() << "; results in " << out.string() << "\n";
+    std::cout << "; backend " << plan.describe() << "; " << (shard.size() > 1 ? "rank 0 runs " : "") << batch_count
+              << " batch" << (batch_count == 1 ? "" : "es");
+    if (batch_size > 0) std::cout << " of at most " << batch_size << " experiment" << (batch_size == 1 ? "" : "s");
+    std::cout << "; results in " << out.string() << "\n";
   }
 
   bool failed = false;
@@ -343,10 +353,6 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
       shard.send(r);
     }
   };
-  const std::vector<const Job*> mine = shard.mine(pending);
-  const int workers = plan.workers();
-  const int64_t budget = (options.max_memory > 0 ? options.max_memory : defaultMemoryBudget()) / workers;
-  const std::vector<std::vector<const Job*>> groups = splitLongestFirst(mine, workers);
   RecordQueue queue;
   std::vector<std::thread> threads;
   for (int w = 0; w < workers; ++w) {
@@ -356,7 +362,7 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
       sim.cpu_block = options.cpu_block;
       sim.trace = options.trace;
       sim.device_runner = stepRunner(plan, w);
-      for (const std::vector<const Job*>& batch : batches(groups[static_cast<size_t>(w)], budget)) {
+      for (const std::vector<const Job*>& batch : work[static_cast<size_t>(w)]) {
         std::vector<TrainingExperiment> xs;
         for (const Job* j : batch) xs.push_back(j->x);
         std::vector<bool> reported(batch.size(), false);

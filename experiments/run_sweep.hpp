@@ -1,9 +1,9 @@
 /**
  * @file run_sweep.hpp
  * `multiverse --experiments sweep.yaml`: expands and validates the sweep (everything wrong
- * is reported before anything runs), runs the experiments in as few batches as the memory
- * budget allows, writes each result as it finishes (experiments/results.hpp), and ends with
- * a ranked table. Under `mpirun -np K` the experiments are sharded over the ranks (longest
+ * is reported before anything runs), runs the experiments in batches as large as the
+ * memory budget and the batch size allow, writes each result as it finishes
+ * (experiments/results.hpp), and ends with a ranked table. Under `mpirun -np K` the experiments are sharded over the ranks (longest
  * first by estimated cost) and rank 0 writes every result. docs/sweep.md, docs/results.md.
  */
 #pragma once
@@ -33,6 +33,9 @@ struct SweepOptions {
   int devices = 0;
   /// Memory budget of one batch's simulation state, bytes; 0 = half the machine's RAM.
   int64_t max_memory = 0;
+  /// Most experiments in one batch; 0 = no cap but the memory budget, -1 = auto
+  /// (BackendPlan::batchSize: kCpuAutoBatchSize on the CPU, no cap on CUDA).
+  int64_t batch_size = -1;
   /// Rows of the closing table (0 = all).
   int top = 10;
   /// Closing table order: "iteration", "mfu", "tokens", "memory".

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "experiments/backend.hpp"
+#include "experiments/batching.hpp"
 
 namespace mv {
 namespace {
@@ -35,6 +36,37 @@ TEST_CASE("the cuda backend without a GPU or without the CUDA build is refused",
   CHECK(planBackend("cuda", 0, 0, true).error.find("no usable CUDA device") != std::string::npos);
   CHECK(planBackend("cuda", 0, 2, false).error.find("built without the CUDA backend") != std::string::npos);
   CHECK(planBackend("auto", -1, 0, true).error.find("--devices") != std::string::npos);
+}
+
+TEST_CASE("auto batch size caps CPU batches and leaves CUDA batches to the memory budget", "[backend]") {
+  const BackendPlan cpu = planBackend("cpu", 0, 0, false);
+  const BackendPlan cuda = planBackend("cuda", 0, 1, true);
+  CHECK(cpu.batchSize(-1) == kCpuAutoBatchSize);
+  CHECK(cuda.batchSize(-1) == 0);
+  for (const BackendPlan& p : {cpu, cuda}) {
+    CHECK(p.batchSize(0) == 0);
+    CHECK(p.batchSize(3) == 3);
+  }
+}
+
+TEST_CASE("batches respect both the memory budget and the batch size", "[backend]") {
+  const std::vector<int64_t> ten(10, 100);
+  CHECK(batchLengths(ten, 10'000, 0) == std::vector<size_t>{10});
+  CHECK(batchLengths(ten, 10'000, 4) == std::vector<size_t>{4, 4, 2});
+  CHECK(batchLengths(ten, 350, 0) == std::vector<size_t>{3, 3, 3, 1});
+  CHECK(batchLengths(ten, 350, 2) == std::vector<size_t>{2, 2, 2, 2, 2});
+  // An experiment larger than the budget runs alone; the budget holds for the rest.
+  CHECK(batchLengths({100, 500, 100, 100}, 300, 8) == std::vector<size_t>{1, 1, 2});
+  CHECK(batchLengths({}, 300, 8).empty());
+}
+
+TEST_CASE("longest first spreads the cost evenly and keeps each group longest first", "[backend]") {
+  // Costs 5, 1, 4, 3, 2, 3 taken longest first, each to the lighter group: 5 -> A, 4 -> B,
+  // 3 (item 3) -> B (4 < 5), 3 (item 5) -> A (5 < 7), 2 -> B (7 < 8), 1 -> A (8 < 9).
+  const std::vector<std::vector<size_t>> two = splitLongestFirst({5, 1, 4, 3, 2, 3}, 2);
+  CHECK(two == std::vector<std::vector<size_t>>{{0, 5, 1}, {2, 3, 4}});
+  CHECK(splitLongestFirst({1, 2}, 0) == std::vector<std::vector<size_t>>{{1, 0}});
+  CHECK(splitLongestFirst({2, 1}, 3) == std::vector<std::vector<size_t>>{{0}, {1}, {}});
 }
 
 }  // namespace

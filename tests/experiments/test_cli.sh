@@ -117,6 +117,13 @@ expect 0 "2 already done" --experiments "$tmp/tiny.yaml" --out "$tmp/run" --resu
 if ! diff <(stable "$tmp/full.csv") <(stable "$tmp/run/summary.csv") >/dev/null; then
   echo "FAIL: the resumed summary differs from the uninterrupted one"; fail=1
 fi
+# Batches of one experiment each give the results of one batch of three.
+expect 0 "3 batches of at most 1 experiment;" --experiments "$tmp/tiny.yaml" --out "$tmp/ones" --threads 2 --batch-size 1
+if ! diff <(stable "$tmp/full.csv") <(stable "$tmp/ones/summary.csv") >/dev/null; then
+  echo "FAIL: batches of one give other results than one batch"; fail=1
+fi
+expect 0 "1 batch; results in" --experiments "$tmp/tiny.yaml" --out "$tmp/one" --threads 2 --batch-size 0
+expect 2 "--batch-size: must be auto or a whole number" --experiments "$tmp/tiny.yaml" --batch-size 2.5
 cat > "$tmp/algo.yaml" <<'YAML'
 base:
   workload: {model: {layers: 4, hidden: 512, heads: 8, vocab: 1024}, global_batch: 12}
