@@ -82,7 +82,8 @@ using SystemComponents = typename detail::SystemSignature<decltype(&S::run)>::Co
 template <class S, class A>
 inline constexpr bool kSystemMatches = kContainsAll<SystemComponents<S>, typename A::Components>;
 
-/// Graph node that runs system S over every matching row of every running experiment.
+/// Graph node that runs system S over every matching row of every running experiment (of
+/// the rows of experiments [run_first, run_end), which hold all running ones).
 template <class S>
 struct System {
   static constexpr const char* kName = S::kName;
@@ -118,7 +119,10 @@ struct System {
   MV_HD static void runTable(const Policy& policy, WV& world) {
     if constexpr (kSystemMatches<S, A>) {
       TableView<A>& t = world.template table<A>();
-      parallelFor(policy, t.rows, [&](int64_t row) {
+      const int64_t first = world.run_first < world.num_exps ? t.expBegin(world.run_first) : t.rows;
+      const int64_t end = world.run_end < world.num_exps ? t.expBegin(world.run_end) : t.rows;
+      parallelFor(policy, end > first ? end - first : 0, [&](int64_t i) {
+        const int64_t row = first + i;
         const ExpId e = t.exp[row];
         const ExperimentClock& c = world.clocks[e];
         if (c.done()) return;

@@ -74,6 +74,11 @@ struct WorldView {
   Config* configs = nullptr;
   uint32_t num_exps = 0;
   uint32_t status = 0;     ///< union of WorldStatus and every table's TableStatus
+  /// Experiments outside [run_first, run_end) are held or done for the whole run (the CPU
+  /// executor's block, see CpuExecutor), so systems visit only the rows of this range;
+  /// run_end at or past num_exps means "to the last experiment".
+  uint32_t run_first = 0;
+  uint32_t run_end = UINT32_MAX;
   int64_t active[2] = {0, 0};  ///< experiments still running, per step parity
   uint32_t stop[2] = {0, 0};   ///< the run must stop after this step, per step parity
   int64_t steps_run = 0;       ///< steps run since the world was made

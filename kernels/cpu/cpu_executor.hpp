@@ -64,27 +64,31 @@ int defaultCpuThreads();
  * skipped and their clocks do not move). Experiments never interact, so results are the
  * same as with every experiment in every step; what changes is locality: a block's working
  * set stays in the caches from one step to the next instead of being evicted by the rest
- * of the batch. Block members are interleaved (experiment e is in block e mod blocks) so
- * each thread's contiguous share of the rows keeps its share of the work.
+ * of the batch. A block is a contiguous range of running experiments, so its rows are a
+ * contiguous range of every table (rows are grouped by experiment): the executor sets the
+ * world's [run_first, run_end) and systems visit only those rows, split evenly over the
+ * threads, instead of skipping the held rows one by one.
  *
  * With `block` = kAutoBlock the executor chooses, and keeps choosing: after kAutoWarmUp
  * steps that are not timed (the first steps pay for start-up costs), it times a sub-run of
- * kAutoSteps steps without blocks and one with the running experiments split in
- * kAutoBlocks blocks (in experiment-steps per second), then runs the faster for
- * kAutoPeriod × kAutoSteps steps in one go (each block that long, so its working set is
- * brought into the caches once, not once per sub-run), and compares again. Each time the
- * same choice wins again the period doubles, up to kAutoMaxPeriod; a change of choice
- * resets it, so a steady batch spends little time on probes. Few blocks keep
- * the cost of a bad probe low: work that scales with the whole batch (skipping held rows,
- * compacting tables) is paid once per block. The choice depends on timing, the results
- * do not.
+ * kAutoSteps steps without blocks, then sub-runs with the running experiments split in
+ * kAutoBlocks blocks, kAutoBlocks² blocks and so on (in experiment-steps per second),
+ * going on while more blocks keep winning and until blocks hold one experiment each. It
+ * then runs the fastest for kAutoPeriod × kAutoSteps steps in one go (each block that
+ * long, so its working set is brought into the caches once, not once per sub-run), and
+ * compares again. Each time the same choice wins again the period doubles, up to
+ * kAutoMaxPeriod; a change of choice resets it, so a steady batch spends little time on
+ * probes. Work that scales with the whole batch (compacting tables when rows were created
+ * or destroyed) is paid once per block, so a batch whose tables churn every step loses
+ * with blocks; the search stops at the first loss, which bounds the cost of a bad probe to
+ * one sub-run. The choice depends on timing, the results do not.
  */
 class CpuExecutor {
  public:
   /// The `block` that lets the executor choose between blocking and not.
   static constexpr int64_t kAutoBlock = -1;
   /// Steps per measured sub-run, measured sub-runs' worth of steps run with the choice, and
-  /// blocks tried, for kAutoBlock.
+  /// the factor between the block counts tried, for kAutoBlock.
   static constexpr int64_t kAutoSteps = 64;
   static constexpr int64_t kAutoPeriod = 16;
   static constexpr int64_t kAutoMaxPeriod = 256;
@@ -126,14 +130,16 @@ class CpuExecutor {
   }
 
  private:
-  /// kAutoBlock's state: the next sub-run warms up (kWarmUp), measures (kMeasureAll,
-  /// kMeasureBlocks) or uses `block` for `left` more steps.
+  /// kAutoBlock's state: the next sub-run warms up (kWarmUp), measures (kMeasureAll, then
+  /// kMeasureBlocks with `blocks` blocks) or uses `block` for `left` more steps.
   struct AutoState {
     enum Phase { kWarmUp, kMeasureAll, kMeasureBlocks, kUse } phase = kWarmUp;
-    double all_rate = 0;  ///< experiment-steps per second without blocks
-    int64_t block = 0;
+    double best_rate = 0;  ///< experiment-steps per second of `best`, the fastest measured
+    int64_t best = 0;      ///< experiments per block of the fastest sub-run (0 = no blocks)
+    int64_t blocks = 0;    ///< blocks of the next kMeasureBlocks sub-run
+    int64_t block = 0;     ///< the choice in use (experiments per block, 0 = no blocks)
     int64_t left = 0;
-    int64_t period = 0;   ///< sub-runs' worth of steps the last choice was used for
+    int64_t period = 0;    ///< sub-runs' worth of steps the last choice was used for
   };
 
   template <class WV>
@@ -151,7 +157,8 @@ class CpuExecutor {
                            : auto_.phase == AutoState::kWarmUp ? kAutoWarmUp
                                                                : kAutoSteps;
       const int64_t k = max_steps - done < want ? max_steps - done : want;
-      const int64_t tried = (runningExperiments(world) + kAutoBlocks - 1) / kAutoBlocks;
+      const int64_t running = runningExperiments(world);
+      const int64_t tried = (running + auto_.blocks - 1) / std::max<int64_t>(auto_.blocks, 1);
       const int64_t block = auto_.phase == AutoState::kMeasureAll      ? 0
                             : auto_.phase == AutoState::kMeasureBlocks ? tried
                                                                        : auto_.block;
@@ -162,15 +169,25 @@ class CpuExecutor {
       if (auto_.phase == AutoState::kWarmUp) {
         auto_.phase = AutoState::kMeasureAll;
       } else if (auto_.phase == AutoState::kMeasureAll) {
-        auto_.all_rate = rate;
+        auto_.best_rate = rate;
+        auto_.best = 0;
+        auto_.blocks = kAutoBlocks;
         auto_.phase = AutoState::kMeasureBlocks;
       } else if (auto_.phase == AutoState::kMeasureBlocks) {
-        const int64_t choice = rate > auto_.all_rate ? block : 0;
-        const bool again = auto_.period > 0 && (choice == 0) == (auto_.block == 0);
-        auto_.period = again ? std::min(2 * auto_.period, kAutoMaxPeriod) : kAutoPeriod;
-        auto_.block = choice;
-        auto_.phase = AutoState::kUse;
-        auto_.left = auto_.period * kAutoSteps;
+        const bool won = rate > auto_.best_rate;
+        if (won) {
+          auto_.best_rate = rate;
+          auto_.best = block;
+        }
+        if (won && tried > 1) {
+          auto_.blocks *= kAutoBlocks;
+        } else {
+          const bool again = auto_.period > 0 && (auto_.best == 0) == (auto_.block == 0);
+          auto_.period = again ? std::min(2 * auto_.period, kAutoMaxPeriod) : kAutoPeriod;
+          auto_.block = auto_.best;
+          auto_.phase = AutoState::kUse;
+          auto_.left = auto_.period * kAutoSteps;
+        }
       } else {
         auto_.left -= k;
         if (auto_.left <= 0) auto_.phase = AutoState::kMeasureAll;
@@ -190,26 +207,25 @@ class CpuExecutor {
     const int64_t running = runningExperiments(world);
     if (block == 0 || running <= block) return runRegion<G>(world, max_steps);
     const int64_t blocks = (running + block - 1) / block;
-    std::vector<int64_t> block_of(static_cast<std::size_t>(world.num_exps), -1);
-    int64_t index = 0;
-    for (int64_t e = 0; e < world.num_exps; ++e) {
-      if (!world.clocks[e].done()) block_of[static_cast<std::size_t>(e)] = index++ % blocks;
+    std::vector<uint32_t> order;  // the running experiments, in index order
+    for (uint32_t e = 0; e < world.num_exps; ++e) {
+      if (!world.clocks[e].done()) order.push_back(e);
     }
     RunReport total;
     for (int64_t b = 0; b < blocks; ++b) {
-      int64_t members = 0;
-      for (int64_t e = 0; e < world.num_exps; ++e) {
-        ExperimentClock& c = world.clocks[e];
-        if (c.done()) continue;
-        if (block_of[static_cast<std::size_t>(e)] == b) {
-          ++members;
-        } else {
-          c.outcome = Outcome::kHeld;
-        }
+      // Block b: running experiments [b * running / blocks, (b + 1) * running / blocks).
+      const auto lo = static_cast<std::size_t>(b * running / blocks);
+      const auto hi = static_cast<std::size_t>((b + 1) * running / blocks);
+      for (std::size_t i = 0; i < order.size(); ++i) {
+        ExperimentClock& c = world.clocks[order[i]];
+        if ((i < lo || i >= hi) && !c.done()) c.outcome = Outcome::kHeld;  // not those an earlier block finished
       }
-      RunReport r;
-      if (members > 0) r = runRegion<G>(world, max_steps);
-      for (int64_t e = 0; e < world.num_exps; ++e) {
+      world.run_first = order[lo];
+      world.run_end = order[hi - 1] + 1;
+      const RunReport r = runRegion<G>(world, max_steps);
+      world.run_first = 0;
+      world.run_end = UINT32_MAX;
+      for (const uint32_t e : order) {
         if (world.clocks[e].outcome == Outcome::kHeld) world.clocks[e].outcome = Outcome::kRunning;
       }
       total.steps += r.steps;
