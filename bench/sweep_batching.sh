@@ -1,26 +1,30 @@
 #!/usr/bin/env bash
 # @file sweep_batching.sh
-# Issue #5 benchmark: N packet-level training experiments in one batch (one multiverse
-# process) versus the same N run one per process, sequentially; prints both wall times, the
-# ratio, and whether every experiment got the same result both ways. The experiments differ
-# only in their seed (ECMP and every random stream).
+# Issue #5 benchmark: N packet-level training experiments as one sweep (one multiverse
+# process, batched as --batch-size says) versus the same N run one per process,
+# sequentially; prints both wall times, the ratio, and whether every experiment got the
+# same result both ways. The experiments differ only in their seed (ECMP and every random
+# stream).
 #
-#   bench/sweep_batching.sh [--quick] [--payload BYTES] [--sample K] [N] [path/to/multiverse]
+#   bench/sweep_batching.sh [--quick] [--payload BYTES] [--sample K] [--batch-size B] [N] [path/to/multiverse]
 #
 # Full job: GPT-3 13B on 128 A100s (TP 4, PP 4, DP 8, rail-optimised 100 Gb/s, DCQCN).
 # --quick:   the quickstart's TP 2 / PP 2 / DP 4 split of GPT-3 13B cut to 8 layers on 16 GPUs.
 # --payload: packet payload in bytes (default: the network default, 1000).
 # --sample:  run only the first K of the N single-experiment processes and extrapolate the
 #            per-process total as N/K times their wall time (the runs differ only in seed).
+# --batch-size: passed to the sweep (default auto: batches of 8 on the CPU; 0 = one batch).
 set -euo pipefail
 quick=0
 payload=""
 sample=""
+batch_size=auto
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1; shift ;;
     --payload) payload="$2"; shift 2 ;;
     --sample) sample="$2"; shift 2 ;;
+    --batch-size) batch_size="$2"; shift 2 ;;
     *) break ;;
   esac
 done
@@ -64,7 +68,7 @@ iterations() { awk -F, 'NR == 1 { for (i = 1; i <= NF; ++i) if ($i == "iteration
 
 job "$(seq -s, 1 "$n")" > "$tmp/batch.yaml"
 start=$(date +%s.%N)
-"$exe" --experiments "$tmp/batch.yaml" --out "$tmp/batch" --quiet
+"$exe" --experiments "$tmp/batch.yaml" --out "$tmp/batch" --quiet --batch-size "$batch_size"
 batch=$(awk -v a="$(date +%s.%N)" -v b="$start" 'BEGIN { print a - b }')
 
 start=$(date +%s.%N)
@@ -85,11 +89,11 @@ done
 printf '%d experiments, %s%s\n' "$n" \
   "$([ "$quick" -eq 1 ] && echo "quick job (GPT-3 13B, 8 layers, 16 GPUs)" || echo "GPT-3 13B on 128 GPUs")" \
   "$([ -n "$payload" ] && echo ", payload $payload B")"
-printf '  one batch:              %10.2f s\n' "$batch"
+printf '  %-34s %10.2f s\n' "one process (--batch-size $batch_size):" "$batch"
 if [ "$k" -lt "$n" ]; then
-  printf '  one per process:        %10.2f s  (%d of %d runs took %.2f s; scaled by %d/%d)\n' "$total" "$k" "$n" "$single" "$n" "$k"
+  printf '  %-34s %10.2f s  (%d of %d runs took %.2f s; scaled by %d/%d)\n' "one per process:" "$total" "$k" "$n" "$single" "$n" "$k"
 else
-  printf '  one per process:        %10.2f s\n' "$total"
+  printf '  %-34s %10.2f s\n' "one per process:" "$total"
 fi
-printf '  batch / per-process:    %10.3f\n' "$(awk -v a="$batch" -v b="$total" 'BEGIN { print a / b }')"
-printf '  same iteration times:   %s (%d experiments compared)\n' "$same" "$k"
+printf '  %-34s %10.3f\n' "one process / per-process:" "$(awk -v a="$batch" -v b="$total" 'BEGIN { print a / b }')"
+printf '  %-34s %s (%d experiments compared)\n' "same iteration times:" "$same" "$k"

@@ -13,8 +13,8 @@
 namespace mv {
 
 /// Most experiments in one batch on the CPU backend when `--batch-size` is auto. On 2 cores a
-/// packet-level training experiment of 128 GPUs already keeps both busy: a batch of 8 runs
-/// 6 % faster per experiment than one alone, 16 are 12 % slower and 64 are 24-38 % slower
+/// packet-level training experiment of 128 GPUs already keeps both busy: per experiment, a
+/// batch of 8 takes 0.79x the time of one alone, 16 take 0.96x and 64 took 1.24-1.38x
 /// (bench/README.md "Batch size on the CPU"), so larger sweeps run as several batches.
 inline constexpr int64_t kCpuAutoBatchSize = 8;
 

@@ -76,9 +76,8 @@ int defaultCpuThreads();
  * going on while more blocks keep winning and until blocks hold one experiment each. It
  * then runs the fastest for kAutoPeriod × kAutoSteps steps in one go (each block that
  * long, so its working set is brought into the caches once, not once per sub-run), and
- * compares again. Each time the same choice wins again the period doubles, up to
- * kAutoMaxPeriod; a change of choice resets it, so a steady batch spends little time on
- * probes. Work that scales with the whole batch (compacting tables when rows were created
+ * compares again. While blocking keeps winning (or keeps losing) the period doubles, up
+ * to kAutoMaxPeriod; a change resets it, so a steady batch spends little time on probes. Work that scales with the whole batch (compacting tables when rows were created
  * or destroyed) is paid once per block, so a batch whose tables churn every step loses
  * with blocks; the search stops at the first loss, which bounds the cost of a bad probe to
  * one sub-run. The choice depends on timing, the results do not.
