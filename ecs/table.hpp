@@ -125,6 +125,9 @@ struct TableView {
   /// Per experiment: commits that created rows of it. A system that caches something about
   /// an experiment's rows between steps compares it to know whether rows were added.
   uint32_t* exp_generation = nullptr;
+  /// Per experiment: commits that created or destroyed rows of it. While it is unchanged,
+  /// the experiment's rows keep their offsets from expBegin (a system may cache those).
+  uint32_t* exp_layout = nullptr;
   int64_t* exp_pending_before = nullptr;    ///< scratch: creations of experiments < e
   int64_t* block_alive = nullptr;  ///< scratch: survivors per block, then their prefix
   int64_t* alive_before = nullptr; ///< scratch: per row (and one past the end), survivors before it
@@ -466,6 +469,7 @@ struct TableView {
     });
     parallelFor(policy, num_exps, [&](int64_t e) {
       if (exp_pending[e] != 0) exp_generation[e] += 1;
+      if (exp_pending[e] != 0 || exp_destroyed[e] != 0) exp_layout[e] += 1;
       exp_pending[e] = 0;
       exp_destroyed[e] = 0;
     });

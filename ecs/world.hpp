@@ -302,6 +302,7 @@ class World {
     f(t.exp_pending, exps);
     f(t.exp_destroyed, exps);
     f(t.exp_generation, exps);
+    f(t.exp_layout, exps);
     f(t.exp_pending_before, exps + 1);
     f(t.block_alive, blocks);
     f(t.alive_before, moving + 1);
@@ -354,6 +355,7 @@ class World {
     std::memcpy(t.slot_gen, old.slot_gen, sizeof(uint32_t) * slots);
     std::memcpy(t.exp_begin, old.exp_begin, sizeof(int64_t) * (view_.num_exps + 1));
     std::memcpy(t.exp_generation, old.exp_generation, sizeof(uint32_t) * view_.num_exps);
+    std::memcpy(t.exp_layout, old.exp_layout, sizeof(uint32_t) * view_.num_exps);
     std::memcpy(t.free_ring, free_indices.data(), sizeof(uint32_t) * free_indices.size());
     t.free_head = 0;
     t.rows = old.rows;

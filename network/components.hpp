@@ -61,6 +61,12 @@ struct NicState {
   /// The sender minima the last step ended with (nic_system.hpp SenderEvents), valid while
   /// the Flow table's generation of this experiment is still `flow_generation`.
   uint32_t flow_generation = 0;
+  /// The Flow table's layout count of this experiment (plus one, so a new NIC never
+  /// matches) when [flow_lo, flow_hi), this NIC's flows as offsets from the experiment's
+  /// first flow row, was found.
+  uint32_t flow_layout = 0;
+  int64_t flow_lo = 0;
+  int64_t flow_hi = 0;
   int64_t ready_ps = INT64_MAX;
   int64_t rto_ps = INT64_MAX;
   Entity ready_flow;

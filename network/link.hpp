@@ -34,15 +34,19 @@ MV_HD MV_INLINE void prefetch(const void* p, bool write = false) {
 }
 
 /// Access to the link rings of one experiment for one step.
+/// The experiment's columns are held as pointers to its link 0, so that an access is one
+/// indexed load (the table's column pointers cannot be kept in registers across the stores
+/// of an event: the compiler must assume they alias).
 struct LinkRings {
-  TableView<Link>* links;
-  PacketSlots slots;  ///< the experiment's ring slots (LinkSlot, LinkSlotInt)
-  int64_t link_base;  ///< global row of the experiment's link 0
-  int par;            ///< this step's parity
-  int prev;           ///< the previous step's parity
+  LinkInfo* infos;       ///< the experiment's LinkInfo column, from its link 0
+  LinkRing* rings;       ///< its LinkRing column
+  LinkBinState* bins;    ///< its LinkBinState column
+  PacketSlots slots;     ///< the experiment's ring slots (LinkSlot, LinkSlotInt)
+  int par;               ///< this step's parity
+  int prev;              ///< the previous step's parity
 
-  MV_HD LinkInfo& info(uint32_t link) const { return links->get<LinkInfo>(link_base + link); }
-  MV_HD LinkRing& ring(uint32_t link) const { return links->get<LinkRing>(link_base + link); }
+  MV_HD LinkInfo& info(uint32_t link) const { return infos[link]; }
+  MV_HD LinkRing& ring(uint32_t link) const { return rings[link]; }
 
   /// Slot number of ring position `pos` of `link`.
   MV_HD int64_t slotOf(uint32_t link, int64_t pos) const {
@@ -120,7 +124,7 @@ struct LinkRings {
   MV_HD void account(TableView<LinkSample>& samples, ExpId e, uint32_t link, int64_t t, int64_t bin_ps,
                      int64_t bytes) const {
     if (bin_ps <= 0) return;
-    LinkBinState& b = links->get<LinkBinState>(link_base + link);
+    LinkBinState& b = bins[link];
     const int64_t bin = t / bin_ps;
     if (bin != b.bin) {
       if (b.bytes > 0) samples.create(e, binKey(link, b.bin), LinkBin{link, 0, b.bin, b.bytes});
@@ -138,8 +142,14 @@ struct LinkRings {
 template <class WV>
 MV_HD LinkRings linkRings(WV& world, ExpId e) {
   TableView<Link>& links = world.template table<Link>();
+  const int64_t link0 = links.expBegin(e);
   const int par = static_cast<int>(world.clocks[e].steps & 1);
-  return LinkRings{&links, packetSlots<LinkSlot, LinkSlotInt>(world, e), links.expBegin(e), par, par ^ 1};
+  return LinkRings{links.template column<LinkInfo>() + link0,
+                   links.template column<LinkRing>() + link0,
+                   links.template column<LinkBinState>() + link0,
+                   packetSlots<LinkSlot, LinkSlotInt>(world, e),
+                   par,
+                   par ^ 1};
 }
 
 }  // namespace mv::net

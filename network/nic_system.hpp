@@ -75,7 +75,7 @@ struct NicSystem {
       rings.beginProduce(info.tx_link);
       rings.beginConsume(info.rx_link);
       SenderEvents ev;
-      flowRangeOf(flows, ctx.exp, info.nic, ev.lo, ev.hi);
+      flowRange(flows, ev);
       resumeEvents(flows, ev);
       const CcPath path{info.rate_bps, ne.base_rtt_ps, ne.bdp_bytes};
       int64_t first_push = INT64_MAX;
@@ -149,6 +149,22 @@ struct NicSystem {
       int64_t rto_ps = INT64_MAX;    ///< earliest armed timeout, or a lower bound of it
       int64_t rto_row = -1;          ///< its flow (the lowest row among ties); -1: only a bound
     };
+
+    /// This NIC's flows [lo, hi): the offsets found last time while the experiment's flow
+    /// rows kept their layout, else a binary search over the flow keys.
+    MV_HD void flowRange(const TableView<Flow>& flows, SenderEvents& ev) {
+      const int64_t base = flows.expBegin(ctx.exp);
+      const uint32_t layout = flows.exp_layout[ctx.exp] + 1u;
+      if (st.flow_layout == layout) {
+        ev.lo = base + st.flow_lo;
+        ev.hi = base + st.flow_hi;
+        return;
+      }
+      flowRangeOf(flows, ctx.exp, info.nic, ev.lo, ev.hi);
+      st.flow_layout = layout;
+      st.flow_lo = ev.lo - base;
+      st.flow_hi = ev.hi - base;
+    }
 
     /**
      * The minima as the last step left them (exact: it ended with a rescan of any bound)

@@ -33,6 +33,16 @@ MV_HD constexpr uint64_t ecmpHash(uint32_t src, uint32_t dst, uint64_t flow, uin
   return mix64((uint64_t{src} << 32 | dst) ^ mix64(flow ^ (uint64_t{salt} << 40)));
 }
 
+/// What a switch reads to route: the experiment's routing columns (the switch's own
+/// RouteIndex rows from its edge 0), held as pointers so a lookup is one indexed load.
+struct SwitchRoutes {
+  const NicRoute* nics;     ///< per destination NIC: its edge switch and ToR port
+  const RouteIndex* index;  ///< per destination edge switch: this switch's next-hop set
+  const RouteSet* sets;
+  const RoutePort* ports;
+  uint32_t self;            ///< this switch's local row (a NIC's `tor` when it hangs off it)
+};
+
 template <class WV>
 struct SwitchSystem {
   static constexpr const char* kName = "switch";
@@ -41,14 +51,30 @@ struct SwitchSystem {
   using Ctx = RowContext<WV>;
 
   MV_HD static void run(const Ctx& ctx, const SwitchInfo& info, SwitchState& st, NetCounters& counters) {
+    TableView<Port>& ports = ctx.template table<Port>();
+    const int64_t port0 = ports.expBegin(ctx.exp) + info.port_base;
+    const TableView<RouteIndexTable>& index = ctx.template table<RouteIndexTable>();
+    const TableView<NicRouteTable>& nics = ctx.template table<NicRouteTable>();
+    const TableView<RouteSetTable>& sets = ctx.template table<RouteSetTable>();
+    const TableView<RoutePortTable>& route_ports = ctx.template table<RoutePortTable>();
+    const SwitchRoutes routes{
+        nics.template column<NicRoute>() + nics.expBegin(ctx.exp),
+        index.template column<RouteIndex>() + index.expBegin(ctx.exp) + info.route_base,
+        sets.template column<RouteSet>() + sets.expBegin(ctx.exp),
+        route_ports.template column<RoutePort>() + route_ports.expBegin(ctx.exp),
+        static_cast<uint32_t>(ctx.row - ctx.template table<Switch>().expBegin(ctx.exp))};
     Unit u{ctx,
            info,
            st,
            counters,
            linkRings(*ctx.world, ctx.exp),
            packetSlots<SwitchSlot, SwitchSlotInt>(*ctx.world, ctx.exp),
-           ctx.template table<Port>(),
-           ctx.template table<Port>().expBegin(ctx.exp) + info.port_base};
+           ports.template column<PortInfo>() + port0,
+           ports.template column<PortQueue>() + port0,
+           ports.template column<PortIngress>() + port0,
+           ports.template column<PortNext>() + port0,
+           ports.template column<PortTree>() + port0,
+           routes};
     u.step();
   }
 
@@ -60,8 +86,13 @@ struct SwitchSystem {
     NetCounters& counters;  ///< this switch's own counters (summed by the host)
     LinkRings rings;
     PacketSlots pool_slots;  ///< the experiment's switch packet pool
-    TableView<Port>& ports;
-    int64_t port0;
+    // This switch's rows of the Port columns, from its port 0 (one indexed load per access).
+    PortInfo* port_info;
+    PortQueue* port_queue;
+    PortIngress* port_ingress;
+    PortNext* port_next;
+    PortTree* port_tree;
+    SwitchRoutes routes;
     /// Below kTreeMinPorts: the ports with the earliest next arrival and the earliest next
     /// send (ties: the lower port), each valid unless marked stale. An event changes one
     /// port's arrival and few ports' send times, so most events rescan one of the two.
@@ -70,11 +101,11 @@ struct SwitchSystem {
     bool arr_stale = true;
     bool tx_stale = true;
 
-    MV_HD PortInfo& pinfo(uint32_t i) const { return ports.template get<PortInfo>(port0 + i); }
-    MV_HD PortQueue& pq(uint32_t i) const { return ports.template get<PortQueue>(port0 + i); }
-    MV_HD PortIngress& ping(uint32_t i) const { return ports.template get<PortIngress>(port0 + i); }
-    MV_HD PortNext& pnext(uint32_t i) const { return ports.template get<PortNext>(port0 + i); }
-    MV_HD PortTree& node(uint32_t k) const { return ports.template get<PortTree>(port0 + k); }
+    MV_HD PortInfo& pinfo(uint32_t i) const { return port_info[i]; }
+    MV_HD PortQueue& pq(uint32_t i) const { return port_queue[i]; }
+    MV_HD PortIngress& ping(uint32_t i) const { return port_ingress[i]; }
+    MV_HD PortNext& pnext(uint32_t i) const { return port_next[i]; }
+    MV_HD PortTree& node(uint32_t k) const { return port_tree[k]; }
     MV_HD PacketHeader& slot(uint32_t s) const { return pool_slots[s]; }
     MV_HD SwitchPool& pool() const {
       TableView<NetStats>& stats = ctx.template table<NetStats>();
@@ -322,14 +353,9 @@ struct SwitchSystem {
 
     // --- arrival ------------------------------------------------------------------------
     MV_HD uint32_t route(const NetworkConfig& cfg, const PacketHeader& p) {
-      TableView<NicRouteTable>& nics = ctx.template table<NicRouteTable>();
-      const NicRoute& nr = nics.template get<NicRoute>(nics.expBegin(ctx.exp) + p.dst_nic);
-      if (nr.tor == static_cast<uint32_t>(ctx.row - ctx.template table<Switch>().expBegin(ctx.exp))) return nr.tor_port;
-      TableView<RouteIndexTable>& idx = ctx.template table<RouteIndexTable>();
-      TableView<RouteSetTable>& sets = ctx.template table<RouteSetTable>();
-      TableView<RoutePortTable>& rports = ctx.template table<RoutePortTable>();
-      const uint32_t set = idx.template get<RouteIndex>(idx.expBegin(ctx.exp) + info.route_base + nr.edge).set;
-      const RouteSet& rs = sets.template get<RouteSet>(sets.expBegin(ctx.exp) + set);
+      const NicRoute& nr = routes.nics[p.dst_nic];
+      if (nr.tor == routes.self) return nr.tor_port;
+      const RouteSet& rs = routes.sets[routes.index[nr.edge].set];
       uint64_t pick = 0;
       if (rs.count > 1) {
         if (cfg.load_balance == LoadBalance::kSpray && p.kind == PacketKind::kData) {
@@ -338,7 +364,7 @@ struct SwitchSystem {
           pick = ecmpHash(p.src_nic, p.dst_nic, p.flow_id, info.node) % rs.count;
         }
       }
-      return rports.template get<RoutePort>(rports.expBegin(ctx.exp) + rs.offset + pick).port;
+      return routes.ports[rs.offset + pick].port;
     }
 
     MV_HD void arrive(const NetworkConfig& cfg, uint32_t port, const PacketHeader& in, const IntStack& in_ints) {
