@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "ecs/world.hpp"
@@ -209,6 +210,31 @@ TEST_CASE("experiments are isolated: rows of one never appear in another's range
       CHECK(t.get<Tag>(r).t == e);
     }
   }
+}
+
+TEST_CASE("per-experiment counters tell creations and layout changes apart", "[table]") {
+  ItemWorld w(3, TableCapacity{32, 32});
+  for (int i = 0; i < 6; ++i) w.createHost<Item>(static_cast<ExpId>(i % 2), static_cast<uint64_t>(i), Value{i}, Tag{0});
+  w.commitAllHost();
+  auto& t = w.table<Item>();
+  const auto counters = [&](ExpId e) { return std::pair{t.exp_generation[e], t.exp_layout[e]}; };
+  CHECK(counters(0) == std::pair{1u, 1u});
+  CHECK(counters(1) == std::pair{1u, 1u});
+  CHECK(counters(2) == std::pair{0u, 0u});  // no rows, no commit of its rows
+
+  // Destroying a row of experiment 0 moves its rows (layout) but creates nothing; experiment
+  // 1's rows shift in the table, yet keep their offsets from its first row.
+  CHECK(t.destroy(t.entity[t.expBegin(0)]));
+  w.commitAllHost();
+  CHECK(counters(0) == std::pair{1u, 2u});
+  CHECK(counters(1) == std::pair{1u, 1u});
+
+  w.createHost<Item>(1, 100, Value{100}, Tag{0});
+  w.commitAllHost();
+  CHECK(counters(0) == std::pair{1u, 2u});
+  CHECK(counters(1) == std::pair{2u, 2u});
+  w.commitAllHost();  // nothing pending: nothing counted
+  CHECK(counters(1) == std::pair{2u, 2u});
 }
 
 TEST_CASE("the world lists every buffer so a backend can mirror it", "[table]") {
