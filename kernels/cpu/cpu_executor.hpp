@@ -9,12 +9,14 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "ecs/graph.hpp"
+#include "kernels/cpu/block_search.hpp"
 
 namespace mv {
 
@@ -70,29 +72,24 @@ int defaultCpuThreads();
  * threads, instead of skipping the held rows one by one.
  *
  * With `block` = kAutoBlock the executor chooses, and keeps choosing: after kAutoWarmUp
- * steps that are not timed (the first steps pay for start-up costs), it times a sub-run of
- * kAutoSteps steps without blocks, then sub-runs with the running experiments split in
- * kAutoBlocks blocks, kAutoBlocks² blocks and so on (in experiment-steps per second),
- * going on while more blocks keep winning and until blocks hold one experiment each. It
- * then runs the fastest for kAutoPeriod × kAutoSteps steps in one go (each block that
- * long, so its working set is brought into the caches once, not once per sub-run), and
- * compares again. While blocking keeps winning (or keeps losing) the period doubles, up
- * to kAutoMaxPeriod; a change resets it, so a steady batch spends little time on probes. Work that scales with the whole batch (compacting tables when rows were created
- * or destroyed) is paid once per block, so a batch whose tables churn every step loses
- * with blocks; the search stops at the first loss, which bounds the cost of a bad probe to
- * one sub-run. The choice depends on timing, the results do not.
+ * steps that are not timed (the first steps pay for start-up costs), a BlockSearch
+ * (block_search.hpp) picks the block counts of timed sub-runs of kAutoSteps steps (rates in
+ * experiment-steps per second): without blocks, then with 4, 16, ... blocks while more
+ * keep winning. The fastest is run for its period (BlockSearch::period() sub-runs' worth
+ * of steps, each block that long, so its working set is brought into the caches once, not
+ * once per sub-run), then a new search measures that choice and its neighbours. Work that
+ * scales with the whole batch (compacting tables when rows were created or destroyed) is
+ * paid once per block, so a batch whose tables churn every step loses with blocks; a
+ * search stops at the first loss, which bounds the cost of a bad probe to one sub-run.
+ * The choice depends on timing, the results do not.
  */
 class CpuExecutor {
  public:
   /// The `block` that lets the executor choose between blocking and not.
   static constexpr int64_t kAutoBlock = -1;
-  /// Steps per measured sub-run, measured sub-runs' worth of steps run with the choice, and
-  /// the factor between the block counts tried, for kAutoBlock.
+  /// Steps per measured sub-run and untimed steps before the first, for kAutoBlock.
   static constexpr int64_t kAutoSteps = 64;
-  static constexpr int64_t kAutoPeriod = 16;
-  static constexpr int64_t kAutoMaxPeriod = 256;
   static constexpr int64_t kAutoWarmUp = 8;
-  static constexpr int64_t kAutoBlocks = 4;
 
   /// `threads` = 0 means OpenMP's default (all cores); `block` = 0 runs every experiment in
   /// every step, kAutoBlock chooses.
@@ -129,16 +126,12 @@ class CpuExecutor {
   }
 
  private:
-  /// kAutoBlock's state: the next sub-run warms up (kWarmUp), measures (kMeasureAll, then
-  /// kMeasureBlocks with `blocks` blocks) or uses `block` for `left` more steps.
+  /// kAutoBlock's state: untimed warm-up steps left, the search, and steps left of the
+  /// current use of its choice.
   struct AutoState {
-    enum Phase { kWarmUp, kMeasureAll, kMeasureBlocks, kUse } phase = kWarmUp;
-    double best_rate = 0;  ///< experiment-steps per second of `best`, the fastest measured
-    int64_t best = 0;      ///< experiments per block of the fastest sub-run (0 = no blocks)
-    int64_t blocks = 0;    ///< blocks of the next kMeasureBlocks sub-run
-    int64_t block = 0;     ///< the choice in use (experiments per block, 0 = no blocks)
+    int64_t warm_up = kAutoWarmUp;
+    BlockSearch search;
     int64_t left = 0;
-    int64_t period = 0;    ///< sub-runs' worth of steps the last choice was used for
   };
 
   template <class WV>
@@ -152,44 +145,24 @@ class CpuExecutor {
   RunReport runAuto(WV& world, int64_t max_steps) const {
     RunReport total;
     for (int64_t done = 0; done < max_steps;) {
-      const int64_t want = auto_.phase == AutoState::kUse      ? auto_.left
-                           : auto_.phase == AutoState::kWarmUp ? kAutoWarmUp
-                                                               : kAutoSteps;
+      BlockSearch& search = auto_.search;
+      const int64_t want = auto_.warm_up > 0 ? auto_.warm_up : search.measuring() ? kAutoSteps : auto_.left;
       const int64_t k = max_steps - done < want ? max_steps - done : want;
       const int64_t running = runningExperiments(world);
-      const int64_t tried = (running + auto_.blocks - 1) / std::max<int64_t>(auto_.blocks, 1);
-      const int64_t block = auto_.phase == AutoState::kMeasureAll      ? 0
-                            : auto_.phase == AutoState::kMeasureBlocks ? tried
-                                                                       : auto_.block;
+      const int64_t blocks = std::min(search.blocks(), std::max<int64_t>(running, 1));
+      const int64_t block = blocks <= 1 ? 0 : (running + blocks - 1) / blocks;
       const int64_t before = experimentSteps(world);
       const RunReport r = runBlocks<G>(world, k, block);
       const double rate =
           r.wall_seconds > 0 ? static_cast<double>(experimentSteps(world) - before) / r.wall_seconds : 0;
-      if (auto_.phase == AutoState::kWarmUp) {
-        auto_.phase = AutoState::kMeasureAll;
-      } else if (auto_.phase == AutoState::kMeasureAll) {
-        auto_.best_rate = rate;
-        auto_.best = 0;
-        auto_.blocks = kAutoBlocks;
-        auto_.phase = AutoState::kMeasureBlocks;
-      } else if (auto_.phase == AutoState::kMeasureBlocks) {
-        const bool won = rate > auto_.best_rate;
-        if (won) {
-          auto_.best_rate = rate;
-          auto_.best = block;
-        }
-        if (won && tried > 1) {
-          auto_.blocks *= kAutoBlocks;
-        } else {
-          const bool again = auto_.period > 0 && (auto_.best == 0) == (auto_.block == 0);
-          auto_.period = again ? std::min(2 * auto_.period, kAutoMaxPeriod) : kAutoPeriod;
-          auto_.block = auto_.best;
-          auto_.phase = AutoState::kUse;
-          auto_.left = auto_.period * kAutoSteps;
-        }
+      if (auto_.warm_up > 0) {
+        auto_.warm_up -= k;
+      } else if (search.measuring()) {
+        search.measured(rate, running);
+        if (!search.measuring()) auto_.left = search.period() * kAutoSteps;
       } else {
         auto_.left -= k;
-        if (auto_.left <= 0) auto_.phase = AutoState::kMeasureAll;
+        if (auto_.left <= 0) search.searchAgain();
       }
       total.steps += r.steps;
       total.wall_seconds += r.wall_seconds;

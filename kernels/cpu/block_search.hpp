@@ -1,0 +1,60 @@
+/**
+ * @file block_search.hpp
+ * How CpuExecutor's `auto` blocking chooses a block count from measured rates. Pure logic
+ * (the executor times the sub-runs), so the search is tested with synthetic rates.
+ */
+#pragma once
+
+#include <cstdint>
+
+namespace mv {
+
+/**
+ * A search over block counts 1 (no blocks), 4, 16, ... (kFactor apart, at most one
+ * experiment per block), driven by the rates of measured sub-runs.
+ *
+ * A search first measures the current choice, then its neighbours: more blocks while more
+ * keep winning; if the first step up lost, fewer blocks while fewer keep winning. It stops
+ * at the first loss and adopts the fastest count measured, which is then used for
+ * `period()` sub-runs' worth of steps before the next search. The period starts at
+ * kPeriod and doubles, up to kMaxPeriod, while searches keep the batch blocked (or keep it
+ * unblocked); a change between the two resets it. The first search starts from 1, so a
+ * batch is first measured without blocks. A later search starts from the choice, so a
+ * batch that runs best in blocks of one experiment pays for two near-optimal probes per
+ * period (the choice and 4x fewer blocks) rather than for a sub-run without blocks, which
+ * can be several times slower.
+ */
+class BlockSearch {
+ public:
+  static constexpr int64_t kFactor = 4;
+  static constexpr int64_t kPeriod = 16;
+  static constexpr int64_t kMaxPeriod = 256;
+
+  /// True while the next sub-run is measured (a search is on); false while the choice is used.
+  bool measuring() const { return measuring_; }
+  /// Blocks of the next sub-run: the probe while measuring, else the choice (1 = no blocks).
+  int64_t blocks() const { return measuring_ ? probe_ : choice_; }
+  /// The count in use since the last search ended.
+  int64_t choice() const { return choice_; }
+  /// Sub-runs' worth of steps the choice is used for before the next search.
+  int64_t period() const { return period_; }
+
+  /// The measured sub-run with blocks() blocks ran at `rate` (any unit, higher is faster)
+  /// with `running` experiments not done; block counts above `running` act as `running`.
+  void measured(double rate, int64_t running);
+  /// The choice was used for its period: the next sub-run starts a search from it.
+  void searchAgain();
+
+ private:
+  void finish();
+
+  bool measuring_ = true;
+  int64_t choice_ = 1;
+  int64_t probe_ = 1;
+  int direction_ = 0;  ///< 0: measuring the choice; +1: more blocks; -1: fewer
+  int64_t best_ = 1;
+  double best_rate_ = 0;
+  int64_t period_ = 0;
+};
+
+}  // namespace mv

@@ -1,0 +1,106 @@
+/**
+ * @file test_block_search.cpp
+ * The block-count search of CpuExecutor's `auto` blocking, driven by synthetic rates: which
+ * counts it measures, what it adopts and for how long.
+ */
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "kernels/cpu/block_search.hpp"
+
+using namespace mv;
+
+namespace {
+
+/// Runs one search to its end with `rate(blocks)`; returns the block counts it measured.
+std::vector<int64_t> searchOnce(BlockSearch& s, const std::function<double(int64_t)>& rate, int64_t running) {
+  std::vector<int64_t> probes;
+  REQUIRE(s.measuring());
+  while (s.measuring()) {
+    probes.push_back(s.blocks());
+    s.measured(rate(s.blocks()), running);
+    REQUIRE(probes.size() < 16);
+  }
+  return probes;
+}
+
+/// Rates that peak at `peak` blocks and fall by half per factor of 4 away from it.
+std::function<double(int64_t)> peakAt(int64_t peak) {
+  return [peak](int64_t blocks) {
+    double r = 100;
+    for (int64_t b = blocks; b < peak; b *= BlockSearch::kFactor) r /= 2;
+    for (int64_t b = peak; b < blocks; b *= BlockSearch::kFactor) r /= 2;
+    return r;
+  };
+}
+
+}  // namespace
+
+TEST_CASE("the first search starts without blocks and climbs while more blocks win", "[block_search]") {
+  BlockSearch s;
+  CHECK(s.blocks() == 1);
+  CHECK(searchOnce(s, peakAt(16), 64) == std::vector<int64_t>{1, 4, 16, 64});
+  CHECK(s.choice() == 16);
+  CHECK(s.blocks() == 16);
+  CHECK(s.period() == BlockSearch::kPeriod);
+
+  BlockSearch unblocked;
+  CHECK(searchOnce(unblocked, peakAt(1), 64) == std::vector<int64_t>{1, 4});
+  CHECK(unblocked.choice() == 1);
+}
+
+TEST_CASE("the climb stops at one experiment per block", "[block_search]") {
+  BlockSearch s;
+  const auto more_is_faster = [](int64_t blocks) { return static_cast<double>(blocks); };
+  CHECK(searchOnce(s, more_is_faster, 20) == std::vector<int64_t>{1, 4, 16, 20});
+  CHECK(s.choice() == 20);
+}
+
+TEST_CASE("later searches probe only the choice and its neighbours", "[block_search]") {
+  BlockSearch s;
+  searchOnce(s, peakAt(64), 64);
+  REQUIRE(s.choice() == 64);
+  s.searchAgain();
+  // 64 blocks cannot go up (one experiment each): the choice, then one step down.
+  CHECK(searchOnce(s, peakAt(64), 64) == std::vector<int64_t>{64, 16});
+  CHECK(s.choice() == 64);
+
+  BlockSearch mid;
+  searchOnce(mid, peakAt(16), 64);
+  mid.searchAgain();
+  CHECK(searchOnce(mid, peakAt(16), 64) == std::vector<int64_t>{16, 64, 4});
+  CHECK(mid.choice() == 16);
+}
+
+TEST_CASE("a later search follows the rates when they move", "[block_search]") {
+  BlockSearch s;
+  searchOnce(s, peakAt(64), 64);
+  s.searchAgain();
+  // The batch now runs best without blocks: the search walks down while fewer blocks win.
+  CHECK(searchOnce(s, peakAt(1), 64) == std::vector<int64_t>{64, 16, 4, 1});
+  CHECK(s.choice() == 1);
+  s.searchAgain();
+  CHECK(searchOnce(s, peakAt(4), 64) == std::vector<int64_t>{1, 4, 16});
+  CHECK(s.choice() == 4);
+  // Fewer running experiments than the choice: the count acts as one experiment per block.
+  s.searchAgain();
+  CHECK(searchOnce(s, peakAt(1), 2) == std::vector<int64_t>{4, 1});
+  CHECK(s.choice() == 1);
+}
+
+TEST_CASE("the period doubles while blocking keeps winning or keeps losing, and resets on a change",
+          "[block_search]") {
+  BlockSearch s;
+  searchOnce(s, peakAt(16), 64);
+  std::vector<int64_t> periods{s.period()};
+  for (int i = 0; i < 6; ++i) {
+    s.searchAgain();
+    searchOnce(s, peakAt(i < 5 ? (i % 2 == 0 ? 64 : 16) : 1), 64);
+    periods.push_back(s.period());
+  }
+  // 16 and 64 blocks are both blocked: the period doubles up to the cap; unblocked resets it.
+  CHECK(periods == std::vector<int64_t>{16, 32, 64, 128, 256, 256, 16});
+}
