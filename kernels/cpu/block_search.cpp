@@ -21,7 +21,7 @@ void BlockSearch::measured(double rate, int64_t running) {
     }
     return;
   }
-  const bool won = rate > best_rate_;
+  const bool won = rate > best_rate_ * kMinGain;
   if (won) {
     best_ = probe_;
     best_rate_ = rate;

@@ -14,8 +14,10 @@ namespace mv {
  * experiment per block), driven by the rates of measured sub-runs.
  *
  * A search first measures the current choice, then its neighbours: more blocks while more
- * keep winning; if the first step up lost, fewer blocks while fewer keep winning. It stops
- * at the first loss and adopts the fastest count measured, which is then used for
+ * keep winning; if the first step up lost, fewer blocks while fewer keep winning. A probe
+ * wins when it is more than kMinGain times as fast as the best so far: timings on a shared
+ * machine vary by several per cent from one sub-run to the next, and a wrong move costs a
+ * whole period. The search stops at the first loss and adopts the fastest count measured, which is then used for
  * `period()` sub-runs' worth of steps before the next search. The period starts at
  * kPeriod and doubles, up to kMaxPeriod, while searches keep the batch blocked (or keep it
  * unblocked); a change between the two resets it. The first search starts from 1, so a
@@ -29,6 +31,7 @@ class BlockSearch {
   static constexpr int64_t kFactor = 4;
   static constexpr int64_t kPeriod = 16;
   static constexpr int64_t kMaxPeriod = 256;
+  static constexpr double kMinGain = 1.1;
 
   /// True while the next sub-run is measured (a search is on); false while the choice is used.
   bool measuring() const { return measuring_; }

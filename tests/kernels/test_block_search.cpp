@@ -52,9 +52,21 @@ TEST_CASE("the first search starts without blocks and climbs while more blocks w
   CHECK(unblocked.choice() == 1);
 }
 
+TEST_CASE("a probe must beat the best by more than kMinGain to win", "[block_search]") {
+  const auto gain = [](double g) {
+    return [g](int64_t blocks) { return blocks == 1 ? 100.0 : 100.0 * g; };
+  };
+  BlockSearch close;
+  CHECK(searchOnce(close, gain(1.05), 64) == std::vector<int64_t>{1, 4});
+  CHECK(close.choice() == 1);
+  BlockSearch clear;
+  CHECK(searchOnce(clear, gain(1.2), 64) == std::vector<int64_t>{1, 4, 16});
+  CHECK(clear.choice() == 4);  // 16 blocks are no faster than 4
+}
+
 TEST_CASE("the climb stops at one experiment per block", "[block_search]") {
   BlockSearch s;
-  const auto more_is_faster = [](int64_t blocks) { return static_cast<double>(blocks); };
+  const auto more_is_faster = [](int64_t blocks) { return static_cast<double>(blocks * blocks); };
   CHECK(searchOnce(s, more_is_faster, 20) == std::vector<int64_t>{1, 4, 16, 20});
   CHECK(s.choice() == 20);
 }
