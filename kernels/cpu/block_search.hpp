@@ -17,10 +17,10 @@ namespace mv {
  * keep winning; if the first step up lost, fewer blocks while fewer keep winning. A probe
  * wins when it is more than kMinGain times as fast as the best so far: timings on a shared
  * machine vary by several per cent from one sub-run to the next, and a wrong move costs a
- * whole period. The search stops at the first loss and adopts the fastest count measured, which is then used for
- * `period()` sub-runs' worth of steps before the next search. The period starts at
- * kPeriod and doubles, up to kMaxPeriod, while searches keep the batch blocked (or keep it
- * unblocked); a change between the two resets it. The first search starts from 1, so a
+ * whole period. The search stops at the first loss and adopts the fastest count measured,
+ * which is then used for `period()` sub-runs' worth of steps before the next search. The
+ * period starts at kPeriod and doubles, up to kMaxPeriod, while searches keep the batch
+ * blocked (or keep it unblocked); a change between the two resets it. The first search starts from 1, so a
  * batch is first measured without blocks. A later search starts from the choice, so a
  * batch that runs best in blocks of one experiment pays for two near-optimal probes per
  * period (the choice and 4x fewer blocks) rather than for a sub-run without blocks, which
