@@ -152,6 +152,11 @@ struct TableView {
   MV_HD C& get(int64_t row) const {
     return column<C>()[row];
   }
+  /// Experiment e's rows of column C, from its first row (local row r is element r).
+  template <class C>
+  MV_HD C* expColumn(ExpId e) const {
+    return column<C>() + exp_begin[e];
+  }
   MV_HD int64_t expBegin(ExpId e) const { return exp_begin[e]; }
   MV_HD int64_t expEnd(ExpId e) const { return exp_begin[e + 1]; }
   MV_HD int64_t expRows(ExpId e) const { return exp_begin[e + 1] - exp_begin[e]; }

@@ -236,7 +236,7 @@ template <class H, class I, class WV>
 MV_HD PacketSlots packetSlots(WV& world, ExpId e) {
   TableView<H>& h = world.template table<H>();
   TableView<I>& i = world.template table<I>();
-  return PacketSlots{h.template column<PacketHeader>() + h.expBegin(e), i.template column<IntStack>() + i.expBegin(e)};
+  return PacketSlots{h.template expColumn<PacketHeader>(e), i.template expColumn<IntStack>(e)};
 }
 
 // --- routing (read-only) ---------------------------------------------------------------

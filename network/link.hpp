@@ -141,12 +141,11 @@ struct LinkRings {
 /// The rings of experiment `e` of a world for the current step.
 template <class WV>
 MV_HD LinkRings linkRings(WV& world, ExpId e) {
-  TableView<Link>& links = world.template table<Link>();
-  const int64_t link0 = links.expBegin(e);
+  const TableView<Link>& links = world.template table<Link>();
   const int par = static_cast<int>(world.clocks[e].steps & 1);
-  return LinkRings{links.template column<LinkInfo>() + link0,
-                   links.template column<LinkRing>() + link0,
-                   links.template column<LinkBinState>() + link0,
+  return LinkRings{links.template expColumn<LinkInfo>(e),
+                   links.template expColumn<LinkRing>(e),
+                   links.template expColumn<LinkBinState>(e),
                    packetSlots<LinkSlot, LinkSlotInt>(world, e),
                    par,
                    par ^ 1};

@@ -51,29 +51,25 @@ struct SwitchSystem {
   using Ctx = RowContext<WV>;
 
   MV_HD static void run(const Ctx& ctx, const SwitchInfo& info, SwitchState& st, NetCounters& counters) {
-    TableView<Port>& ports = ctx.template table<Port>();
-    const int64_t port0 = ports.expBegin(ctx.exp) + info.port_base;
-    const TableView<RouteIndexTable>& index = ctx.template table<RouteIndexTable>();
-    const TableView<NicRouteTable>& nics = ctx.template table<NicRouteTable>();
-    const TableView<RouteSetTable>& sets = ctx.template table<RouteSetTable>();
-    const TableView<RoutePortTable>& route_ports = ctx.template table<RoutePortTable>();
+    const TableView<Port>& ports = ctx.template table<Port>();
+    const ExpId e = ctx.exp;
     const SwitchRoutes routes{
-        nics.template column<NicRoute>() + nics.expBegin(ctx.exp),
-        index.template column<RouteIndex>() + index.expBegin(ctx.exp) + info.route_base,
-        sets.template column<RouteSet>() + sets.expBegin(ctx.exp),
-        route_ports.template column<RoutePort>() + route_ports.expBegin(ctx.exp),
-        static_cast<uint32_t>(ctx.row - ctx.template table<Switch>().expBegin(ctx.exp))};
+        ctx.template table<NicRouteTable>().template expColumn<NicRoute>(e),
+        ctx.template table<RouteIndexTable>().template expColumn<RouteIndex>(e) + info.route_base,
+        ctx.template table<RouteSetTable>().template expColumn<RouteSet>(e),
+        ctx.template table<RoutePortTable>().template expColumn<RoutePort>(e),
+        static_cast<uint32_t>(ctx.row - ctx.template table<Switch>().expBegin(e))};
     Unit u{ctx,
            info,
            st,
            counters,
-           linkRings(*ctx.world, ctx.exp),
-           packetSlots<SwitchSlot, SwitchSlotInt>(*ctx.world, ctx.exp),
-           ports.template column<PortInfo>() + port0,
-           ports.template column<PortQueue>() + port0,
-           ports.template column<PortIngress>() + port0,
-           ports.template column<PortNext>() + port0,
-           ports.template column<PortTree>() + port0,
+           linkRings(*ctx.world, e),
+           packetSlots<SwitchSlot, SwitchSlotInt>(*ctx.world, e),
+           ports.template expColumn<PortInfo>(e) + info.port_base,
+           ports.template expColumn<PortQueue>(e) + info.port_base,
+           ports.template expColumn<PortIngress>(e) + info.port_base,
+           ports.template expColumn<PortNext>(e) + info.port_base,
+           ports.template expColumn<PortTree>(e) + info.port_base,
            routes};
     u.step();
   }
