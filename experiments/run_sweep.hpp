@@ -3,8 +3,9 @@
  * `multiverse --experiments sweep.yaml`: expands and validates the sweep (everything wrong
  * is reported before anything runs), runs the experiments in batches as large as the
  * memory budget and the batch size allow, writes each result as it finishes
- * (experiments/results.hpp), and ends with a ranked table. Under `mpirun -np K` the experiments are sharded over the ranks (longest
- * first by estimated cost) and rank 0 writes every result. docs/sweep.md, docs/results.md.
+ * (experiments/results.hpp), and ends with a ranked table. Under `mpirun -np K` the
+ * experiments are sharded over the ranks (longest first by estimated cost) and rank 0
+ * writes every result. docs/sweep.md, docs/results.md.
  */
 #pragma once
 
