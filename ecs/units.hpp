@@ -96,16 +96,25 @@ MV_HD constexpr BitsPerSecond gigabitsPerSecond(int64_t v) {
   return BitsPerSecond{v * 1000 * 1000 * 1000};
 }
 
+/// Bit-picoseconds per second per byte: 8 bits/byte × 1e12 ps/s.
+inline constexpr int64_t kBitPsPerSecond = 8LL * 1000 * 1000 * 1000 * 1000;
+
+/**
+ * Picoseconds per byte on a wire of `rate` when that is a whole number, as for the usual
+ * rates (1, 10, 25, 40, 100, 200, 400, 800 Gb/s); else 0. Links keep it, so that their
+ * serialisation times are one multiplication.
+ */
+MV_HD constexpr int64_t exactPsPerByte(BitsPerSecond rate) {
+  const int64_t ps_per_byte = kBitPsPerSecond / rate.bps;
+  return ps_per_byte * rate.bps == kBitPsPerSecond ? ps_per_byte : 0;
+}
+
 /**
  * Time to put `size` on a wire of `rate`, rounded up to the next picosecond so that a
  * sender never finishes early. Exact in integers for every rate up to 1.8 Tb/s.
  */
 MV_HD constexpr Picoseconds serializationTime(Bytes size, BitsPerSecond rate) {
-  constexpr int64_t kBitPsPerSecond = 8LL * 1000 * 1000 * 1000 * 1000;  // 8 bits/byte × 1e12 ps/s
-  // Fast path: the usual rates (1, 10, 25, 40, 100, 200, 400, 800 Gb/s) take a whole number
-  // of picoseconds per byte.
-  const int64_t ps_per_byte = kBitPsPerSecond / rate.bps;
-  if (ps_per_byte * rate.bps == kBitPsPerSecond) return Picoseconds{size.count * ps_per_byte};
+  if (const int64_t ps_per_byte = exactPsPerByte(rate); ps_per_byte > 0) return Picoseconds{size.count * ps_per_byte};
   const Int128 bit_ps = static_cast<Int128>(size.count) * kBitPsPerSecond;
   return Picoseconds{static_cast<int64_t>((bit_ps + rate.bps - 1) / rate.bps)};
 }

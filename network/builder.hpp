@@ -131,6 +131,7 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
     LinkInfo& li = links.template get<LinkInfo>(link0 + l);
     li.rate_bps = rate;
     li.delay_ps = delay;
+    li.ps_per_byte = exactPsPerByte(BitsPerSecond{rate});
     li.slot_base = slots;
     li.capacity = ringCapacity(rate, delay, lookahead_ps, max_wire, cfg.link_ring_factor);
     slots += li.capacity;

@@ -79,6 +79,7 @@ struct NicState {
 struct LinkBinState {
   int64_t bin = -1;          ///< index of the open bin, -1 before the first packet
   int64_t bytes = 0;
+  int64_t end_ps = 0;        ///< when the open bin ends (a link's send times never go back)
 };
 struct Nic : Archetype<NicInfo, NicState, NetCounters> {
   static constexpr const char* kName = "Nic";
@@ -170,6 +171,7 @@ struct LinkInfo {
   uint32_t capacity = 0;     ///< a power of two
   int64_t delay_ps = 0;
   int64_t rate_bps = 0;
+  int64_t ps_per_byte = 0;   ///< exactPsPerByte(rate): serialisation is one multiplication; 0: not whole
 };
 /// Ring positions, double-buffered by step parity: in step s the producer reads tail and
 /// head of parity s-1 and writes tail of parity s, the consumer reads tail of parity s-1

@@ -95,6 +95,20 @@ struct LinkRings {
     r.head[par] += 1;
     if (r.head[par] + 1 < r.tail[prev]) prefetch(&slots[slotOf(link, r.head[par] + 1)]);
   }
+  /// Slot of the head packet, which the caller knows is visible.
+  MV_HD int64_t headSlot(uint32_t link) const { return slotOf(link, ring(link).head[par]); }
+  /// pop() then nextArrival(), reading the ring and the link once.
+  MV_HD int64_t popNext(uint32_t link) const {
+    LinkRing& r = ring(link);
+    const LinkInfo& li = info(link);
+    const int64_t head = r.head[par] + 1;
+    const int64_t tail = r.tail[prev];
+    const int64_t mask = li.capacity - 1;
+    r.head[par] = head;
+    if (head >= tail) return INT64_MAX;
+    if (head + 1 < tail) prefetch(&slots[li.slot_base + ((head + 1) & mask)]);
+    return slots[li.slot_base + (head & mask)].time_ps;
+  }
 
   /**
    * Serialises `p` (INT records `ints`) onto `link` from `t` at the link's rate; it arrives
@@ -106,7 +120,8 @@ struct LinkRings {
                          TableView<LinkSample>& samples, ExpId e, int64_t bin_ps, NetCounters& counters,
                          int64_t& first_push, uint32_t* status) const {
     const LinkInfo& li = info(link);
-    const int64_t done = t + serializationTime(Bytes{p.wire_bytes}, BitsPerSecond{li.rate_bps}).ps;
+    const int64_t done = t + (li.ps_per_byte > 0 ? p.wire_bytes * li.ps_per_byte
+                                                 : serializationTime(Bytes{p.wire_bytes}, BitsPerSecond{li.rate_bps}).ps);
     account(samples, e, link, t, bin_ps, p.wire_bytes);
     p.time_ps = done + li.delay_ps;
     counters.packet_hops += 1;
@@ -125,10 +140,10 @@ struct LinkRings {
                      int64_t bytes) const {
     if (bin_ps <= 0) return;
     LinkBinState& b = bins[link];
-    const int64_t bin = t / bin_ps;
-    if (bin != b.bin) {
+    if (t >= b.end_ps) {
       if (b.bytes > 0) samples.create(e, binKey(link, b.bin), LinkBin{link, 0, b.bin, b.bytes});
-      b.bin = bin;
+      b.bin = t / bin_ps;
+      b.end_ps = (b.bin + 1) * bin_ps;
       b.bytes = 0;
     }
     b.bytes += bytes;

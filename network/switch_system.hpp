@@ -178,12 +178,11 @@ struct SwitchSystem {
         if (t_arr <= t_tx) {
           const uint32_t port = arr_port;
           const uint32_t link = pinfo(port).in_link;
-          arrive(cfg, port, *rings.peek(link, end), rings.headInts(link));
-          rings.pop(link);
-          pnext(port).arrival_ps = rings.nextArrival(link);
+          const int64_t head = rings.headSlot(link);  // visible: it arrives before t_tx and before end
+          arrive(cfg, port, rings.slots[head], rings.slots.intsOf(head));
+          pnext(port).arrival_ps = rings.popNext(link);
           arr_stale = true;  // the earliest arrival moved later
           replay<true>(port);
-          refresh(port);
         } else {
           const uint32_t port = tx_port;
           transmit(cfg, port, t_tx, first_push);
@@ -371,6 +370,7 @@ struct SwitchSystem {
         if (in.kind == PacketKind::kPause) {
           if ((q.paused & bit) == 0u) q.paused_since_ps[in.prio] = t;
           q.paused |= bit;
+          refresh(port);
         } else if ((q.paused & bit) != 0u) {
           q.paused &= ~bit;
           counters.paused_ps += t - q.paused_since_ps[in.prio];
