@@ -1,5 +1,9 @@
 #include "experiments/backend.hpp"
 
+#include <algorithm>
+
+#include "kernels/cpu/cpu_executor.hpp"
+
 #ifdef MV_HAVE_CUDA
 #include "kernels/cuda/device_query.hpp"
 #include "systems/cuda/training_device.hpp"
@@ -8,7 +12,13 @@
 namespace mv {
 
 std::string BackendPlan::describe() const {
-  if (!cuda) return "cpu";
+  if (!cuda) {
+    if (cpu_threads.size() <= 1) return "cpu";
+    const bool even = std::all_of(cpu_threads.begin(), cpu_threads.end(), [&](int t) { return t == cpu_threads[0]; });
+    std::string s = "cpu (" + std::to_string(cpu_threads.size()) + " workers of ";
+    s += even ? std::to_string(cpu_threads[0]) : std::to_string(cpu_threads.back()) + "-" + std::to_string(cpu_threads[0]);
+    return s + (even && cpu_threads[0] == 1 ? " thread)" : " threads)");
+  }
   std::string s = "cuda (device";
   s += devices.size() == 1 ? " " : "s ";
   for (size_t i = 0; i < devices.size(); ++i) s += (i > 0 ? ", " : "") + std::to_string(devices[i]);
@@ -64,6 +74,23 @@ BackendPlan planBackend(const std::string& backend, int devices, int available, 
   plan.cuda = true;
   for (int d = 0; d < n; ++d) plan.devices.push_back(d);
   return plan;
+}
+
+void planCpuWorkers(BackendPlan& plan, int requested, int threads, int64_t experiments) {
+  if (plan.cuda) {
+    if (requested > 0) plan.error = "--cpu-workers applies to the cpu backend only";
+    return;
+  }
+  const int total = threads > 0 ? threads : defaultCpuThreads();
+  if (requested > total) {
+    plan.error = "--cpu-workers " + std::to_string(requested) + " needs at least as many CPU threads, but there are " +
+                 std::to_string(total) + " (--threads)";
+    return;
+  }
+  const int64_t most = std::max<int64_t>(1, std::min<int64_t>(total, experiments));
+  const int workers = requested > 0 ? requested : static_cast<int>(most);
+  plan.cpu_threads.assign(static_cast<size_t>(workers), total / workers);
+  for (int w = 0; w < total % workers; ++w) plan.cpu_threads[static_cast<size_t>(w)] += 1;
 }
 
 TrainingStepRunner stepRunner(const BackendPlan& plan, int worker) {

@@ -4,6 +4,7 @@
  */
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,17 +19,26 @@ namespace mv {
 /// (bench/README.md "Batch size on the CPU"), so larger sweeps run as several batches.
 inline constexpr int64_t kCpuAutoBatchSize = 8;
 
-/// The resolved choice: CPU (one worker) or one worker per CUDA device.
+/// The resolved choice: CPU workers, or one worker per CUDA device.
 struct BackendPlan {
   bool cuda = false;
   /// CUDA device indices, one worker each; empty for the CPU.
   std::vector<int> devices;
+  /// CPU: OpenMP threads of each worker, one entry per worker (set by planCpuWorkers;
+  /// empty: one worker with the default threads).
+  std::vector<int> cpu_threads;
   /// Why the request cannot be met (empty when it can).
   std::string error;
 
-  /// Workers that run batches side by side: one per device, or one CPU worker.
-  int workers() const { return cuda ? static_cast<int>(devices.size()) : 1; }
-  /// What to print: "cpu" or "cuda (devices 0, 1)".
+  /// Workers that run batches side by side: one per device, or the CPU workers.
+  int workers() const {
+    return cuda ? static_cast<int>(devices.size()) : std::max(static_cast<int>(cpu_threads.size()), 1);
+  }
+  /// OpenMP threads of worker `w` on the CPU, or `threads` (the --threads request) on CUDA.
+  int threadsOf(int w, int threads) const {
+    return cuda || cpu_threads.empty() ? threads : cpu_threads.at(static_cast<size_t>(w));
+  }
+  /// What to print: "cpu", "cpu (2 workers of 1 thread)" or "cuda (devices 0, 1)".
   std::string describe() const;
   /// Most experiments per batch for `--batch-size requested` (-1 = auto, 0 = no cap): auto
   /// is kCpuAutoBatchSize on the CPU and no cap on CUDA, where one batch fills a GPU. The
@@ -43,6 +53,16 @@ int usableCudaDevices();
 /// Resolves `backend` ("auto", "cpu", "cuda") and `devices` (0 = every usable device) given
 /// `available` usable CUDA devices and whether the CUDA backend is built in.
 BackendPlan planBackend(const std::string& backend, int devices, int available, bool built);
+
+/**
+ * Splits the CPU into workers that run batches side by side, each with its own threads:
+ * `requested` workers (-1 = auto: one per thread, but no more than `experiments`) sharing
+ * `threads` threads (0 = all cores) as evenly as possible. A worker's experiments never
+ * wait at a barrier for another worker's, so on the CPU several one-thread workers beat
+ * one worker whose threads split each step (bench/README.md "CPU workers"). Sets
+ * plan.error when more workers than threads are requested; does nothing on CUDA.
+ */
+void planCpuWorkers(BackendPlan& plan, int requested, int threads, int64_t experiments);
 
 /// The step runner of worker `worker` of `plan` (empty = the CPU executor).
 TrainingStepRunner stepRunner(const BackendPlan& plan, int worker);

@@ -70,27 +70,52 @@ constexpr const char* kBatchSizeHelp =
 /// Largest `--cpu-block N` and `--batch-size N`.
 constexpr int64_t kMaxExperimentCount = int64_t{1} << 20;
 
+/// Largest `--cpu-workers N` (as `--threads`).
+constexpr int kMaxCpuWorkers = 1024;
+
+}  // namespace
+
+namespace {
+
+/// Accepts "auto" or a whole number from `lo` to `hi` of `what` (e.g. "experiments").
+CLI::Validator autoOrCount(int64_t lo, int64_t hi, const std::string& what) {
+  return CLI::Validator(
+      [=](std::string& v) -> std::string {
+        if (v == "auto") return {};
+        std::size_t used = 0;
+        int64_t n = -1;
+        try {
+          n = std::stoll(v, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != v.size() || n < lo || n > hi) {
+          return "must be auto or a whole number of " + what + " from " + std::to_string(lo) + " to " +
+                 std::to_string(hi);
+        }
+        return {};
+      },
+      "auto|" + std::to_string(lo) + ".." + std::to_string(hi));
+}
+
+/// -1 for "auto", else the number (already checked by autoOrCount).
+int64_t autoOrCountValue(const std::string& v) {
+  return v == "auto" ? -1 : std::stoll(v);
+}
+
 }  // namespace
 
 void addExperimentCountOption(CLI::App& app, int64_t& count, const std::string& name, const std::string& help) {
+  app.add_option_function<std::string>(name, [&count](const std::string& v) { count = autoOrCountValue(v); }, help)
+      ->check(autoOrCount(0, kMaxExperimentCount, "experiments"));
+}
+
+void addCpuWorkersOption(CLI::App& app, int& workers) {
   app.add_option_function<std::string>(
-         name, [&count](const std::string& v) { count = v == "auto" ? -1 : std::stoll(v); }, help)
-      ->check(CLI::Validator(
-          [](std::string& v) -> std::string {
-            if (v == "auto") return {};
-            std::size_t used = 0;
-            int64_t n = -1;
-            try {
-              n = std::stoll(v, &used);
-            } catch (const std::exception&) {
-              used = 0;
-            }
-            if (used != v.size() || n < 0 || n > kMaxExperimentCount) {
-              return "must be auto or a whole number of experiments from 0 to " + std::to_string(kMaxExperimentCount);
-            }
-            return {};
-          },
-          "auto|0.." + std::to_string(kMaxExperimentCount)));
+         "--cpu-workers", [&workers](const std::string& v) { workers = static_cast<int>(autoOrCountValue(v)); },
+         "CPU backend: workers running batches side by side, sharing --threads: auto (default: one per thread, no "
+         "more than the experiments) or N (docs/sweep.md)")
+      ->check(autoOrCount(1, kMaxCpuWorkers, "workers"));
 }
 
 int runCli(int argc, char** argv) {
@@ -110,6 +135,7 @@ int runCli(int argc, char** argv) {
   app.add_option("--threads", sweep.threads, "CPU threads per process (default: all cores)")->check(CLI::Range(1, 1024));
   addExperimentCountOption(app, sweep.cpu_block, "--cpu-block", kCpuBlockHelp);
   addExperimentCountOption(app, sweep.batch_size, "--batch-size", kBatchSizeHelp);
+  addCpuWorkersOption(app, sweep.cpu_workers);
   app.add_option("--backend", sweep.backend, "auto, cpu or cuda (default auto: cuda when a GPU is usable, else cpu)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_option("--devices", sweep.devices, "CUDA devices to spread the experiments over (default: all usable)")

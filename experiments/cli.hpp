@@ -28,5 +28,7 @@ int runCli(int argc, char** argv);
 /// 2^20, stored into `count` (-1 for auto, CpuExecutor::kAutoBlock for `--cpu-block`);
 /// anything else is a usage error. `help` is its help text.
 void addExperimentCountOption(CLI::App& app, int64_t& count, const std::string& name, const std::string& help);
+/// Adds `--cpu-workers auto|N` (N from 1 to 1024) writing -1 (auto) or N into `workers`.
+void addCpuWorkersOption(CLI::App& app, int& workers);
 
 }  // namespace mv

@@ -282,7 +282,8 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
   Diagnostics diags;
   Sweep sweep;
   const std::vector<Job> jobs = readJobs(file, options.trace, sweep, diags);
-  const BackendPlan plan = planBackend(options.backend, options.devices, usableCudaDevices(), cudaBackendBuilt());
+  BackendPlan plan = planBackend(options.backend, options.devices, usableCudaDevices(), cudaBackendBuilt());
+  if (plan.error.empty()) planCpuWorkers(plan, options.cpu_workers, options.threads, static_cast<int64_t>(jobs.size()));
   if (!plan.error.empty()) diags.add(Diagnostic{"", 0, "--backend", plan.error});
   if (!diags.empty()) {
     if (shard.root()) std::cerr << diags.format();
@@ -318,12 +319,14 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
   }
   const size_t done_before = jobs.size() - pending.size();
   // Each worker's experiments, longest first, cut into batches by memory and batch size.
+  const std::vector<const Job*> mine = shard.mine(pending);
+  planCpuWorkers(plan, options.cpu_workers, options.threads, static_cast<int64_t>(mine.size()));
   const int workers = plan.workers();
   const int64_t budget = (options.max_memory > 0 ? options.max_memory : defaultMemoryBudget()) / workers;
   const int64_t batch_size = plan.batchSize(options.batch_size);
   std::vector<std::vector<std::vector<const Job*>>> work;
   size_t batch_count = 0;
-  for (const std::vector<const Job*>& group : splitJobs(shard.mine(pending), workers)) {
+  for (const std::vector<const Job*>& group : splitJobs(mine, workers)) {
     work.push_back(batches(group, budget, batch_size));
     batch_count += work.back().size();
   }
@@ -358,7 +361,7 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
   for (int w = 0; w < workers; ++w) {
     threads.emplace_back([&, w] {
       SimulationOptions sim;
-      sim.threads = options.threads;
+      sim.threads = plan.threadsOf(w, options.threads);
       sim.cpu_block = options.cpu_block;
       sim.trace = options.trace;
       sim.device_runner = stepRunner(plan, w);

@@ -27,6 +27,9 @@ struct SweepOptions {
   /// CPU backend: experiments of a batch advanced together per block; 0 = all, -1
   /// (CpuExecutor::kAutoBlock) = chosen by measurement. docs/engine.md "Experiment blocking".
   int64_t cpu_block = -1;
+  /// CPU backend: workers running batches side by side, sharing `threads`; -1 = auto (one
+  /// per thread, no more than the experiments). See planCpuWorkers (backend.hpp).
+  int cpu_workers = -1;
   /// "auto" (CUDA when a GPU is usable, else CPU), "cpu" or "cuda".
   std::string backend = "auto";
   /// CUDA devices to spread the experiments over (longest first by estimated cost);

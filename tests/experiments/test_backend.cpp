@@ -49,6 +49,37 @@ TEST_CASE("auto batch size caps CPU batches and leaves CUDA batches to the memor
   }
 }
 
+TEST_CASE("CPU workers share the threads evenly, one per thread by default, never more than the experiments",
+          "[backend]") {
+  auto workers = [](int requested, int threads, int64_t experiments) {
+    BackendPlan p = planBackend("cpu", 0, 0, false);
+    planCpuWorkers(p, requested, threads, experiments);
+    return p;
+  };
+  const BackendPlan two = workers(-1, 2, 16);
+  CHECK(two.workers() == 2);
+  CHECK(two.cpu_threads == std::vector<int>{1, 1});
+  CHECK(two.threadsOf(1, 2) == 1);
+  CHECK(two.describe() == "cpu (2 workers of 1 thread)");
+  // Fewer experiments than threads: one worker each, the threads split between them.
+  const BackendPlan few = workers(-1, 8, 3);
+  CHECK(few.cpu_threads == std::vector<int>{3, 3, 2});
+  CHECK(few.describe() == "cpu (3 workers of 2-3 threads)");
+  CHECK(workers(-1, 8, 1).cpu_threads == std::vector<int>{8});
+  CHECK(workers(-1, 8, 1).describe() == "cpu");
+  CHECK(workers(-1, 4, 0).cpu_threads == std::vector<int>{4});
+  CHECK(workers(2, 4, 100).describe() == "cpu (2 workers of 2 threads)");
+  CHECK(workers(1, 4, 100).cpu_threads == std::vector<int>{4});
+  CHECK(workers(5, 4, 100).error == "--cpu-workers 5 needs at least as many CPU threads, but there are 4 (--threads)");
+  // CUDA keeps one worker per device and refuses an explicit CPU worker count.
+  BackendPlan cuda = planBackend("cuda", 0, 2, true);
+  planCpuWorkers(cuda, -1, 2, 16);
+  CHECK(cuda.workers() == 2);
+  CHECK(cuda.threadsOf(0, 6) == 6);
+  planCpuWorkers(cuda, 2, 2, 16);
+  CHECK(cuda.error == "--cpu-workers applies to the cpu backend only");
+}
+
 TEST_CASE("batches respect both the memory budget and the batch size", "[backend]") {
   const std::vector<int64_t> ten(10, 100);
   CHECK(batchLengths(ten, 10'000, 0) == std::vector<size_t>{10});

@@ -122,7 +122,14 @@ expect 0 "3 batches of at most 1 experiment;" --experiments "$tmp/tiny.yaml" --o
 if ! diff <(stable "$tmp/full.csv") <(stable "$tmp/ones/summary.csv") >/dev/null; then
   echo "FAIL: batches of one give other results than one batch"; fail=1
 fi
-expect 0 "1 batch; results in" --experiments "$tmp/tiny.yaml" --out "$tmp/one" --threads 2 --batch-size 0
+expect 0 "1 batch; results in" --experiments "$tmp/tiny.yaml" --out "$tmp/one" --threads 2 --batch-size 0 --cpu-workers 1
+# Two one-thread CPU workers (the default on 2 threads) give the results of one worker.
+expect 0 "backend cpu (2 workers of 1 thread); 2 batches;" --experiments "$tmp/tiny.yaml" --out "$tmp/two" --threads 2 --batch-size 0
+if ! diff <(stable "$tmp/full.csv" | sort) <(stable "$tmp/two/summary.csv" | sort) >/dev/null; then
+  echo "FAIL: two CPU workers give other results than one"; fail=1
+fi
+expect 2 "--cpu-workers 3 needs at least as many CPU threads, but there are 2" --experiments "$tmp/tiny.yaml" --threads 2 --cpu-workers 3
+expect 2 "--cpu-workers: must be auto or a whole number of workers from 1 to 1024" --experiments "$tmp/tiny.yaml" --cpu-workers 0
 expect 2 "--batch-size: must be auto or a whole number" --experiments "$tmp/tiny.yaml" --batch-size 2.5
 cat > "$tmp/algo.yaml" <<'YAML'
 base:
