@@ -23,6 +23,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -48,7 +49,8 @@ struct Settings {
   std::vector<uint32_t> batch_sizes = {1, 8, 64};
   uint32_t rail_servers = 128;  ///< servers of the rail fabric (8 NICs each)
   uint32_t rail_spines = 8;
-  int threads = 2;   ///< CpuExecutor threads
+  int threads = 2;   ///< CpuExecutor threads (over all workers)
+  int workers = 1;   ///< worlds a batch is split into, run side by side (each threads / workers threads)
   int64_t block = 0;  ///< CpuExecutor experiment block (0: every experiment in every step; -1: auto)
   std::string only;  ///< run only this part: "permutation", "all-to-all" or "memory" (empty: all)
 };
@@ -61,6 +63,7 @@ Settings quickSettings() {
                   .rail_servers = 16,
                   .rail_spines = 2,
                   .threads = 2,
+                  .workers = 1,
                   .block = 0,
                   .only = {}};
 }
@@ -131,11 +134,12 @@ void reserveStaticTables(net::NetWorld& world, const std::vector<int64_t>& rows_
       ...);
 }
 
-void buildExperiment(net::NetWorld& world, ExpId e, const Fabric& fabric) {
+/// Builds experiment e of `world` as experiment `global` of the benchmark's batch.
+void buildExperiment(net::NetWorld& world, ExpId e, const Fabric& fabric, uint32_t global) {
   world.config(e).net = net::pathQuantities(fabric.layout, fabric.cfg);
   world.clock(e).lookahead_ps = fabric.lookahead_ps;
-  world.clock(e).seed = kSeedBase + e;
-  world.clock(e).stable_id = e;
+  world.clock(e).seed = kSeedBase + global;
+  world.clock(e).stable_id = global;
   net::buildNetwork(world, e, fabric.layout, fabric.cfg, fabric.lookahead_ps);
 }
 
@@ -149,13 +153,15 @@ Fabric makeFabric(std::string name, const Topology& topo, const net::NetworkConf
   f.layout = makeNetworkLayout(topo, routing, cfg.payload_bytes);
   f.lookahead_ps = f.layout.min_delay_ps;
   net::NetWorld probe(1, TableCapacity{1, 1});
-  buildExperiment(probe, 0, f);
+  buildExperiment(probe, 0, f, 0);
   f.static_rows = staticRowsOf(probe, net::NetworkArchetypes{});
   return f;
 }
 
-/// A batch of `exps` experiments of `fabric`, each with `flows`; tables sized exactly.
-std::unique_ptr<net::NetWorld> makeBatch(const Fabric& fabric, const std::vector<FlowDef>& flows, uint32_t exps) {
+/// A world of `exps` experiments of `fabric`, each with `flows`, the benchmark batch's
+/// experiments `first`, `first` + 1, ...; tables sized exactly.
+std::unique_ptr<net::NetWorld> makeBatch(const Fabric& fabric, const std::vector<FlowDef>& flows, uint32_t exps,
+                                         uint32_t first = 0) {
   auto world = std::make_unique<net::NetWorld>(exps, TableCapacity{1, 1});
   reserveStaticTables(*world, fabric.static_rows, exps, net::NetworkArchetypes{});
   const int64_t total = static_cast<int64_t>(flows.size()) * exps;
@@ -163,7 +169,7 @@ std::unique_ptr<net::NetWorld> makeBatch(const Fabric& fabric, const std::vector
   // Every flow may complete in the same step: room for all records in the pending area.
   world->grow<net::FlowRecord>(TableCapacity{total, total});
   for (ExpId e = 0; e < exps; ++e) {
-    buildExperiment(*world, e, fabric);
+    buildExperiment(*world, e, fabric, first + e);
     for (uint32_t i = 0; i < flows.size(); ++i) {
       net::addFlow(*world, e, flows[i].src, flows[i].dst, flows[i].bytes, 0, i);
     }
@@ -243,42 +249,67 @@ struct BatchResult {
   double wallPerExp() const { return wall_seconds / exps; }
 };
 
-/// Builds and runs one batch, then checks that every flow of every experiment completed.
-BatchResult runBatch(const Fabric& fabric, const Workload& w, uint32_t exps, int threads, int64_t block) {
-  BatchResult r;
-  r.exps = exps;
-  const auto start = std::chrono::steady_clock::now();
-  const std::unique_ptr<net::NetWorld> world = makeBatch(fabric, w.flows, exps);
-  r.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  r.world_megabytes = megabytes(world->totalBytes()) / exps;
-
-  const RunReport rep = CpuExecutor(threads, block).runToEnd<net::NetGraph>(world->view());
-  if (rep.status != 0u || !rep.finished) {
-    throw std::runtime_error(w.name + " with " + std::to_string(exps) + " experiments stopped with status " +
-                             std::to_string(rep.status));
-  }
-  r.wall_seconds = rep.wall_seconds;
-  r.steps = rep.steps;
-  r.load = loadAverage();
-  auto& records = world->table<net::FlowRecord>();
+/// Checks that every flow of every experiment of `world` completed and adds its figures to `r`.
+void collectWorld(net::NetWorld& world, const Workload& w, BatchResult& r) {
+  const auto& records = world.table<net::FlowRecord>();
   const auto flows = static_cast<int64_t>(w.flows.size());
-  for (ExpId e = 0; e < exps; ++e) {
-    const net::NetCounters c = net::experimentCounters(*world, e);
+  for (ExpId e = 0; e < world.numExperiments(); ++e) {
+    const net::NetCounters c = net::experimentCounters(world, e);
     if (c.flows_done != flows || c.overflow != 0 || records.expRows(e) != flows) {
-      throw std::runtime_error(w.name + ": experiment " + std::to_string(e) + " completed " +
-                               std::to_string(c.flows_done) + " of " + std::to_string(flows) + " flows (overflow " +
-                               std::to_string(c.overflow) + ")");
+      throw std::runtime_error(w.name + ": experiment " + std::to_string(world.clock(e).stable_id) +
+                               " completed " + std::to_string(c.flows_done) + " of " + std::to_string(flows) +
+                               " flows (overflow " + std::to_string(c.overflow) + ")");
     }
     int64_t last = 0;
     for (int64_t row = records.expBegin(e); row < records.expEnd(e); ++row) {
       last = std::max(last, records.get<net::FlowResult>(row).finish_ps);
     }
-    r.sim_seconds += Picoseconds{last}.toSeconds() / exps;
+    r.sim_seconds += Picoseconds{last}.toSeconds() / r.exps;
     r.packet_hops += c.packet_hops;
     r.sum.ecn_marks += c.ecn_marks;
     r.sum.pauses += c.pauses;
     r.sum.drops += c.drops;
     r.sum.retransmits += c.retransmits;
+  }
+}
+
+/**
+ * Builds and runs a batch of `exps` experiments, then checks that every flow completed.
+ * With `workers` > 1 the batch is split into that many worlds of consecutive experiments,
+ * run side by side on their own host threads, each with an executor of threads / workers
+ * threads (as `multiverse --cpu-workers`); the wall time is from the first start to the
+ * last finish.
+ */
+BatchResult runBatch(const Fabric& fabric, const Workload& w, uint32_t exps, const Settings& s) {
+  BatchResult r;
+  r.exps = exps;
+  const uint32_t workers = std::min<uint32_t>(static_cast<uint32_t>(s.workers), exps);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::unique_ptr<net::NetWorld>> worlds;
+  for (uint32_t k = 0; k < workers; ++k) {
+    const uint32_t first = exps * k / workers;
+    worlds.push_back(makeBatch(fabric, w.flows, exps * (k + 1) / workers - first, first));
+    r.world_megabytes += megabytes(worlds.back()->totalBytes()) / exps;
+  }
+  r.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  std::vector<RunReport> reports(workers);
+  const auto run_start = std::chrono::steady_clock::now();
+  std::vector<std::thread> threads;
+  for (uint32_t k = 0; k < workers; ++k) {
+    const int t = s.threads / static_cast<int>(workers) + (static_cast<int>(k) < s.threads % static_cast<int>(workers));
+    threads.emplace_back([&, k, t] { reports[k] = CpuExecutor(t, s.block).runToEnd<net::NetGraph>(worlds[k]->view()); });
+  }
+  for (std::thread& t : threads) t.join();
+  r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+  r.load = loadAverage();
+  for (uint32_t k = 0; k < workers; ++k) {
+    if (reports[k].status != 0u || !reports[k].finished) {
+      throw std::runtime_error(w.name + " with " + std::to_string(exps) + " experiments stopped with status " +
+                               std::to_string(reports[k].status));
+    }
+    r.steps += reports[k].steps;
+    collectWorld(*worlds[k], w, r);
   }
   return r;
 }
@@ -308,7 +339,7 @@ void runWorkload(const Fabric& fabric, const Workload& w, const Settings& s) {
   printBatchHeader();
   std::vector<BatchResult> results;
   for (uint32_t exps : s.batch_sizes) {
-    results.push_back(runBatch(fabric, w, exps, s.threads, s.block));
+    results.push_back(runBatch(fabric, w, exps, s));
     printBatchRow(results.back());
     std::fflush(stdout);
   }
@@ -330,7 +361,9 @@ void runWorkload(const Fabric& fabric, const Workload& w, const Settings& s) {
 void runThroughputBenchmark(const Fabric& fabric, const Settings& s) {
   const uint32_t nics = static_cast<uint32_t>(fabric.layout.nics.size());
   const uint32_t pod = s.fat_tree_k * s.fat_tree_k / 4;
-  std::printf("== 1. %s, DCQCN (default config), CpuExecutor with %d threads ==\n", fabric.name.c_str(), s.threads);
+  std::printf("== 1. %s, DCQCN (default config), CpuExecutor with %d threads", fabric.name.c_str(), s.threads);
+  if (s.workers > 1) std::printf(" over %d worlds side by side", s.workers);
+  std::printf(" ==\n");
   std::printf("   experiment e of a batch: seed %llu + e, stable id e, same flows (all start at 0)\n",
               static_cast<unsigned long long>(kSeedBase));
   std::printf("   wall s = runToEnd only (setup s: building the world); Mhops/s = sum of packet_hops / wall s;\n");
@@ -421,6 +454,7 @@ int main(int argc, char** argv) {
   std::vector<uint32_t> batches;
   int threads = 0;
   int64_t block = 0;
+  int workers = 1;
   app.add_flag("--quick", quick, "small fabrics and flows, to check that the benchmark runs (figures meaningless)");
   app.add_option("--only", only, "run one part only (for profiling)")
       ->check(CLI::IsMember({"permutation", "all-to-all", "memory"}));
@@ -428,6 +462,10 @@ int main(int argc, char** argv) {
                  "experiments per batch, e.g. --batches 1 64 (default 1 8 64; targets need 1 and 64)")
       ->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "CpuExecutor threads (default 2; targets are for 2)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--workers", workers,
+                 "split each batch into this many worlds run side by side, each on threads / workers threads, as "
+                 "multiverse --cpu-workers (default 1: one world)")
       ->check(CLI::PositiveNumber);
   mv::addExperimentCountOption(app, block, "--block",
                                "CpuExecutor experiment block: N, 0 (default: every experiment in every step) or auto");
@@ -437,6 +475,11 @@ int main(int argc, char** argv) {
   s.only = only;
   if (threads > 0) s.threads = threads;
   s.block = block;
+  s.workers = workers;
+  if (s.workers > s.threads) {
+    std::cerr << "mv_bench_network: error: --workers " << s.workers << " needs at least as many --threads\n";
+    return 2;
+  }
   if (!batches.empty()) s.batch_sizes = batches;
   std::printf("mv_bench_network%s: OpenMP default threads on this machine: %d\n\n", quick ? " --quick" : "",
               mv::defaultCpuThreads());

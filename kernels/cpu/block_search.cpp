@@ -21,11 +21,16 @@ void BlockSearch::measured(double rate, int64_t running) {
     }
     return;
   }
-  const bool won = rate > best_rate_ * kMinGain;
-  if (won) {
-    best_ = probe_;
-    best_rate_ = rate;
+  if (!recheck_) {
+    probe_rate_ = rate;
+    recheck_ = true;
+    return;
   }
+  recheck_ = false;
+  const double reference = (best_rate_ + rate) / 2;
+  const bool won = probe_rate_ > reference * kMinGain;
+  best_rate_ = won ? probe_rate_ : reference;
+  if (won) best_ = probe_;
   if (direction_ > 0) {
     if (won && probe_ < most) {
       probe_ = std::min(probe_ * kFactor, most);
@@ -54,7 +59,12 @@ void BlockSearch::finish() {
 void BlockSearch::searchAgain() {
   measuring_ = true;
   direction_ = 0;
+  recheck_ = false;
   probe_ = choice_;
+}
+
+void BlockSearch::used(double rate) {
+  if (rate > best_rate_ * kDrift || rate * kDrift < best_rate_) searchAgain();
 }
 
 }  // namespace mv

@@ -14,17 +14,24 @@ namespace mv {
  * experiment per block), driven by the rates of measured sub-runs.
  *
  * A search first measures the current choice, then its neighbours: more blocks while more
- * keep winning; if the first step up lost, fewer blocks while fewer keep winning. A probe
- * wins when it is more than kMinGain times as fast as the best so far: timings on a shared
- * machine vary by several per cent from one sub-run to the next, and a wrong move costs a
- * whole period. The search stops at the first loss and adopts the fastest count measured,
- * which is then used for `period()` sub-runs' worth of steps before the next search. The
- * period starts at kPeriod and doubles, up to kMaxPeriod, while searches keep the batch
- * blocked (or keep it unblocked); a change between the two resets it. The first search starts from 1, so a
- * batch is first measured without blocks. A later search starts from the choice, so a
- * batch that runs best in blocks of one experiment pays for two near-optimal probes per
- * period (the choice and 4x fewer blocks) rather than for a sub-run without blocks, which
- * can be several times slower.
+ * keep winning; if the first step up lost, fewer blocks while fewer keep winning. Each
+ * probe is followed by a second measurement of the best so far, and the probe is compared
+ * with the mean of the best's measurements before and after it: a batch's cost per step
+ * drifts (it rises for hundreds of steps while every flow starts, then falls), and sub-runs
+ * measured one after another see different phases; bracketing the probe cancels a steady
+ * drift. A probe wins when it is more than kMinGain times as fast as that reference:
+ * timings on a shared machine vary by several per cent from one sub-run to the next, and a
+ * wrong move costs a whole period. The search stops at the first loss and adopts the
+ * fastest count measured, which is then used for `period()` sub-runs' worth of steps before
+ * the next search, or until a sub-run with it runs kDrift times faster or slower than
+ * measured (a new phase of the batch). The period starts at kPeriod and doubles, up to kMaxPeriod, while
+ * searches keep the batch blocked (or keep it unblocked); a change between the two resets
+ * it. The first search starts from 1, so a batch is first measured without blocks: a batch
+ * whose tables churn can run several times slower in blocks, since each block's step
+ * compacts the tables of the whole batch. A later search starts from the choice, so a batch
+ * that runs best in blocks of one experiment pays for near-optimal probes (the choice and
+ * 4x fewer blocks) rather than for a sub-run without blocks, which can be several times
+ * slower.
  */
 class BlockSearch {
  public:
@@ -32,11 +39,13 @@ class BlockSearch {
   static constexpr int64_t kPeriod = 16;
   static constexpr int64_t kMaxPeriod = 256;
   static constexpr double kMinGain = 1.1;
+  static constexpr double kDrift = 2;
 
   /// True while the next sub-run is measured (a search is on); false while the choice is used.
   bool measuring() const { return measuring_; }
-  /// Blocks of the next sub-run: the probe while measuring, else the choice (1 = no blocks).
-  int64_t blocks() const { return measuring_ ? probe_ : choice_; }
+  /// Blocks of the next sub-run: while measuring the probe or, right after it, the best so
+  /// far again; else the choice (1 = no blocks).
+  int64_t blocks() const { return measuring_ ? (recheck_ ? best_ : probe_) : choice_; }
   /// The count in use since the last search ended.
   int64_t choice() const { return choice_; }
   /// Sub-runs' worth of steps the choice is used for before the next search.
@@ -47,6 +56,10 @@ class BlockSearch {
   void measured(double rate, int64_t running);
   /// The choice was used for its period: the next sub-run starts a search from it.
   void searchAgain();
+  /// A sub-run with the choice ran at `rate`. When that is more than kDrift times faster or
+  /// slower than the choice measured in its search, the batch has changed phase (its flows
+  /// started or drained) and the next sub-run starts a search, before the period ends.
+  void used(double rate);
 
  private:
   void finish();
@@ -55,8 +68,10 @@ class BlockSearch {
   int64_t choice_ = 1;
   int64_t probe_ = 1;
   int direction_ = 0;  ///< 0: measuring the choice; +1: more blocks; -1: fewer
+  bool recheck_ = false;  ///< the probe was measured; the next sub-run measures the best again
   int64_t best_ = 1;
   double best_rate_ = 0;
+  double probe_rate_ = 0;
   int64_t period_ = 0;
 };
 

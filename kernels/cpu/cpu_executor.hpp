@@ -90,6 +90,9 @@ class CpuExecutor {
   /// Steps per measured sub-run and untimed steps before the first, for kAutoBlock.
   static constexpr int64_t kAutoSteps = 64;
   static constexpr int64_t kAutoWarmUp = 8;
+  /// A measured sub-run's first part, and the wall time its whole should fit in (see runProbe).
+  static constexpr int64_t kProbeSteps = 8;
+  static constexpr double kProbeSeconds = 0.25;
 
   /// `threads` = 0 means OpenMP's default (all cores); `block` = 0 runs every experiment in
   /// every step, kAutoBlock chooses.
@@ -146,32 +149,68 @@ class CpuExecutor {
     RunReport total;
     for (int64_t done = 0; done < max_steps;) {
       BlockSearch& search = auto_.search;
-      const int64_t want = auto_.warm_up > 0 ? auto_.warm_up : search.measuring() ? kAutoSteps : auto_.left;
+      // Sub-runs of kAutoSteps while measuring and while using the choice (to notice a drift).
+      const int64_t want = auto_.warm_up > 0    ? auto_.warm_up
+                           : search.measuring() ? kAutoSteps
+                                                : std::min(auto_.left, kAutoSteps);
       const int64_t k = max_steps - done < want ? max_steps - done : want;
       const int64_t running = runningExperiments(world);
       const int64_t blocks = std::min(search.blocks(), std::max<int64_t>(running, 1));
       const int64_t block = blocks <= 1 ? 0 : (running + blocks - 1) / blocks;
       const int64_t before = experimentSteps(world);
-      const RunReport r = runBlocks<G>(world, k, block);
+      int64_t advanced = k;  // steps each experiment was allowed
+      const RunReport r = auto_.warm_up == 0 && search.measuring() ? runProbe<G>(world, k, block, advanced)
+                                                                    : runBlocks<G>(world, k, block);
       const double rate =
           r.wall_seconds > 0 ? static_cast<double>(experimentSteps(world) - before) / r.wall_seconds : 0;
       if (auto_.warm_up > 0) {
-        auto_.warm_up -= k;
+        auto_.warm_up -= advanced;
       } else if (search.measuring()) {
         search.measured(rate, running);
         if (!search.measuring()) auto_.left = search.period() * kAutoSteps;
       } else {
-        auto_.left -= k;
-        if (auto_.left <= 0) search.searchAgain();
+        auto_.left -= advanced;
+        if (auto_.left <= 0) {
+          search.searchAgain();
+        } else {
+          search.used(rate);
+        }
       }
-      total.steps += r.steps;
-      total.wall_seconds += r.wall_seconds;
-      total.status = r.status;
+      addRun(total, r);
       total.finished = r.finished;
-      done += k;
+      done += advanced;
       if (r.finished || r.steps == 0) break;
     }
     return total;
+  }
+
+  /// A measured sub-run of up to `max_steps` steps: kProbeSteps first, then the rest only if
+  /// it would fit in kProbeSeconds at that speed. Steps cost many times more while a batch
+  /// starts (every flow at once) than later: this bounds what a probe of a bad block count
+  /// costs then, while cheap steps still get long sub-runs (each block's working set is
+  /// brought into the caches once per sub-run, which short sub-runs would overweight).
+  /// `advanced` becomes the steps each experiment was allowed.
+  template <class G, class WV>
+  RunReport runProbe(WV& world, int64_t max_steps, int64_t block, int64_t& advanced) const {
+    advanced = std::min(max_steps, kProbeSteps);
+    RunReport total = runBlocks<G>(world, advanced, block);
+    if (total.finished || total.steps == 0 || total.wall_seconds <= 0) return total;
+    const auto fit = static_cast<int64_t>((kProbeSeconds - total.wall_seconds) / total.wall_seconds *
+                                          static_cast<double>(advanced));
+    const int64_t rest = std::min(max_steps - advanced, fit);
+    if (rest < kProbeSteps) return total;
+    const RunReport r = runBlocks<G>(world, rest, block);
+    addRun(total, r);
+    total.finished = r.finished;
+    advanced += rest;
+    return total;
+  }
+
+  /// Adds run `r`'s steps, time and status to `total`.
+  static void addRun(RunReport& total, const RunReport& r) {
+    total.steps += r.steps;
+    total.wall_seconds += r.wall_seconds;
+    total.status = r.status;
   }
 
   template <class G, class WV>

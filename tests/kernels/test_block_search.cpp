@@ -42,13 +42,14 @@ std::function<double(int64_t)> peakAt(int64_t peak) {
 TEST_CASE("the first search starts without blocks and climbs while more blocks win", "[block_search]") {
   BlockSearch s;
   CHECK(s.blocks() == 1);
-  CHECK(searchOnce(s, peakAt(16), 64) == std::vector<int64_t>{1, 4, 16, 64});
+  // Each probe is followed by the best so far again: 1 after 4, 4 after 16, 16 after 64.
+  CHECK(searchOnce(s, peakAt(16), 64) == std::vector<int64_t>{1, 4, 1, 16, 4, 64, 16});
   CHECK(s.choice() == 16);
   CHECK(s.blocks() == 16);
   CHECK(s.period() == BlockSearch::kPeriod);
 
   BlockSearch unblocked;
-  CHECK(searchOnce(unblocked, peakAt(1), 64) == std::vector<int64_t>{1, 4});
+  CHECK(searchOnce(unblocked, peakAt(1), 64) == std::vector<int64_t>{1, 4, 1});
   CHECK(unblocked.choice() == 1);
 }
 
@@ -57,17 +58,17 @@ TEST_CASE("a probe must beat the best by more than kMinGain to win", "[block_sea
     return [g](int64_t blocks) { return blocks == 1 ? 100.0 : 100.0 * g; };
   };
   BlockSearch close;
-  CHECK(searchOnce(close, gain(1.05), 64) == std::vector<int64_t>{1, 4});
+  CHECK(searchOnce(close, gain(1.05), 64) == std::vector<int64_t>{1, 4, 1});
   CHECK(close.choice() == 1);
   BlockSearch clear;
-  CHECK(searchOnce(clear, gain(1.2), 64) == std::vector<int64_t>{1, 4, 16});
+  CHECK(searchOnce(clear, gain(1.2), 64) == std::vector<int64_t>{1, 4, 1, 16, 4});
   CHECK(clear.choice() == 4);  // 16 blocks are no faster than 4
 }
 
 TEST_CASE("the climb stops at one experiment per block", "[block_search]") {
   BlockSearch s;
   const auto more_is_faster = [](int64_t blocks) { return static_cast<double>(blocks * blocks); };
-  CHECK(searchOnce(s, more_is_faster, 20) == std::vector<int64_t>{1, 4, 16, 20});
+  CHECK(searchOnce(s, more_is_faster, 20) == std::vector<int64_t>{1, 4, 1, 16, 4, 20, 16});
   CHECK(s.choice() == 20);
 }
 
@@ -77,13 +78,13 @@ TEST_CASE("later searches probe only the choice and its neighbours", "[block_sea
   REQUIRE(s.choice() == 64);
   s.searchAgain();
   // 64 blocks cannot go up (one experiment each): the choice, then one step down.
-  CHECK(searchOnce(s, peakAt(64), 64) == std::vector<int64_t>{64, 16});
+  CHECK(searchOnce(s, peakAt(64), 64) == std::vector<int64_t>{64, 16, 64});
   CHECK(s.choice() == 64);
 
   BlockSearch mid;
   searchOnce(mid, peakAt(16), 64);
   mid.searchAgain();
-  CHECK(searchOnce(mid, peakAt(16), 64) == std::vector<int64_t>{16, 64, 4});
+  CHECK(searchOnce(mid, peakAt(16), 64) == std::vector<int64_t>{16, 64, 16, 4, 16});
   CHECK(mid.choice() == 16);
 }
 
@@ -92,15 +93,46 @@ TEST_CASE("a later search follows the rates when they move", "[block_search]") {
   searchOnce(s, peakAt(64), 64);
   s.searchAgain();
   // The batch now runs best without blocks: the search walks down while fewer blocks win.
-  CHECK(searchOnce(s, peakAt(1), 64) == std::vector<int64_t>{64, 16, 4, 1});
+  CHECK(searchOnce(s, peakAt(1), 64) == std::vector<int64_t>{64, 16, 64, 4, 16, 1, 4});
   CHECK(s.choice() == 1);
   s.searchAgain();
-  CHECK(searchOnce(s, peakAt(4), 64) == std::vector<int64_t>{1, 4, 16});
+  CHECK(searchOnce(s, peakAt(4), 64) == std::vector<int64_t>{1, 4, 1, 16, 4});
   CHECK(s.choice() == 4);
   // Fewer running experiments than the choice: the count acts as one experiment per block.
   s.searchAgain();
-  CHECK(searchOnce(s, peakAt(1), 2) == std::vector<int64_t>{4, 1});
+  CHECK(searchOnce(s, peakAt(1), 2) == std::vector<int64_t>{4, 1, 2});
   CHECK(s.choice() == 1);
+}
+
+TEST_CASE("a probe is judged against the best measured before and after it, so a drift does not decide",
+          "[block_search]") {
+  // Steps get dearer with every sub-run (a batch's flows ramping up) and 4 blocks are 1.5x
+  // as fast as none: measured one after the other, 4 blocks would look slower than the
+  // unblocked sub-run before them (1.5 x 100 / 2^1 = 75 < 100).
+  int64_t subrun = 0;
+  const auto ramp = [&subrun](int64_t blocks) {
+    const double cost = static_cast<double>(int64_t{1} << subrun++);
+    return (blocks == 1 ? 100.0 : 150.0) / cost;
+  };
+  BlockSearch s;
+  // 1 at cost 1, 4 at cost 2, 1 at cost 4: the reference is (100 + 25) / 2 = 62.5 < 75 / 1.1.
+  CHECK(searchOnce(s, ramp, 4) == std::vector<int64_t>{1, 4, 1});
+  CHECK(s.choice() == 4);
+}
+
+TEST_CASE("a sub-run with the choice twice as fast or slow as measured starts a new search", "[block_search]") {
+  BlockSearch s;
+  searchOnce(s, peakAt(1), 64);  // choice 1 at rate 100
+  REQUIRE_FALSE(s.measuring());
+  s.used(190);
+  s.used(55);
+  CHECK_FALSE(s.measuring());
+  s.used(210);  // e.g. the opening burst of a batch is over
+  CHECK(s.measuring());
+  CHECK(s.blocks() == 1);
+  CHECK(searchOnce(s, peakAt(4), 64) == std::vector<int64_t>{1, 4, 1, 16, 4});
+  s.used(100.0 / 2.1);
+  CHECK(s.measuring());
 }
 
 TEST_CASE("the period doubles while blocking keeps winning or keeps losing, and resets on a change",
