@@ -1,7 +1,8 @@
 /**
  * @file netsim.cpp
- * The `netsim` command: YAML -> topology, flows and network variants -> one batch on the
- * CPU backend -> flows.csv, queues.csv per experiment and summary.csv.
+ * The `netsim` command: YAML -> topology, flows and network variants -> batches of
+ * consecutive variants on CPU workers side by side -> flows.csv, queues.csv per experiment
+ * and summary.csv.
  */
 #include "experiments/netsim.hpp"
 
@@ -13,8 +14,12 @@
 #include <fstream>
 #include <iostream>
 #include <set>
+#include <iterator>
+#include <memory>
 #include <sstream>
+#include <thread>
 
+#include "experiments/backend.hpp"
 #include "experiments/cli.hpp"
 #include "experiments/config_reader.hpp"
 #include "experiments/network_yaml.hpp"
@@ -169,6 +174,63 @@ void drainLinkSamples(net::NetWorld& world, std::vector<std::string>& rows, bool
   world.commitHost<net::LinkSample>();
 }
 
+/// One world of consecutive variants [first, first + count), run on one CPU worker.
+struct NetsimWorld {
+  uint32_t first = 0;
+  std::unique_ptr<net::NetWorld> world;
+  std::vector<std::string> link_rows;  ///< per experiment of the world: links.csv rows
+  RunReport report;
+};
+
+/// Link samples are drained to the results between chunks of steps, so their table never
+/// needs more than a chunk's worth of rows.
+constexpr int64_t kChunkSteps = 256;
+
+/// Builds the world of variants [first, first + count) with every flow.
+std::unique_ptr<net::NetWorld> buildNetsimWorld(const NetsimInput& in, const Routing& routing, uint32_t first,
+                                                uint32_t count) {
+  auto world = std::make_unique<net::NetWorld>(count, TableCapacity{1024, 1024});
+  for (ExpId e = 0; e < count; ++e) {
+    const Variant& v = in.variants[first + e];
+    const net::NetworkLayout layout = makeNetworkLayout(in.topo, routing, v.cfg.payload_bytes);
+    const int64_t lookahead = in.lookahead_ps > 0 ? std::min(in.lookahead_ps, layout.min_delay_ps) : layout.min_delay_ps;
+    world->config(e).net = net::pathQuantities(layout, v.cfg);
+    world->clock(e).lookahead_ps = lookahead;
+    world->clock(e).seed = v.seed;
+    world->clock(e).stable_id = first + e;  // the variant's index: its random streams do not depend on the worker
+    net::buildNetwork(*world, e, layout, v.cfg, lookahead);
+  }
+  for (ExpId e = 0; e < count; ++e) {
+    for (uint32_t i = 0; i < in.flows.size(); ++i) {
+      const FlowLine& f = in.flows[i];
+      net::addFlow(*world, e, f.src, f.dst, f.bytes, f.start_ps, i, f.prio);
+    }
+  }
+  world->commitAllHost();
+  world->fitStaticTables();
+  const auto flows_total = static_cast<int64_t>(in.flows.size()) * count;
+  world->grow<net::FlowRecord>(TableCapacity{flows_total + 1, flows_total + 1});
+  int64_t links_total = 0;
+  for (ExpId e = 0; e < count; ++e) links_total += world->table<net::Link>().expRows(e);
+  world->grow<net::LinkSample>(TableCapacity{links_total * (kChunkSteps + 1), links_total});
+  return world;
+}
+
+/// Runs a world to its end on `threads` threads, draining its link samples as it goes.
+void runNetsimWorld(NetsimWorld& w, int threads, int64_t cpu_block) {
+  w.link_rows.assign(w.world->numExperiments(), std::string());
+  const CpuExecutor exec(threads, cpu_block);
+  for (;;) {
+    const RunReport r = exec.run<net::NetGraph>(w.world->view(), kChunkSteps);
+    w.report.steps += r.steps;
+    w.report.wall_seconds += r.wall_seconds;
+    w.report.status = r.status;
+    drainLinkSamples(*w.world, w.link_rows, false);
+    if (r.finished || r.status != 0u || r.steps == 0) break;
+  }
+  drainLinkSamples(*w.world, w.link_rows, true);
+}
+
 }  // namespace
 
 std::string describeNetworkGraph(bool dot) {
@@ -179,55 +241,38 @@ std::string describeNetworkGraph(bool dot) {
 int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
   Diagnostics diags;
   const NetsimInput in = readInput(yaml, diags);
+  const auto n = static_cast<uint32_t>(in.variants.size());
+  BackendPlan plan = planBackend("cpu", 0, 0, false);
+  if (diags.empty()) planCpuWorkers(plan, options.cpu_workers, options.threads, n);
+  if (!plan.error.empty()) diags.add(Diagnostic{"", 0, "--cpu-workers", plan.error});
   if (!diags.empty()) {
     std::cerr << diags.format();
     return kExitUsageError;
   }
-  const auto n = static_cast<uint32_t>(in.variants.size());
   const Routing routing = computeRouting(in.topo);
-  net::NetWorld world(n, TableCapacity{1024, 1024});
-  std::vector<int64_t> lookaheads;
-  for (ExpId e = 0; e < n; ++e) {
-    const Variant& v = in.variants[e];
-    const net::NetworkLayout layout = makeNetworkLayout(in.topo, routing, v.cfg.payload_bytes);
-    const int64_t lookahead = in.lookahead_ps > 0 ? std::min(in.lookahead_ps, layout.min_delay_ps) : layout.min_delay_ps;
-    world.config(e).net = net::pathQuantities(layout, v.cfg);
-    world.clock(e).lookahead_ps = lookahead;
-    world.clock(e).seed = v.seed;
-    net::buildNetwork(world, e, layout, v.cfg, lookahead);
+  const auto workers = static_cast<uint32_t>(plan.workers());
+  std::vector<NetsimWorld> worlds(workers);
+  for (uint32_t k = 0; k < workers; ++k) {
+    worlds[k].first = n * k / workers;
+    worlds[k].world = buildNetsimWorld(in, routing, worlds[k].first, n * (k + 1) / workers - worlds[k].first);
   }
-  for (ExpId e = 0; e < n; ++e) {
-    for (uint32_t i = 0; i < in.flows.size(); ++i) {
-      const FlowLine& f = in.flows[i];
-      net::addFlow(world, e, f.src, f.dst, f.bytes, f.start_ps, i, f.prio);
-    }
-  }
-  world.commitAllHost();
-  world.fitStaticTables();
-  const auto flows_total = static_cast<int64_t>(in.flows.size()) * n;
-  world.grow<net::FlowRecord>(TableCapacity{flows_total + 1, flows_total + 1});
   if (!options.quiet) {
     std::cout << "netsim " << in.name << ": " << in.topo.name() << ", " << in.flows.size() << " flows, " << n
-              << " experiment(s) in one batch\n";
+              << " experiment(s); backend " << plan.describe() << "\n";
   }
-  // Link samples are drained to the results between chunks of steps, so their table never
-  // needs more than a chunk's worth of rows.
-  constexpr int64_t kChunkSteps = 256;
-  int64_t links_total = 0;
-  for (ExpId e = 0; e < n; ++e) links_total += world.table<net::Link>().expRows(e);
-  world.grow<net::LinkSample>(TableCapacity{links_total * (kChunkSteps + 1), links_total});
-  std::vector<std::string> link_rows(n);
-  const CpuExecutor exec(options.threads, options.cpu_block);
+  std::vector<std::thread> threads;
+  for (uint32_t k = 0; k < workers; ++k) {
+    threads.emplace_back([&, k] {
+      runNetsimWorld(worlds[k], plan.threadsOf(static_cast<int>(k), options.threads), options.cpu_block);
+    });
+  }
+  for (std::thread& t : threads) t.join();
   RunReport report;
-  for (;;) {
-    const RunReport r = exec.run<net::NetGraph>(world.view(), kChunkSteps);
-    report.steps += r.steps;
-    report.wall_seconds += r.wall_seconds;
-    report.status = r.status;
-    drainLinkSamples(world, link_rows, false);
-    if (r.finished || r.status != 0u || r.steps == 0) break;
+  for (const NetsimWorld& w : worlds) {
+    report.steps += w.report.steps;
+    report.wall_seconds = std::max(report.wall_seconds, w.report.wall_seconds);
+    report.status |= w.report.status;
   }
-  drainLinkSamples(world, link_rows, true);
   if (report.status != 0u) {
     std::cerr << "multiverse: the simulation stopped: " << networkStatusMessage(report.status) << "\n";
     return kExitRunError;
@@ -238,10 +283,15 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
   std::ostringstream summary;
   summary << "experiment,cc,load_balance,flows,finished,last_finish_ps,mean_slowdown,p99_slowdown,packet_hops,ecn_marks,"
              "cnps,pauses,paused_ps,drops,retransmits,timeouts,wall_s\n";
-  auto& records = world.table<net::FlowRecord>();
-  auto& ports = world.table<net::Port>();
-  for (ExpId e = 0; e < n; ++e) {
-    const Variant& v = in.variants[e];
+  for (uint32_t x = 0; x < n; ++x) {
+    // Variant x is experiment e of the last world that starts at or before it.
+    const NetsimWorld& w = *std::prev(std::upper_bound(
+        worlds.begin(), worlds.end(), x, [](uint32_t i, const NetsimWorld& nw) { return i < nw.first; }));
+    net::NetWorld& world = *w.world;
+    const ExpId e = x - w.first;
+    auto& records = world.table<net::FlowRecord>();
+    auto& ports = world.table<net::Port>();
+    const Variant& v = in.variants[x];
     std::filesystem::create_directories(out / v.name);
     std::ostringstream flows;
     flows << "flow,src,dst,bytes,start_ps,finish_ps,fct_ps,ideal_fct_ps\n";
@@ -269,7 +319,7 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
     }
     writeFileAtomically(out / v.name / "queues.csv", queues.str());
     if (v.cfg.link_bin_ps > 0) {
-      writeFileAtomically(out / v.name / "links.csv", "link,bin_start_ps,bytes,utilisation\n" + link_rows[e]);
+      writeFileAtomically(out / v.name / "links.csv", "link,bin_start_ps,bytes,utilisation\n" + w.link_rows[e]);
     }
     std::sort(slowdowns.begin(), slowdowns.end());
     double mean = 0;
@@ -280,7 +330,7 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
     summary << v.name << ',' << ccName(v.cfg.cc) << ',' << (v.cfg.load_balance == net::LoadBalance::kEcmp ? "ecmp" : "spray")
             << ',' << in.flows.size() << ',' << slowdowns.size() << ',' << last << ',' << mean << ',' << p99 << ','
             << c.packet_hops << ',' << c.ecn_marks << ',' << c.cnps << ',' << c.pauses << ',' << c.paused_ps << ','
-            << c.drops << ',' << c.retransmits << ',' << c.timeouts << ',' << report.wall_seconds << '\n';
+            << c.drops << ',' << c.retransmits << ',' << c.timeouts << ',' << w.report.wall_seconds << '\n';
     if (!options.quiet) {
       std::printf("  %-16s %-6s flows %zu/%zu  last finish %.3f us  slowdown mean %.2f p99 %.2f  drops %ld  pauses %ld\n",
                   v.name.c_str(), ccName(v.cfg.cc), slowdowns.size(), in.flows.size(), static_cast<double>(last) * 1e-6,

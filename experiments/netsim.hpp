@@ -1,8 +1,8 @@
 /**
  * @file netsim.hpp
  * `multiverse netsim`: runs a flow list on a topology at packet level, one experiment per
- * variant of the network configuration, all in one batch, and writes per-flow and
- * per-queue results.
+ * variant of the network configuration, in one batch per CPU worker (planCpuWorkers), and
+ * writes per-flow and per-queue results.
  */
 #pragma once
 
@@ -15,6 +15,7 @@ struct NetsimOptions {
   std::filesystem::path out;  ///< results folder; empty = results/<name>
   int threads = 0;            ///< 0 = all cores
   int64_t cpu_block = -1;     ///< experiments advanced together per block (0 = all, -1 = auto: CpuExecutor::kAutoBlock)
+  int cpu_workers = -1;       ///< batches side by side, sharing `threads` (-1 = auto: one per thread, at most the variants)
   bool quiet = false;
 };
 

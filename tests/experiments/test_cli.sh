@@ -35,11 +35,17 @@ expect 2 "must be auto or a whole number" --experiments "$(cd "$(dirname "$0")/.
 src_dir="$(cd "$(dirname "$0")/../.." && pwd)"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-expect 0 "results in $tmp/ok" netsim "$src_dir/examples/netsim/incast.yaml" --out "$tmp/ok" --threads 2
+expect 0 "backend cpu (2 workers of 1 thread)" netsim "$src_dir/examples/netsim/incast.yaml" --out "$tmp/ok" --threads 2
 for f in summary.csv dcqcn/flows.csv hpcc/flows.csv dctcp/queues.csv; do
   [ -s "$tmp/ok/$f" ] || { echo "FAIL: missing $tmp/ok/$f"; fail=1; }
 done
 [ "$(wc -l < "$tmp/ok/hpcc/flows.csv")" -eq 17 ] || { echo "FAIL: hpcc/flows.csv should have 16 flows"; fail=1; }
+# Its 3 variants on 2 one-thread workers (the default here) and on one worker: the same
+# results, ECN marks included (each variant draws from its own random streams).
+expect 0 "3 experiment(s); backend cpu" netsim "$src_dir/examples/netsim/incast.yaml" --out "$tmp/ok1" --threads 2 --cpu-workers 1
+if ! diff <(cut -d, -f1-16 "$tmp/ok/summary.csv") <(cut -d, -f1-16 "$tmp/ok1/summary.csv") >/dev/null; then
+  echo "FAIL: netsim gives other results on one worker than on two"; fail=1
+fi
 
 printf 'src,dst,bytes,start_us\n1,0,1000,0\n' > "$tmp/flows.csv"
 cat > "$tmp/typo.yaml" <<'YAML'
