@@ -114,7 +114,7 @@ void addCpuWorkersOption(CLI::App& app, int& workers) {
   app.add_option_function<std::string>(
          "--cpu-workers", [&workers](const std::string& v) { workers = static_cast<int>(autoOrCountValue(v)); },
          "CPU backend: workers running batches side by side, sharing --threads: auto (default: one per thread, no "
-         "more than the experiments) or N (docs/sweep.md)")
+         "more than the experiments or than --max-memory holds) or N (docs/sweep.md)")
       ->check(autoOrCount(1, kMaxCpuWorkers, "workers"));
 }
 

@@ -319,10 +319,16 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
   }
   const size_t done_before = jobs.size() - pending.size();
   // Each worker's experiments, longest first, cut into batches by memory and batch size.
+  // Auto CPU workers: no more than experiments, nor than copies of the largest experiment
+  // the memory budget holds at once (each worker has one batch in memory).
   const std::vector<const Job*> mine = shard.mine(pending);
-  planCpuWorkers(plan, options.cpu_workers, options.threads, static_cast<int64_t>(mine.size()));
+  const int64_t total_budget = options.max_memory > 0 ? options.max_memory : defaultMemoryBudget();
+  int64_t largest = 1;
+  for (const Job* j : mine) largest = std::max(largest, j->memory);
+  planCpuWorkers(plan, options.cpu_workers, options.threads,
+                 std::min(static_cast<int64_t>(mine.size()), total_budget / largest));
   const int workers = plan.workers();
-  const int64_t budget = (options.max_memory > 0 ? options.max_memory : defaultMemoryBudget()) / workers;
+  const int64_t budget = total_budget / workers;
   const int64_t batch_size = plan.batchSize(options.batch_size);
   std::vector<std::vector<std::vector<const Job*>>> work;
   size_t batch_count = 0;

@@ -28,7 +28,8 @@ struct SweepOptions {
   /// (CpuExecutor::kAutoBlock) = chosen by measurement. docs/engine.md "Experiment blocking".
   int64_t cpu_block = -1;
   /// CPU backend: workers running batches side by side, sharing `threads`; -1 = auto (one
-  /// per thread, no more than the experiments). See planCpuWorkers (backend.hpp).
+  /// per thread, no more than the experiments nor than copies of the largest experiment
+  /// `max_memory` holds). See planCpuWorkers (backend.hpp).
   int cpu_workers = -1;
   /// "auto" (CUDA when a GPU is usable, else CPU), "cpu" or "cuda".
   std::string backend = "auto";
