@@ -298,7 +298,8 @@ BatchResult runBatch(const Fabric& fabric, const Workload& w, uint32_t exps, con
   std::vector<std::thread> threads;
   for (uint32_t k = 0; k < workers; ++k) {
     const int t = s.threads / static_cast<int>(workers) + (static_cast<int>(k) < s.threads % static_cast<int>(workers));
-    threads.emplace_back([&, k, t] { reports[k] = CpuExecutor(t, s.block).runToEnd<net::NetGraph>(worlds[k]->view()); });
+    threads.emplace_back(
+        [&, k, t] { reports[k] = CpuExecutor(t, s.block).runToEnd<net::NetGraph>(worlds[k]->view()); });
   }
   for (std::thread& t : threads) t.join();
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();

@@ -16,7 +16,8 @@ std::string BackendPlan::describe() const {
     if (cpu_threads.size() <= 1) return "cpu";
     const bool even = std::all_of(cpu_threads.begin(), cpu_threads.end(), [&](int t) { return t == cpu_threads[0]; });
     std::string s = "cpu (" + std::to_string(cpu_threads.size()) + " workers of ";
-    s += even ? std::to_string(cpu_threads[0]) : std::to_string(cpu_threads.back()) + "-" + std::to_string(cpu_threads[0]);
+    const std::string most = std::to_string(cpu_threads[0]);
+    s += even ? most : std::to_string(cpu_threads.back()) + "-" + most;
     return s + (even && cpu_threads[0] == 1 ? " thread)" : " threads)");
   }
   std::string s = "cuda (device";

@@ -193,7 +193,8 @@ std::unique_ptr<net::NetWorld> buildNetsimWorld(const NetsimInput& in, const Rou
   for (ExpId e = 0; e < count; ++e) {
     const Variant& v = in.variants[first + e];
     const net::NetworkLayout layout = makeNetworkLayout(in.topo, routing, v.cfg.payload_bytes);
-    const int64_t lookahead = in.lookahead_ps > 0 ? std::min(in.lookahead_ps, layout.min_delay_ps) : layout.min_delay_ps;
+    const int64_t lookahead =
+        in.lookahead_ps > 0 ? std::min(in.lookahead_ps, layout.min_delay_ps) : layout.min_delay_ps;
     world->config(e).net = net::pathQuantities(layout, v.cfg);
     world->clock(e).lookahead_ps = lookahead;
     world->clock(e).seed = v.seed;

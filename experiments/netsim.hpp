@@ -15,7 +15,8 @@ struct NetsimOptions {
   std::filesystem::path out;  ///< results folder; empty = results/<name>
   int threads = 0;            ///< 0 = all cores
   int64_t cpu_block = -1;     ///< experiments advanced together per block (0 = all, -1 = auto: CpuExecutor::kAutoBlock)
-  int cpu_workers = -1;       ///< batches side by side, sharing `threads` (-1 = auto: one per thread, at most the variants)
+  /// Batches side by side, sharing `threads` (-1 = auto: one per thread, at most the variants).
+  int cpu_workers = -1;
   bool quiet = false;
 };
 
