@@ -89,15 +89,10 @@ struct LinkRings {
     if (r.head[par] >= r.tail[prev]) return INT64_MAX;
     return slots[slotOf(link, r.head[par])].time_ps;
   }
-  /// Consumes the head packet (and fetches the one after the new head ahead of time).
-  MV_HD void pop(uint32_t link) const {
-    LinkRing& r = ring(link);
-    r.head[par] += 1;
-    if (r.head[par] + 1 < r.tail[prev]) prefetch(&slots[slotOf(link, r.head[par] + 1)]);
-  }
   /// Slot of the head packet, which the caller knows is visible.
   MV_HD int64_t headSlot(uint32_t link) const { return slotOf(link, ring(link).head[par]); }
-  /// pop() then nextArrival(), reading the ring and the link once.
+  /// Consumes the head packet (and fetches the one after the new head ahead of time);
+  /// returns nextArrival(), reading the ring and the link once.
   MV_HD int64_t popNext(uint32_t link) const {
     LinkRing& r = ring(link);
     const LinkInfo& li = info(link);

@@ -95,7 +95,7 @@ struct NicSystem {
         if (t == t_arr) {
           const uint32_t paused = st.paused;
           const int64_t row = receive(ne, path, flows, *arrival, rings.headInts(info.rx_link));
-          rings.pop(info.rx_link);
+          rings.popNext(info.rx_link);
           if (st.paused != paused) rescanReady(flows, ev);
           if (row >= 0) touched(flows, ev, row);
         } else if (t == t_rto) {
