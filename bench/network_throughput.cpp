@@ -29,6 +29,7 @@
 
 #include "ecs/rng.hpp"
 #include "bench/bench_workloads.hpp"
+#include "experiments/backend.hpp"
 #include "experiments/cli.hpp"
 #include "kernels/cpu/cpu_executor.hpp"
 #include "network/builder.hpp"
@@ -283,7 +284,9 @@ void collectWorld(net::NetWorld& world, const Workload& w, BatchResult& r) {
 BatchResult runBatch(const Fabric& fabric, const Workload& w, uint32_t exps, const Settings& s) {
   BatchResult r;
   r.exps = exps;
-  const uint32_t workers = std::min<uint32_t>(static_cast<uint32_t>(s.workers), exps);
+  BackendPlan plan = planBackend("cpu", 0, 0, false);
+  planCpuWorkers(plan, std::min<int>(s.workers, static_cast<int>(exps)), s.threads, exps);
+  const auto workers = static_cast<uint32_t>(plan.workers());
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::unique_ptr<net::NetWorld>> worlds;
   for (uint32_t k = 0; k < workers; ++k) {
@@ -297,7 +300,7 @@ BatchResult runBatch(const Fabric& fabric, const Workload& w, uint32_t exps, con
   const auto run_start = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
   for (uint32_t k = 0; k < workers; ++k) {
-    const int t = s.threads / static_cast<int>(workers) + (static_cast<int>(k) < s.threads % static_cast<int>(workers));
+    const int t = plan.threadsOf(static_cast<int>(k), s.threads);
     threads.emplace_back(
         [&, k, t] { reports[k] = CpuExecutor(t, s.block).runToEnd<net::NetGraph>(worlds[k]->view()); });
   }
