@@ -55,7 +55,7 @@ struct CommitAll {
   template <class Policy, class WV, class... As>
   MV_HD static void runTables(const Policy& policy, WV& world, int phase, TypeList<As...>) {
     ((phase < world.template table<As>().commitPhaseCount()
-          ? world.template table<As>().commitPhase(policy, phase)
+          ? world.template table<As>().commitPhase(policy, phase, world.run_first, world.run_end)
           : void()),
      ...);
   }

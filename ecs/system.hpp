@@ -124,6 +124,7 @@ struct System {
       parallelFor(policy, end > first ? end - first : 0, [&](int64_t i) {
         const int64_t row = first + i;
         const ExpId e = t.exp[row];
+        if (e == kGapRow) return;
         const ExperimentClock& c = world.clocks[e];
         if (c.done()) return;
         const RowContext<WV> ctx{&world, e, row, t.entity[row], t.key[row], Picoseconds{c.now_ps},

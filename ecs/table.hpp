@@ -20,6 +20,16 @@
  *     sorted order, so entity handles are deterministic too.
  * Creation keys must be unique within an experiment (e.g. creator id and a counter);
  * a duplicate is detected and reported as `kStatusDuplicateKey`.
+ *
+ * Regions and slack: experiment e's live rows are [expBegin(e), expEnd(e)), at the start of
+ * its region [expBegin(e), expBegin(e + 1)); the rest of the region is slack, gap rows whose
+ * experiment is kGapRow. Outside blocked runs regions have no slack. A commit during a run
+ * restricted to a block of experiments (the CPU executor's experiment blocking) keeps every
+ * region in place when only the block changed and each of its experiments fits its region:
+ * it then rewrites only those regions' rows instead of the whole table. Otherwise it lays the
+ * whole table out again, and in a blocked run gives each region slack as large as its rows
+ * (within the capacity), so that the next commits fit. `closeGaps` removes the slack once
+ * the blocked run is over.
  */
 #pragma once
 
@@ -59,6 +69,10 @@ enum TableStatus : uint32_t {
 
 /// Rows per block of the compaction's prefix sums.
 inline constexpr int64_t kCommitBlockRows = 1024;
+/// The experiment of a gap row: slack at the end of an experiment's region, not a row.
+inline constexpr ExpId kGapRow = UINT32_MAX;
+/// Slack a blocked run's layout gives each region beyond its rows (as many again, plus this).
+inline constexpr int64_t kCommitSlackRows = 16;
 
 namespace detail {
 
@@ -118,8 +132,10 @@ struct TableView {
   uint32_t* slot_gen = nullptr;  ///< per entity index: its generation
   uint32_t* free_ring = nullptr; ///< FIFO of free entity indices (capacity entries)
 
-  int64_t* exp_begin = nullptr;     ///< numExps + 1 row offsets
+  int64_t* exp_begin = nullptr;     ///< numExps + 1 region offsets
   int64_t* exp_begin_alt = nullptr;
+  int64_t* exp_rows = nullptr;      ///< per experiment: its live rows, at the start of its region
+  int64_t* exp_rows_alt = nullptr;
   int64_t* exp_pending = nullptr;   ///< per experiment: creations this step
   int64_t* exp_destroyed = nullptr; ///< per experiment: destructions this step
   /// Per experiment: commits that created rows of it. A system that caches something about
@@ -130,17 +146,26 @@ struct TableView {
   uint32_t* exp_layout = nullptr;
   int64_t* exp_pending_before = nullptr;    ///< scratch: creations of experiments < e
   int64_t* block_alive = nullptr;  ///< scratch: survivors per block, then their prefix
+  int64_t* block_dead = nullptr;   ///< scratch: destroyed rows per block, then their prefix
   int64_t* alive_before = nullptr; ///< scratch: per row (and one past the end), survivors before it
 
   // --- sizes and counters ----------------------------------------------------------
   int64_t capacity = 0;
   int64_t pending_capacity = 0;
-  int64_t rows = 0;
+  int64_t rows = 0;       ///< end of the last region: live rows plus slack (no slack outside blocked runs)
+  int64_t live = 0;       ///< live rows over all experiments
   int64_t pending = 0;    ///< reservations this step (may overshoot pending_capacity)
   int64_t destroyed = 0;  ///< destructions this step
   int64_t free_head = 0;  ///< monotonic position of the next free index in free_ring
   uint32_t num_exps = 0;
   uint32_t status = kStatusOk;
+  // The current commit's plan (see commitPlan), set in its first phase.
+  int64_t commit_first = 0;      ///< rows [commit_first, commit_end) are rewritten
+  int64_t commit_end = 0;
+  uint32_t commit_exp_first = 0; ///< experiments [commit_exp_first, commit_exp_end) get new regions
+  uint32_t commit_exp_end = 0;
+  uint32_t commit_in_place = 0;  ///< regions stay where they are (else the table is laid out again)
+  uint32_t commit_slack = 0;     ///< a new layout gives regions slack (the run is blocked)
 
   // --- row access ----------------------------------------------------------------
   template <class C>
@@ -158,8 +183,8 @@ struct TableView {
     return column<C>() + exp_begin[e];
   }
   MV_HD int64_t expBegin(ExpId e) const { return exp_begin[e]; }
-  MV_HD int64_t expEnd(ExpId e) const { return exp_begin[e + 1]; }
-  MV_HD int64_t expRows(ExpId e) const { return exp_begin[e + 1] - exp_begin[e]; }
+  MV_HD int64_t expEnd(ExpId e) const { return exp_begin[e] + exp_rows[e]; }
+  MV_HD int64_t expRows(ExpId e) const { return exp_rows[e]; }
 
   /// True when `h` still names a live row.
   MV_HD bool isAlive(Entity h) const {
@@ -229,24 +254,25 @@ struct TableView {
 
   // --- commit (an engine node) -----------------------------------------------------
   /// Number of barrier-separated phases of `commitPhase`; fixed by the capacities.
-  MV_HD int commitPhaseCount() const { return detail::ceilLog2(pending_capacity) + 6; }
+  MV_HD int commitPhaseCount() const { return detail::ceilLog2(pending_capacity) + 7; }
 
   /// True when this step created or destroyed nothing (every phase is then a no-op).
   MV_HD bool commitIsNoop() const { return pending == 0 && destroyed == 0; }
 
   /**
    * Runs phase `phase` of the commit on the calling thread. Every thread of the policy
-   * must call every phase in order with a barrier in between.
+   * must call every phase in order with a barrier in between. [run_first, run_end) are the
+   * experiments the run visits (WorldView::run_first and run_end).
    */
   MV_EXEC_CHECK_DISABLE
   template <class Policy>
-  MV_HD void commitPhase(const Policy& policy, int phase) {
+  MV_HD void commitPhase(const Policy& policy, int phase, uint32_t run_first = 0, uint32_t run_end = UINT32_MAX) {
     const int rounds = detail::ceilLog2(pending_capacity);
     // The last phase resets the counters commitIsNoop() reads: only its one writer runs it.
-    if (phase == rounds + 5 && policy.rank() != 0) return;
+    if (phase == rounds + 6 && policy.rank() != 0) return;
     if (commitIsNoop()) return;
     if (phase == 0) {
-      commitPrepare(policy);
+      commitPrepare(policy, run_first, run_end);
     } else if (phase <= rounds) {
       commitMergeRound(policy, phase - 1);
     } else if (phase == rounds + 1) {
@@ -257,17 +283,72 @@ struct TableView {
       commitScatter(policy);
     } else if (phase == rounds + 4) {
       commitAssignEntities(policy);
+    } else if (phase == rounds + 5) {
+      commitCopyBack(policy);
     } else {
       commitFinish();
     }
   }
 
- private:
-  MV_HD int64_t pendingCount() const { return pending < pending_capacity ? pending : pending_capacity; }
-  MV_HD int64_t blockCount() const { return (rows + kCommitBlockRows - 1) / kCommitBlockRows; }
-  MV_HD int64_t blockEnd(int64_t b) const {
-    return (b + 1) * kCommitBlockRows < rows ? (b + 1) * kCommitBlockRows : rows;
+  /**
+   * Moves every experiment's rows back to back from row 0, without slack: the layout of a
+   * table outside blocked runs. Rows keep their handles and their order. Host only, between
+   * runs (the CPU executor calls it after a blocked run).
+   */
+  void closeGaps() {
+    if (rows == live) return;
+    int64_t to = 0;
+    for (uint32_t e = 0; e < num_exps; ++e) {
+      const int64_t from = exp_begin[e];
+      exp_begin[e] = to;
+      for (int64_t i = 0; i < exp_rows[e]; ++i) moveRow(Components{}, from + i, to + i);
+      to += exp_rows[e];
+    }
+    exp_begin[num_exps] = to;
+    rows = to;
   }
+
+ private:
+  /// What a commit rewrites, decided from the counters settled before it.
+  struct CommitPlan {
+    uint32_t exp_first = 0;  ///< experiments that get new regions
+    uint32_t exp_end = 0;
+    bool in_place = false;
+    bool slack = false;
+  };
+  /// In place when the run is blocked, only experiments of the block changed and each of
+  /// them fits its region: then only the regions from the first to the last changed one are
+  /// rewritten. Otherwise every region is laid out again.
+  MV_HD CommitPlan commitPlan(uint32_t run_first, uint32_t run_end) const {
+    CommitPlan plan;
+    plan.slack = run_first > 0 || run_end < num_exps;
+    plan.exp_end = num_exps;
+    if (!plan.slack) return plan;
+    uint32_t first = num_exps;
+    uint32_t last = 0;
+    for (uint32_t e = 0; e < num_exps; ++e) {
+      if (exp_pending[e] == 0 && exp_destroyed[e] == 0) continue;
+      if (e < run_first || e >= run_end) return plan;
+      if (exp_rows[e] - exp_destroyed[e] + exp_pending[e] > exp_begin[e + 1] - exp_begin[e]) return plan;
+      first = e < first ? e : first;
+      last = e;
+    }
+    if (first == num_exps) return plan;
+    plan.in_place = true;
+    plan.exp_first = first;
+    plan.exp_end = last + 1;
+    return plan;
+  }
+  MV_HD int64_t pendingCount() const { return pending < pending_capacity ? pending : pending_capacity; }
+  MV_HD static int64_t blockCount(int64_t first, int64_t end) {
+    return (end - first + kCommitBlockRows - 1) / kCommitBlockRows;
+  }
+  MV_HD static int64_t blockEnd(int64_t first, int64_t end, int64_t b) {
+    return first + (b + 1) * kCommitBlockRows < end ? first + (b + 1) * kCommitBlockRows : end;
+  }
+  MV_HD int64_t blockCount() const { return blockCount(commit_first, commit_end); }
+  MV_HD int64_t blockBegin(int64_t b) const { return commit_first + b * kCommitBlockRows; }
+  MV_HD int64_t blockEnd(int64_t b) const { return blockEnd(commit_first, commit_end, b); }
   /// The permutation holding the sorted pending slots once all merge rounds ran.
   MV_HD uint32_t* sortedPending() const {
     return detail::ceilLog2(pendingCount()) % 2 == 0 ? sort_a : sort_b;
@@ -277,14 +358,32 @@ struct TableView {
                                             : pending_key[a] < pending_key[b];
   }
 
+  /// Every thread makes the plan (the same one); thread 0 also records it for later phases.
   MV_EXEC_CHECK_DISABLE
   template <class Policy>
-  MV_HD void commitPrepare(const Policy& policy) {
+  MV_HD void commitPrepare(const Policy& policy, uint32_t run_first, uint32_t run_end) {
+    const CommitPlan plan = commitPlan(run_first, run_end);
+    const int64_t first = exp_begin[plan.exp_first];
+    const int64_t end = exp_begin[plan.exp_end];
+    if (policy.rank() == 0) {
+      commit_first = first;
+      commit_end = end;
+      commit_exp_first = plan.exp_first;
+      commit_exp_end = plan.exp_end;
+      commit_in_place = plan.in_place ? 1u : 0u;
+      commit_slack = plan.slack ? 1u : 0u;
+    }
     parallelFor(policy, pendingCount(), [&](int64_t i) { sort_a[i] = static_cast<uint32_t>(i); });
-    parallelFor(policy, blockCount(), [&](int64_t b) {
+    parallelFor(policy, blockCount(first, end), [&](int64_t b) {
+      int64_t n_alive = 0;
       int64_t n_dead = 0;
-      for (int64_t r = b * kCommitBlockRows; r < blockEnd(b); ++r) n_dead += dead[r];
-      block_alive[b] = (blockEnd(b) - b * kCommitBlockRows) - n_dead;
+      for (int64_t r = first + b * kCommitBlockRows; r < blockEnd(first, end, b); ++r) {
+        if (exp[r] == kGapRow) continue;
+        n_dead += dead[r];
+        n_alive += 1 - dead[r];
+      }
+      block_alive[b] = n_alive;
+      block_dead[b] = n_dead;
     });
   }
 
@@ -325,42 +424,69 @@ struct TableView {
     });
   }
 
-  /// Serial prefix sums over experiments and blocks (one thread; sizes are small).
+  /// Serial prefix sums over experiments and blocks, and the new regions (one thread; sizes
+  /// are small).
   MV_HD void commitScan() {
     int64_t created = 0;
-    int64_t begin = 0;
+    int64_t next_live = 0;
+    int64_t wanted = 0;  // slack every region would get
     for (uint32_t e = 0; e < num_exps; ++e) {
-      const int64_t alive = (exp_begin[e + 1] - exp_begin[e]) - exp_destroyed[e];
+      exp_rows_alt[e] = exp_rows[e] - exp_destroyed[e] + exp_pending[e];
       exp_pending_before[e] = created;
-      exp_begin_alt[e] = begin;
       created += exp_pending[e];
-      begin += alive + exp_pending[e];
+      next_live += exp_rows_alt[e];
+      wanted += exp_rows_alt[e] + kCommitSlackRows;
     }
     exp_pending_before[num_exps] = created;
-    exp_begin_alt[num_exps] = begin;
-    if (begin > capacity) status |= kStatusCapacityOverflow;
+    if (commit_in_place != 0u) {
+      for (uint32_t e = 0; e <= num_exps; ++e) exp_begin_alt[e] = exp_begin[e];
+    } else if (next_live > capacity) {
+      status |= kStatusCapacityOverflow;
+    } else {
+      // Slack: as much as each region's rows plus kCommitSlackRows, or else an even share
+      // of the room left, handed out in experiment order.
+      int64_t room = commit_slack != 0u ? capacity - next_live : 0;
+      const bool all = wanted <= room;
+      int64_t begin = 0;
+      for (uint32_t e = 0; e < num_exps; ++e) {
+        const int64_t want = exp_rows_alt[e] + kCommitSlackRows;
+        const int64_t share = room / (num_exps - e);
+        const int64_t slack = all || want < share ? want : share;
+        room -= slack;
+        exp_begin_alt[e] = begin;
+        begin += exp_rows_alt[e] + slack;
+      }
+      exp_begin_alt[num_exps] = begin;
+    }
     int64_t alive_prefix = 0;
+    int64_t dead_prefix = 0;
     for (int64_t b = 0; b < blockCount(); ++b) {
       const int64_t a = block_alive[b];
+      const int64_t d = block_dead[b];
       block_alive[b] = alive_prefix;
+      block_dead[b] = dead_prefix;
       alive_prefix += a;
+      dead_prefix += d;
     }
-    alive_before[rows] = alive_prefix;
+    alive_before[commit_end] = alive_prefix;
   }
 
   /// Per row: survivors before it; destroyed rows free their slot (FIFO, generation bumped).
   template <class Policy>
   MV_HD void commitRankRows(const Policy& policy) {
     if (status & kStatusCapacityOverflow) return;
-    const int64_t free_tail = free_head + (capacity - rows);
+    const int64_t free_tail = free_head + (capacity - live);
     parallelFor(policy, blockCount(), [&](int64_t b) {
       int64_t alive_rank = block_alive[b];
-      for (int64_t r = b * kCommitBlockRows; r < blockEnd(b); ++r) {
+      int64_t dead_rank = block_dead[b];
+      for (int64_t r = blockBegin(b); r < blockEnd(b); ++r) {
         alive_before[r] = alive_rank;
+        if (exp[r] == kGapRow) continue;
         if (dead[r] != 0u) {
           const uint32_t index = entity[r].index;
           slot_gen[index] += 1;
-          free_ring[(free_tail + (r - alive_rank)) % capacity] = index;
+          free_ring[(free_tail + dead_rank) % capacity] = index;
+          ++dead_rank;
         } else {
           ++alive_rank;
         }
@@ -385,8 +511,8 @@ struct TableView {
   }
   /// First row of experiment e (old order) whose key is not below `k`.
   MV_HD int64_t firstOldRowNotBelow(ExpId e, uint64_t k) const {
-    int64_t lo = exp_begin[e];
-    int64_t hi = exp_begin[e + 1];
+    int64_t lo = expBegin(e);
+    int64_t hi = expEnd(e);
     while (lo < hi) {
       const int64_t mid = (lo + hi) / 2;
       if (key[mid] < k) {
@@ -404,6 +530,11 @@ struct TableView {
     slot.alt[to] = slot.cur[from];
   }
   template <class C>
+  MV_HD void copyColumnBack(int64_t row) const {
+    const auto& slot = static_cast<const detail::ColumnSlot<C>&>(columns);
+    slot.cur[row] = slot.alt[row];
+  }
+  template <class C>
   MV_HD void copyPendingColumn(int64_t from, int64_t to) const {
     const auto& slot = static_cast<const detail::ColumnSlot<C>&>(columns);
     slot.alt[to] = slot.pending[from];
@@ -413,8 +544,22 @@ struct TableView {
     (copyColumn<Cs>(from, to), ...);
   }
   template <class... Cs>
+  MV_HD void copyRowBack(TypeList<Cs...>, int64_t row) const {
+    (copyColumnBack<Cs>(row), ...);
+  }
+  template <class... Cs>
   MV_HD void copyPendingRow(TypeList<Cs...>, int64_t from, int64_t to) const {
     (copyPendingColumn<Cs>(from, to), ...);
+  }
+  /// Moves a live row within the current columns (host; `closeGaps`).
+  template <class... Cs>
+  void moveRow(TypeList<Cs...>, int64_t from, int64_t to) {
+    if (from == to) return;
+    ((column<Cs>()[to] = column<Cs>()[from]), ...);
+    entity[to] = entity[from];
+    exp[to] = exp[from];
+    key[to] = key[from];
+    slot_row[entity[to].index] = static_cast<uint32_t>(to);
   }
   template <class... Cs>
   MV_HD void swapColumns(TypeList<Cs...>) {
@@ -423,19 +568,20 @@ struct TableView {
      ...);
   }
 
-  /// Moves survivors and new rows to their merged place: within an experiment, rows are
-  /// ordered by creation key.
+  /// Moves survivors and new rows to their merged place in the alternate columns: within
+  /// an experiment, rows are ordered by creation key. The new regions' slack becomes gap rows.
   template <class Policy>
   MV_HD void commitScatter(const Policy& policy) {
     if (status & kStatusCapacityOverflow) return;
     const uint32_t* sorted = sortedPending();
     parallelFor(policy, blockCount(), [&](int64_t b) {
-      for (int64_t r = b * kCommitBlockRows; r < blockEnd(b); ++r) {
+      for (int64_t r = blockBegin(b); r < blockEnd(b); ++r) {
+        const ExpId e = exp[r];
+        if (e == kGapRow) continue;
         if (dead[r] != 0u) {
           dead[r] = 0u;
           continue;
         }
-        const ExpId e = exp[r];
         const int64_t dest = exp_begin_alt[e] + (alive_before[r] - alive_before[exp_begin[e]]) +
                              newRowsBelow(sorted, e, key[r]);
         copyRow(Components{}, r, dest);
@@ -451,13 +597,17 @@ struct TableView {
       const uint64_t k = pending_key[s];
       const bool twin_new = j > 0 && pending_exp[sorted[j - 1]] == e && pending_key[sorted[j - 1]] == k;
       const int64_t p = firstOldRowNotBelow(e, k);
-      const bool twin_old = p < exp_begin[e + 1] && key[p] == k && alive_before[p + 1] > alive_before[p];
+      const bool twin_old = p < expEnd(e) && key[p] == k && alive_before[p + 1] > alive_before[p];
       if (twin_new || twin_old) atomicFetchOr<uint32_t>(&status, kStatusDuplicateKey);
       const int64_t dest = exp_begin_alt[e] + (j - exp_pending_before[e]) + (alive_before[p] - alive_before[exp_begin[e]]);
       copyPendingRow(Components{}, s, dest);
       exp_alt[dest] = e;
       key_alt[dest] = k;
       pending_dest[j] = dest;
+    });
+    parallelFor(policy, commit_exp_end - commit_exp_first, [&](int64_t i) {
+      const auto e = static_cast<ExpId>(commit_exp_first + i);
+      for (int64_t r = exp_begin_alt[e] + exp_rows_alt[e]; r < exp_begin_alt[e + 1]; ++r) exp_alt[r] = kGapRow;
     });
   }
 
@@ -480,14 +630,31 @@ struct TableView {
     });
   }
 
+  /// In place: the rewritten regions move back from the alternate columns.
+  template <class Policy>
+  MV_HD void commitCopyBack(const Policy& policy) {
+    if ((status & kStatusCapacityOverflow) || commit_in_place == 0u) return;
+    parallelFor(policy, commit_end - commit_first, [&](int64_t i) {
+      const int64_t r = commit_first + i;
+      copyRowBack(Components{}, r);
+      entity[r] = entity_alt[r];
+      exp[r] = exp_alt[r];
+      key[r] = key_alt[r];
+    });
+  }
+
   MV_HD void commitFinish() {
     if (!(status & kStatusCapacityOverflow)) {
-      swapColumns(Components{});
-      detail::swapPointers(entity, entity_alt);
-      detail::swapPointers(exp, exp_alt);
-      detail::swapPointers(key, key_alt);
+      if (commit_in_place == 0u) {
+        swapColumns(Components{});
+        detail::swapPointers(entity, entity_alt);
+        detail::swapPointers(exp, exp_alt);
+        detail::swapPointers(key, key_alt);
+      }
       detail::swapPointers(exp_begin, exp_begin_alt);
+      detail::swapPointers(exp_rows, exp_rows_alt);
       free_head += pendingCount();
+      live += pendingCount() - destroyed;
       rows = exp_begin[num_exps];
     }
     pending = 0;

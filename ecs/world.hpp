@@ -97,6 +97,8 @@ struct WorldView {
   MV_HD void wakeAt(ExpId e, Picoseconds t) { atomicFetchMin<int64_t>(&clocks[e].next_wake_ps, t.ps); }
   /// Union of the status bits of the world and all its tables.
   MV_HD uint32_t allStatus() const { return (status | ... | table<Archs>().status); }
+  /// Removes the slack a blocked run left in the tables (TableView::closeGaps). Host only.
+  void closeGaps() { (table<Archs>().closeGaps(), ...); }
 };
 
 /// Sizes of one table.
@@ -147,7 +149,7 @@ class World {
     checkExp(e);
     TableView<A>& t = table<A>();
     if (t.pending >= t.pending_capacity) commitHost<A>();
-    if (t.rows + t.pending >= t.capacity) {
+    if (t.live + t.pending >= t.capacity) {
       commitHost<A>();
       grow<A>(TableCapacity{t.capacity * 2, t.pending_capacity});
     }
@@ -181,6 +183,8 @@ class World {
     zeroRows(t, first, count, typename A::Components{});
     t.free_head += count;
     t.rows += count;
+    t.live += count;
+    t.exp_rows[e] += count;
     for (uint32_t x = e + 1; x <= view_.num_exps; ++x) t.exp_begin[x] = t.rows;
     return first;
   }
@@ -299,12 +303,15 @@ class World {
     f(t.free_ring, rows);
     f(t.exp_begin, exps + 1);
     f(t.exp_begin_alt, exps + 1);
+    f(t.exp_rows, exps);
+    f(t.exp_rows_alt, exps);
     f(t.exp_pending, exps);
     f(t.exp_destroyed, exps);
     f(t.exp_generation, exps);
     f(t.exp_layout, exps);
     f(t.exp_pending_before, exps + 1);
     f(t.block_alive, blocks);
+    f(t.block_dead, blocks);
     f(t.alive_before, moving + 1);
   }
   template <class A, class F, class... Cs>
@@ -329,20 +336,21 @@ class World {
     if (t.pending_capacity == 0 && t.rows > 0 && t.rows < t.capacity) reallocate<A>(TableCapacity{t.rows, 0});
   }
 
-  /// Moves table A into new buffers of `capacity` rows (at least its rows; every entity
-  /// index in use must stay below it), keeping rows, handles and the order of free indices.
+  /// Moves table A into new buffers of `capacity` rows (at least its rows and slack; every
+  /// entity index in use must stay below it), keeping rows, handles and the order of free
+  /// indices.
   template <class A>
   void reallocate(TableCapacity capacity) {
     TableView<A>& t = table<A>();
     const TableView<A> old = t;
     const int64_t rows = capacity.rows;
     std::vector<uint32_t> free_indices;
-    for (int64_t i = 0; i < old.capacity - old.rows; ++i) {
+    for (int64_t i = 0; i < old.capacity - old.live; ++i) {
       const uint32_t index = old.free_ring[(old.free_head + i) % old.capacity];
       if (index < rows) free_indices.push_back(index);
     }
     for (int64_t i = old.capacity; i < rows; ++i) free_indices.push_back(static_cast<uint32_t>(i));
-    if (rows < old.rows || static_cast<int64_t>(free_indices.size()) != rows - old.rows) {
+    if (rows < old.rows || static_cast<int64_t>(free_indices.size()) != rows - old.live) {
       throw std::logic_error(std::string("table ") + A::kName + ": live rows do not fit the new capacity");
     }
     allocateTable<A>(capacity);
@@ -354,11 +362,13 @@ class World {
     std::memcpy(t.slot_row, old.slot_row, sizeof(uint32_t) * slots);
     std::memcpy(t.slot_gen, old.slot_gen, sizeof(uint32_t) * slots);
     std::memcpy(t.exp_begin, old.exp_begin, sizeof(int64_t) * (view_.num_exps + 1));
+    std::memcpy(t.exp_rows, old.exp_rows, sizeof(int64_t) * view_.num_exps);
     std::memcpy(t.exp_generation, old.exp_generation, sizeof(uint32_t) * view_.num_exps);
     std::memcpy(t.exp_layout, old.exp_layout, sizeof(uint32_t) * view_.num_exps);
     std::memcpy(t.free_ring, free_indices.data(), sizeof(uint32_t) * free_indices.size());
     t.free_head = 0;
     t.rows = old.rows;
+    t.live = old.live;
     t.status = old.status;
     releaseTable(old);
   }
@@ -376,6 +386,7 @@ class World {
     t.capacity = rows;
     t.pending_capacity = pend;
     t.rows = 0;
+    t.live = 0;
     t.pending = 0;
     t.destroyed = 0;
     t.free_head = 0;

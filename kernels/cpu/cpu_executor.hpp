@@ -69,7 +69,10 @@ int defaultCpuThreads();
  * of the batch. A block is a contiguous range of running experiments, so its rows are a
  * contiguous range of every table (rows are grouped by experiment): the executor sets the
  * world's [run_first, run_end) and systems visit only those rows, split evenly over the
- * threads, instead of skipping the held rows one by one.
+ * threads, instead of skipping the held rows one by one. A block's commits rewrite only its
+ * experiments' rows while they fit the slack their regions get (table.hpp), so a batch
+ * whose tables churn pays for its own rows rather than the whole table's; the slack is
+ * removed when the blocks are done.
  *
  * With `block` = kAutoBlock the executor chooses, and keeps choosing: after kAutoWarmUp
  * steps that are not timed (the first steps pay for start-up costs), a BlockSearch
@@ -245,6 +248,7 @@ class CpuExecutor {
       total.status = world.allStatus();
       if (total.status != 0u) break;
     }
+    world.closeGaps();
     total.finished = total.status != 0u || runningExperiments(world) == 0;
     return total;
   }
