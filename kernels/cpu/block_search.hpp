@@ -10,8 +10,8 @@
 namespace mv {
 
 /**
- * A search over block counts 1 (no blocks), 4, 16, ... (kFactor apart, at most one
- * experiment per block), driven by the rates of measured sub-runs.
+ * A search over block counts 1 (no blocks), 4, 16, ... (kFactor apart) and one experiment
+ * per block, driven by the rates of measured sub-runs.
  *
  * A search first measures the current choice, then its neighbours: more blocks while more
  * keep winning; if the first step up lost, fewer blocks while fewer keep winning. Each
@@ -26,9 +26,10 @@ namespace mv {
  * the next search, or until a sub-run with it runs kDrift times faster or slower than
  * measured (a new phase of the batch). The period starts at kPeriod and doubles, up to kMaxPeriod, while
  * searches keep the batch blocked (or keep it unblocked); a change between the two resets
- * it. The first search starts from 1, so a batch is first measured without blocks: a batch
- * whose tables churn can run several times slower in blocks, since each block's step
- * compacts the tables of the whole batch. A later search starts from the choice, so a batch
+ * it. The first search starts from one experiment per block (kAll): a block's commits cost
+ * only its own rows (table.hpp), so blocks of one lose little where they do not help, and
+ * where an experiment's working set fills the caches they run several times faster than
+ * no blocks, in every phase of the batch. A later search starts from the choice, so a batch
  * that runs best in blocks of one experiment pays for near-optimal probes (the choice and
  * 4x fewer blocks) rather than for a sub-run without blocks, which can be several times
  * slower.
@@ -40,6 +41,8 @@ class BlockSearch {
   static constexpr int64_t kMaxPeriod = 256;
   static constexpr double kMinGain = 1.1;
   static constexpr double kDrift = 2;
+  /// The block count "one experiment per block", whatever the batch (the first search's start).
+  static constexpr int64_t kAll = INT64_MAX;
 
   /// True while the next sub-run is measured (a search is on); false while the choice is used.
   bool measuring() const { return measuring_; }
@@ -65,11 +68,11 @@ class BlockSearch {
   void finish();
 
   bool measuring_ = true;
-  int64_t choice_ = 1;
-  int64_t probe_ = 1;
+  int64_t choice_ = kAll;
+  int64_t probe_ = kAll;
   int direction_ = 0;  ///< 0: measuring the choice; +1: more blocks; -1: fewer
   bool recheck_ = false;  ///< the probe was measured; the next sub-run measures the best again
-  int64_t best_ = 1;
+  int64_t best_ = kAll;
   double best_rate_ = 0;
   double probe_rate_ = 0;
   int64_t period_ = 0;

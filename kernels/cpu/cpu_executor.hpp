@@ -77,15 +77,15 @@ int defaultCpuThreads();
  * With `block` = kAutoBlock the executor chooses, and keeps choosing: after kAutoWarmUp
  * steps that are not timed (the first steps pay for start-up costs), a BlockSearch
  * (block_search.hpp) picks the block counts of timed sub-runs of up to kAutoSteps steps
- * (rates in experiment-steps per second; see runProbe): without blocks, then with 4, 16,
- * ... blocks while more keep winning, each probe bracketed by measurements of the best.
+ * (rates in experiment-steps per second; see runProbe): one experiment per block, then 4x
+ * fewer blocks while fewer keep winning, each probe bracketed by measurements of the best.
  * The fastest is run for its period (BlockSearch::period() sub-runs' worth of steps, in
  * sub-runs of kAutoSteps, each timed: one 2x off the search's rate ends the period early),
- * then a new search measures that choice and its neighbours. Work that
- * scales with the whole batch (compacting tables when rows were created or destroyed) is
- * paid once per block, so a batch whose tables churn every step loses with blocks; a
- * search stops at the first loss, which bounds the cost of a bad probe to one sub-run.
- * The choice depends on timing, the results do not.
+ * then a new search measures that choice and its neighbours. Work that scales with the
+ * whole batch (one pass over the experiments' clocks per step) is paid once per block, so
+ * a batch of small experiments can lose with blocks; a search stops at the first loss,
+ * which bounds the cost of a bad probe to one sub-run. The choice depends on timing, the
+ * results do not.
  */
 class CpuExecutor {
  public:

@@ -5,6 +5,7 @@
  */
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -16,12 +17,13 @@ using namespace mv;
 namespace {
 
 /// Runs one search to its end with `rate(blocks)`; returns the block counts it measured.
+/// As in the executor, a count above `running` runs as `running` blocks.
 std::vector<int64_t> searchOnce(BlockSearch& s, const std::function<double(int64_t)>& rate, int64_t running) {
   std::vector<int64_t> probes;
   REQUIRE(s.measuring());
   while (s.measuring()) {
     probes.push_back(s.blocks());
-    s.measured(rate(s.blocks()), running);
+    s.measured(rate(std::min(s.blocks(), running)), running);
     REQUIRE(probes.size() < 16);
   }
   return probes;
@@ -39,36 +41,43 @@ std::function<double(int64_t)> peakAt(int64_t peak) {
 
 }  // namespace
 
-TEST_CASE("the first search starts without blocks and climbs while more blocks win", "[block_search]") {
+constexpr int64_t kAll = BlockSearch::kAll;
+
+TEST_CASE("the first search starts at one experiment per block and descends while fewer blocks win",
+          "[block_search]") {
   BlockSearch s;
-  CHECK(s.blocks() == 1);
-  // Each probe is followed by the best so far again: 1 after 4, 4 after 16, 16 after 64.
-  CHECK(searchOnce(s, peakAt(16), 64) == std::vector<int64_t>{1, 4, 1, 16, 4, 64, 16});
+  CHECK(s.blocks() == kAll);
+  // Each probe is followed by the best so far again: 64 after 16, 16 after 4.
+  CHECK(searchOnce(s, peakAt(16), 64) == std::vector<int64_t>{kAll, 16, 64, 4, 16});
   CHECK(s.choice() == 16);
   CHECK(s.blocks() == 16);
   CHECK(s.period() == BlockSearch::kPeriod);
 
   BlockSearch unblocked;
-  CHECK(searchOnce(unblocked, peakAt(1), 64) == std::vector<int64_t>{1, 4, 1});
+  CHECK(searchOnce(unblocked, peakAt(1), 64) == std::vector<int64_t>{kAll, 16, 64, 4, 16, 1, 4});
   CHECK(unblocked.choice() == 1);
+
+  BlockSearch ones;
+  CHECK(searchOnce(ones, peakAt(64), 64) == std::vector<int64_t>{kAll, 16, 64});
+  CHECK(ones.choice() == 64);
 }
 
 TEST_CASE("a probe must beat the best by more than kMinGain to win", "[block_search]") {
   const auto gain = [](double g) {
-    return [g](int64_t blocks) { return blocks == 1 ? 100.0 : 100.0 * g; };
+    return [g](int64_t blocks) { return blocks == 64 ? 100.0 : 100.0 * g; };
   };
   BlockSearch close;
-  CHECK(searchOnce(close, gain(1.05), 64) == std::vector<int64_t>{1, 4, 1});
-  CHECK(close.choice() == 1);
+  CHECK(searchOnce(close, gain(1.05), 64) == std::vector<int64_t>{kAll, 16, 64});
+  CHECK(close.choice() == 64);
   BlockSearch clear;
-  CHECK(searchOnce(clear, gain(1.2), 64) == std::vector<int64_t>{1, 4, 1, 16, 4});
-  CHECK(clear.choice() == 4);  // 16 blocks are no faster than 4
+  CHECK(searchOnce(clear, gain(1.2), 64) == std::vector<int64_t>{kAll, 16, 64, 4, 16});
+  CHECK(clear.choice() == 16);  // 4 blocks are no faster than 16
 }
 
-TEST_CASE("the climb stops at one experiment per block", "[block_search]") {
+TEST_CASE("one experiment per block is as many blocks as experiments running", "[block_search]") {
   BlockSearch s;
   const auto more_is_faster = [](int64_t blocks) { return static_cast<double>(blocks * blocks); };
-  CHECK(searchOnce(s, more_is_faster, 20) == std::vector<int64_t>{1, 4, 1, 16, 4, 20, 16});
+  CHECK(searchOnce(s, more_is_faster, 20) == std::vector<int64_t>{kAll, 5, 20});
   CHECK(s.choice() == 20);
 }
 
@@ -106,18 +115,18 @@ TEST_CASE("a later search follows the rates when they move", "[block_search]") {
 
 TEST_CASE("a probe is judged against the best measured before and after it, so a drift does not decide",
           "[block_search]") {
-  // Steps get dearer with every sub-run (a batch's flows ramping up) and 4 blocks are 1.5x
-  // as fast as none: measured one after the other, 4 blocks would look slower than the
-  // unblocked sub-run before them (1.5 x 100 / 2^1 = 75 < 100).
+  // Steps get dearer with every sub-run (a batch's flows ramping up) and no blocks are 1.5x
+  // as fast as 4: measured one after the other, no blocks would look slower than the
+  // 4 blocks before them (1.5 x 100 / 2^1 = 75 < 100).
   int64_t subrun = 0;
   const auto ramp = [&subrun](int64_t blocks) {
     const double cost = static_cast<double>(int64_t{1} << subrun++);
-    return (blocks == 1 ? 100.0 : 150.0) / cost;
+    return (blocks == 1 ? 150.0 : 100.0) / cost;
   };
   BlockSearch s;
-  // 1 at cost 1, 4 at cost 2, 1 at cost 4: the reference is (100 + 25) / 2 = 62.5 < 75 / 1.1.
-  CHECK(searchOnce(s, ramp, 4) == std::vector<int64_t>{1, 4, 1});
-  CHECK(s.choice() == 4);
+  // 4 at cost 1, 1 at cost 2, 4 at cost 4: the reference is (100 + 25) / 2 = 62.5 < 75 / 1.1.
+  CHECK(searchOnce(s, ramp, 4) == std::vector<int64_t>{kAll, 1, 4});
+  CHECK(s.choice() == 1);
 }
 
 TEST_CASE("a sub-run with the choice twice as fast or slow as measured starts a new search", "[block_search]") {
