@@ -51,8 +51,12 @@ struct Settings {
   uint32_t rail_servers = 128;  ///< servers of the rail fabric (8 NICs each)
   uint32_t rail_spines = 8;
   int threads = 2;   ///< CpuExecutor threads (over all workers)
-  int workers = 1;   ///< worlds a batch is split into, run side by side (each threads / workers threads)
-  int64_t block = 0;  ///< CpuExecutor experiment block (0: every experiment in every step; -1: auto)
+  /// Worlds a batch is split into, run side by side (each threads / workers threads); -1:
+  /// auto, one per thread but no more than the batch's experiments (multiverse's default).
+  int workers = -1;
+  /// CpuExecutor experiment block: 0 every experiment in every step, CpuExecutor::kAutoBlock
+  /// (multiverse's default) chooses.
+  int64_t block = CpuExecutor::kAutoBlock;
   std::string only;  ///< run only this part: "permutation", "all-to-all" or "memory" (empty: all)
 };
 
@@ -64,8 +68,8 @@ Settings quickSettings() {
                   .rail_servers = 16,
                   .rail_spines = 2,
                   .threads = 2,
-                  .workers = 1,
-                  .block = 0,
+                  .workers = -1,
+                  .block = CpuExecutor::kAutoBlock,
                   .only = {}};
 }
 
@@ -285,7 +289,7 @@ BatchResult runBatch(const Fabric& fabric, const Workload& w, uint32_t exps, con
   BatchResult r;
   r.exps = exps;
   BackendPlan plan = planBackend("cpu", 0, 0, false);
-  planCpuWorkers(plan, std::min<int>(s.workers, static_cast<int>(exps)), s.threads, exps);
+  planCpuWorkers(plan, s.workers < 0 ? -1 : std::min<int>(s.workers, static_cast<int>(exps)), s.threads, exps);
   const auto workers = static_cast<uint32_t>(plan.workers());
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::unique_ptr<net::NetWorld>> worlds;
@@ -366,8 +370,9 @@ void runThroughputBenchmark(const Fabric& fabric, const Settings& s) {
   const uint32_t nics = static_cast<uint32_t>(fabric.layout.nics.size());
   const uint32_t pod = s.fat_tree_k * s.fat_tree_k / 4;
   std::printf("== 1. %s, DCQCN (default config), CpuExecutor with %d threads", fabric.name.c_str(), s.threads);
+  if (s.workers < 0) std::printf(", one world per thread side by side (auto workers)");
   if (s.workers > 1) std::printf(" over %d worlds side by side", s.workers);
-  std::printf(" ==\n");
+  std::printf(", block %s ==\n", s.block == CpuExecutor::kAutoBlock ? "auto" : std::to_string(s.block).c_str());
   std::printf("   experiment e of a batch: seed %llu + e, stable id e, same flows (all start at 0)\n",
               static_cast<unsigned long long>(kSeedBase));
   std::printf("   wall s = runToEnd only (setup s: building the world); Mhops/s = sum of packet_hops / wall s;\n");
@@ -457,8 +462,8 @@ int main(int argc, char** argv) {
   std::string only;
   std::vector<uint32_t> batches;
   int threads = 0;
-  int64_t block = 0;
-  int workers = 1;
+  int64_t block = mv::CpuExecutor::kAutoBlock;
+  int64_t workers_count = -1;
   app.add_flag("--quick", quick, "small fabrics and flows, to check that the benchmark runs (figures meaningless)");
   app.add_option("--only", only, "run one part only (for profiling)")
       ->check(CLI::IsMember({"permutation", "all-to-all", "memory"}));
@@ -467,19 +472,23 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "CpuExecutor threads (default 2; targets are for 2)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--workers", workers,
-                 "split each batch into this many worlds run side by side, each on threads / workers threads, as "
-                 "multiverse --cpu-workers (default 1: one world)")
-      ->check(CLI::PositiveNumber);
+  mv::addExperimentCountOption(app, workers_count, "--workers",
+                               "split each batch into this many worlds run side by side, each on threads / workers "
+                               "threads, as multiverse --cpu-workers: auto (default: one per thread) or N");
   mv::addExperimentCountOption(app, block, "--block",
-                               "CpuExecutor experiment block: N, 0 (default: every experiment in every step) or auto");
+                               "CpuExecutor experiment block: auto (default, as multiverse), N, or 0 (every "
+                               "experiment in every step)");
   CLI11_PARSE(app, argc, argv);
 
   mv::bench::Settings s = quick ? mv::bench::quickSettings() : mv::bench::Settings{};
   s.only = only;
   if (threads > 0) s.threads = threads;
   s.block = block;
-  s.workers = workers;
+  s.workers = workers_count < 0 ? -1 : static_cast<int>(workers_count);
+  if (s.workers == 0) {
+    std::cerr << "mv_bench_network: error: --workers must be auto or at least 1\n";
+    return 2;
+  }
   if (s.workers > s.threads) {
     std::cerr << "mv_bench_network: error: --workers " << s.workers << " needs at least as many --threads\n";
     return 2;
