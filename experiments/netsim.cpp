@@ -14,8 +14,8 @@
 #include <fstream>
 #include <iostream>
 #include <set>
-#include <iterator>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -145,8 +145,8 @@ std::string networkStatusMessage(uint32_t status) {
 }
 
 /// Appends the link samples of every experiment as CSV rows and removes them from the
-/// world; with `flush_open`, also the bins still open at the end of the run.
-void drainLinkSamples(net::NetWorld& world, std::vector<std::string>& rows, bool flush_open) {
+/// world; for the experiments with `flush_open[e]` (done), also the bins still open.
+void drainLinkSamples(net::NetWorld& world, std::vector<std::string>& rows, const std::vector<char>& flush_open) {
   auto& samples = world.table<net::LinkSample>();
   auto& links = world.table<net::Link>();
   std::vector<net::LinkBin> bins;
@@ -155,7 +155,7 @@ void drainLinkSamples(net::NetWorld& world, std::vector<std::string>& rows, bool
     if (bin_ps <= 0) continue;
     bins.clear();
     for (int64_t r = samples.expBegin(e); r < samples.expEnd(e); ++r) bins.push_back(samples.get<net::LinkBin>(r));
-    if (flush_open) {
+    if (flush_open[e] != 0) {
       for (int64_t r = links.expBegin(e); r < links.expEnd(e); ++r) {
         const net::LinkBinState& b = links.get<net::LinkBinState>(r);
         if (b.bytes > 0) bins.push_back(net::LinkBin{static_cast<uint32_t>(r - links.expBegin(e)), 0, b.bin, b.bytes});
@@ -217,19 +217,109 @@ std::unique_ptr<net::NetWorld> buildNetsimWorld(const NetsimInput& in, const Rou
   return world;
 }
 
-/// Runs a world to its end on `threads` threads, draining its link samples as it goes.
-void runNetsimWorld(NetsimWorld& w, int threads, int64_t cpu_block) {
-  w.link_rows.assign(w.world->numExperiments(), std::string());
+/**
+ * Writes each variant's results as soon as it finishes (from any worker thread): its own
+ * files, then summary.csv again with every variant finished so far, in file order.
+ */
+class NetsimWriter {
+ public:
+  NetsimWriter(const NetsimInput& in, const Routing& routing, std::filesystem::path out, bool quiet)
+      : in_(in), routing_(routing), out_(std::move(out)), quiet_(quiet), rows_(in.variants.size()) {}
+
+  /// Variant x is experiment e of `world`, done; `links` are its links.csv rows and
+  /// `wall_s` its batch's wall time so far.
+  void finished(uint32_t x, net::NetWorld& world, ExpId e, const std::string& links, double wall_s) {
+    const Variant& v = in_.variants[x];
+    auto& records = world.table<net::FlowRecord>();
+    auto& ports = world.table<net::Port>();
+    std::filesystem::create_directories(out_ / v.name);
+    std::ostringstream flows;
+    flows << "flow,src,dst,bytes,start_ps,finish_ps,fct_ps,ideal_fct_ps\n";
+    std::vector<double> slowdowns;
+    int64_t last = 0;
+    for (int64_t row = records.expBegin(e); row < records.expEnd(e); ++row) {
+      const net::FlowResult& f = records.get<net::FlowResult>(row);
+      const int64_t packets = (f.bytes + v.cfg.payload_bytes - 1) / v.cfg.payload_bytes;
+      const int64_t wire = f.bytes + packets * (net::dataWireBytes(0, v.cfg.cc));
+      const int64_t ideal =
+          idleRtt(in_.topo, routing_, f.src_nic, f.dst_nic, v.cfg.payload_bytes) +
+          serializationTime(Bytes{wire}, BitsPerSecond{bottleneckRate(in_.topo, routing_, f.src_nic, f.dst_nic)}).ps;
+      const int64_t fct = f.finish_ps - f.start_ps;
+      flows << f.id << ',' << f.src_nic << ',' << f.dst_nic << ',' << f.bytes << ',' << f.start_ps << ',' << f.finish_ps
+            << ',' << fct << ',' << ideal << '\n';
+      slowdowns.push_back(static_cast<double>(fct) / static_cast<double>(ideal));
+      last = std::max(last, f.finish_ps);
+    }
+    writeFileAtomically(out_ / v.name / "flows.csv", flows.str());
+    std::ostringstream queues;
+    queues << "port,rate_bps,max_bytes,mean_bytes,tx_bytes\n";
+    for (int64_t row = ports.expBegin(e); row < ports.expEnd(e); ++row) {
+      const net::PortQueue& q = ports.get<net::PortQueue>(row);
+      queues << row - ports.expBegin(e) << ',' << ports.get<net::PortInfo>(row).rate_bps << ',' << q.max_bytes << ','
+             << (last > 0 ? q.byte_ps / static_cast<double>(last) : 0.0) << ',' << q.tx_bytes << '\n';
+    }
+    writeFileAtomically(out_ / v.name / "queues.csv", queues.str());
+    if (v.cfg.link_bin_ps > 0) {
+      writeFileAtomically(out_ / v.name / "links.csv", "link,bin_start_ps,bytes,utilisation\n" + links);
+    }
+    std::sort(slowdowns.begin(), slowdowns.end());
+    double mean = 0;
+    for (double sd : slowdowns) mean += sd;
+    mean = slowdowns.empty() ? 0 : mean / static_cast<double>(slowdowns.size());
+    const double p99 =
+        slowdowns.empty() ? 0 : slowdowns[static_cast<size_t>(0.99 * static_cast<double>(slowdowns.size() - 1))];
+    const net::NetCounters c = net::experimentCounters(world, e);
+    std::ostringstream row;
+    row << v.name << ',' << ccName(v.cfg.cc) << ',' << (v.cfg.load_balance == net::LoadBalance::kEcmp ? "ecmp" : "spray")
+        << ',' << in_.flows.size() << ',' << slowdowns.size() << ',' << last << ',' << mean << ',' << p99 << ','
+        << c.packet_hops << ',' << c.ecn_marks << ',' << c.cnps << ',' << c.pauses << ',' << c.paused_ps << ','
+        << c.drops << ',' << c.retransmits << ',' << c.timeouts << ',' << wall_s << '\n';
+    const std::lock_guard<std::mutex> lock(mutex_);
+    rows_[x] = row.str();
+    std::string summary =
+        "experiment,cc,load_balance,flows,finished,last_finish_ps,mean_slowdown,p99_slowdown,packet_hops,ecn_marks,"
+        "cnps,pauses,paused_ps,drops,retransmits,timeouts,wall_s\n";
+    for (const std::string& r : rows_) summary += r;
+    writeFileAtomically(out_ / "summary.csv", summary);
+    if (!quiet_) {
+      std::printf("  %-16s %-6s flows %zu/%zu  last finish %.3f us  slowdown mean %.2f p99 %.2f  drops %ld  pauses %ld\n",
+                  v.name.c_str(), ccName(v.cfg.cc), slowdowns.size(), in_.flows.size(), static_cast<double>(last) * 1e-6,
+                  mean, p99, static_cast<long>(c.drops), static_cast<long>(c.pauses));
+      std::fflush(stdout);
+    }
+  }
+
+ private:
+  const NetsimInput& in_;
+  const Routing& routing_;
+  std::filesystem::path out_;
+  bool quiet_;
+  std::mutex mutex_;
+  std::vector<std::string> rows_;  ///< summary rows of the variants written so far
+};
+
+/// Runs a world to its end on `threads` threads, draining its link samples as it goes and
+/// writing each variant's results as soon as it is done.
+void runNetsimWorld(NetsimWorld& w, int threads, int64_t cpu_block, NetsimWriter& writer) {
+  const uint32_t count = w.world->numExperiments();
+  w.link_rows.assign(count, std::string());
+  std::vector<char> written(count, 0);
   const CpuExecutor exec(threads, cpu_block);
   for (;;) {
     const RunReport r = exec.run<net::NetGraph>(w.world->view(), kChunkSteps);
     w.report.steps += r.steps;
     w.report.wall_seconds += r.wall_seconds;
     w.report.status = r.status;
-    drainLinkSamples(*w.world, w.link_rows, false);
+    std::vector<char> done(count, 0);
+    for (ExpId e = 0; e < count; ++e) done[e] = written[e] == 0 && w.world->clock(e).done() ? 1 : 0;
+    drainLinkSamples(*w.world, w.link_rows, done);
+    for (ExpId e = 0; e < count; ++e) {
+      if (done[e] == 0) continue;
+      writer.finished(w.first + e, *w.world, e, w.link_rows[e], w.report.wall_seconds);
+      written[e] = 1;
+    }
     if (r.finished || r.status != 0u || r.steps == 0) break;
   }
-  drainLinkSamples(*w.world, w.link_rows, true);
 }
 
 }  // namespace
@@ -261,10 +351,13 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
     std::cout << "netsim " << in.name << ": " << in.topo.name() << ", " << in.flows.size() << " flows, " << n
               << " experiment(s); backend " << plan.describe() << "\n";
   }
+  const std::filesystem::path out = options.out.empty() ? std::filesystem::path("results") / in.name : options.out;
+  std::filesystem::create_directories(out);
+  NetsimWriter writer(in, routing, out, options.quiet);
   std::vector<std::thread> threads;
   for (uint32_t k = 0; k < workers; ++k) {
     threads.emplace_back([&, k] {
-      runNetsimWorld(worlds[k], plan.threadsOf(static_cast<int>(k), options.threads), options.cpu_block);
+      runNetsimWorld(worlds[k], plan.threadsOf(static_cast<int>(k), options.threads), options.cpu_block, writer);
     });
   }
   for (std::thread& t : threads) t.join();
@@ -275,70 +368,10 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
     report.status |= w.report.status;
   }
   if (report.status != 0u) {
-    std::cerr << "multiverse: the simulation stopped: " << networkStatusMessage(report.status) << "\n";
+    std::cerr << "multiverse: the simulation stopped: " << networkStatusMessage(report.status)
+              << " (the results of the experiments that finished before are in " << out.string() << ")\n";
     return kExitRunError;
   }
-
-  const std::filesystem::path out = options.out.empty() ? std::filesystem::path("results") / in.name : options.out;
-  std::filesystem::create_directories(out);
-  std::ostringstream summary;
-  summary << "experiment,cc,load_balance,flows,finished,last_finish_ps,mean_slowdown,p99_slowdown,packet_hops,ecn_marks,"
-             "cnps,pauses,paused_ps,drops,retransmits,timeouts,wall_s\n";
-  for (uint32_t x = 0; x < n; ++x) {
-    // Variant x is experiment e of the last world that starts at or before it.
-    const NetsimWorld& w = *std::prev(std::upper_bound(
-        worlds.begin(), worlds.end(), x, [](uint32_t i, const NetsimWorld& nw) { return i < nw.first; }));
-    net::NetWorld& world = *w.world;
-    const ExpId e = x - w.first;
-    auto& records = world.table<net::FlowRecord>();
-    auto& ports = world.table<net::Port>();
-    const Variant& v = in.variants[x];
-    std::filesystem::create_directories(out / v.name);
-    std::ostringstream flows;
-    flows << "flow,src,dst,bytes,start_ps,finish_ps,fct_ps,ideal_fct_ps\n";
-    std::vector<double> slowdowns;
-    int64_t last = 0;
-    for (int64_t row = records.expBegin(e); row < records.expEnd(e); ++row) {
-      const net::FlowResult& f = records.get<net::FlowResult>(row);
-      const int64_t packets = (f.bytes + v.cfg.payload_bytes - 1) / v.cfg.payload_bytes;
-      const int64_t wire = f.bytes + packets * (net::dataWireBytes(0, v.cfg.cc));
-      const int64_t ideal = idleRtt(in.topo, routing, f.src_nic, f.dst_nic, v.cfg.payload_bytes) +
-                            serializationTime(Bytes{wire}, BitsPerSecond{bottleneckRate(in.topo, routing, f.src_nic, f.dst_nic)}).ps;
-      const int64_t fct = f.finish_ps - f.start_ps;
-      flows << f.id << ',' << f.src_nic << ',' << f.dst_nic << ',' << f.bytes << ',' << f.start_ps << ',' << f.finish_ps
-            << ',' << fct << ',' << ideal << '\n';
-      slowdowns.push_back(static_cast<double>(fct) / static_cast<double>(ideal));
-      last = std::max(last, f.finish_ps);
-    }
-    writeFileAtomically(out / v.name / "flows.csv", flows.str());
-    std::ostringstream queues;
-    queues << "port,rate_bps,max_bytes,mean_bytes,tx_bytes\n";
-    for (int64_t row = ports.expBegin(e); row < ports.expEnd(e); ++row) {
-      const net::PortQueue& q = ports.get<net::PortQueue>(row);
-      queues << row - ports.expBegin(e) << ',' << ports.get<net::PortInfo>(row).rate_bps << ',' << q.max_bytes << ','
-             << (last > 0 ? q.byte_ps / static_cast<double>(last) : 0.0) << ',' << q.tx_bytes << '\n';
-    }
-    writeFileAtomically(out / v.name / "queues.csv", queues.str());
-    if (v.cfg.link_bin_ps > 0) {
-      writeFileAtomically(out / v.name / "links.csv", "link,bin_start_ps,bytes,utilisation\n" + w.link_rows[e]);
-    }
-    std::sort(slowdowns.begin(), slowdowns.end());
-    double mean = 0;
-    for (double s : slowdowns) mean += s;
-    mean = slowdowns.empty() ? 0 : mean / static_cast<double>(slowdowns.size());
-    const double p99 = slowdowns.empty() ? 0 : slowdowns[static_cast<size_t>(0.99 * static_cast<double>(slowdowns.size() - 1))];
-    const net::NetCounters c = net::experimentCounters(world, e);
-    summary << v.name << ',' << ccName(v.cfg.cc) << ',' << (v.cfg.load_balance == net::LoadBalance::kEcmp ? "ecmp" : "spray")
-            << ',' << in.flows.size() << ',' << slowdowns.size() << ',' << last << ',' << mean << ',' << p99 << ','
-            << c.packet_hops << ',' << c.ecn_marks << ',' << c.cnps << ',' << c.pauses << ',' << c.paused_ps << ','
-            << c.drops << ',' << c.retransmits << ',' << c.timeouts << ',' << w.report.wall_seconds << '\n';
-    if (!options.quiet) {
-      std::printf("  %-16s %-6s flows %zu/%zu  last finish %.3f us  slowdown mean %.2f p99 %.2f  drops %ld  pauses %ld\n",
-                  v.name.c_str(), ccName(v.cfg.cc), slowdowns.size(), in.flows.size(), static_cast<double>(last) * 1e-6,
-                  mean, p99, static_cast<long>(c.drops), static_cast<long>(c.pauses));
-    }
-  }
-  writeFileAtomically(out / "summary.csv", summary.str());
   if (!options.quiet) {
     std::printf("  wall %.3f s, %ld steps; results in %s\n", report.wall_seconds, static_cast<long>(report.steps),
                 out.string().c_str());
