@@ -230,49 +230,18 @@ class NetsimWriter {
   /// `wall_s` its batch's wall time so far.
   void finished(uint32_t x, net::NetWorld& world, ExpId e, const std::string& links, double wall_s) {
     const Variant& v = in_.variants[x];
-    auto& records = world.table<net::FlowRecord>();
-    auto& ports = world.table<net::Port>();
+    const FlowStats fs = flowStats(v, world, e);
     std::filesystem::create_directories(out_ / v.name);
-    std::ostringstream flows;
-    flows << "flow,src,dst,bytes,start_ps,finish_ps,fct_ps,ideal_fct_ps\n";
-    std::vector<double> slowdowns;
-    int64_t last = 0;
-    for (int64_t row = records.expBegin(e); row < records.expEnd(e); ++row) {
-      const net::FlowResult& f = records.get<net::FlowResult>(row);
-      const int64_t packets = (f.bytes + v.cfg.payload_bytes - 1) / v.cfg.payload_bytes;
-      const int64_t wire = f.bytes + packets * (net::dataWireBytes(0, v.cfg.cc));
-      const int64_t ideal =
-          idleRtt(in_.topo, routing_, f.src_nic, f.dst_nic, v.cfg.payload_bytes) +
-          serializationTime(Bytes{wire}, BitsPerSecond{bottleneckRate(in_.topo, routing_, f.src_nic, f.dst_nic)}).ps;
-      const int64_t fct = f.finish_ps - f.start_ps;
-      flows << f.id << ',' << f.src_nic << ',' << f.dst_nic << ',' << f.bytes << ',' << f.start_ps << ',' << f.finish_ps
-            << ',' << fct << ',' << ideal << '\n';
-      slowdowns.push_back(static_cast<double>(fct) / static_cast<double>(ideal));
-      last = std::max(last, f.finish_ps);
-    }
-    writeFileAtomically(out_ / v.name / "flows.csv", flows.str());
-    std::ostringstream queues;
-    queues << "port,rate_bps,max_bytes,mean_bytes,tx_bytes\n";
-    for (int64_t row = ports.expBegin(e); row < ports.expEnd(e); ++row) {
-      const net::PortQueue& q = ports.get<net::PortQueue>(row);
-      queues << row - ports.expBegin(e) << ',' << ports.get<net::PortInfo>(row).rate_bps << ',' << q.max_bytes << ','
-             << (last > 0 ? q.byte_ps / static_cast<double>(last) : 0.0) << ',' << q.tx_bytes << '\n';
-    }
-    writeFileAtomically(out_ / v.name / "queues.csv", queues.str());
+    writeFileAtomically(out_ / v.name / "flows.csv", fs.csv);
+    writeFileAtomically(out_ / v.name / "queues.csv", queuesCsv(world, e, fs.last));
     if (v.cfg.link_bin_ps > 0) {
       writeFileAtomically(out_ / v.name / "links.csv", "link,bin_start_ps,bytes,utilisation\n" + links);
     }
-    std::sort(slowdowns.begin(), slowdowns.end());
-    double mean = 0;
-    for (double sd : slowdowns) mean += sd;
-    mean = slowdowns.empty() ? 0 : mean / static_cast<double>(slowdowns.size());
-    const double p99 =
-        slowdowns.empty() ? 0 : slowdowns[static_cast<size_t>(0.99 * static_cast<double>(slowdowns.size() - 1))];
     const net::NetCounters c = net::experimentCounters(world, e);
     std::ostringstream row;
     row << v.name << ',' << ccName(v.cfg.cc) << ',' << (v.cfg.load_balance == net::LoadBalance::kEcmp ? "ecmp" : "spray")
-        << ',' << in_.flows.size() << ',' << slowdowns.size() << ',' << last << ',' << mean << ',' << p99 << ','
-        << c.packet_hops << ',' << c.ecn_marks << ',' << c.cnps << ',' << c.pauses << ',' << c.paused_ps << ','
+        << ',' << in_.flows.size() << ',' << fs.slowdowns.size() << ',' << fs.last << ',' << fs.mean << ',' << fs.p99
+        << ',' << c.packet_hops << ',' << c.ecn_marks << ',' << c.cnps << ',' << c.pauses << ',' << c.paused_ps << ','
         << c.drops << ',' << c.retransmits << ',' << c.timeouts << ',' << wall_s << '\n';
     const std::lock_guard<std::mutex> lock(mutex_);
     rows_[x] = row.str();
@@ -283,13 +252,63 @@ class NetsimWriter {
     writeFileAtomically(out_ / "summary.csv", summary);
     if (!quiet_) {
       std::printf("  %-16s %-6s flows %zu/%zu  last finish %.3f us  slowdown mean %.2f p99 %.2f  drops %ld  pauses %ld\n",
-                  v.name.c_str(), ccName(v.cfg.cc), slowdowns.size(), in_.flows.size(), static_cast<double>(last) * 1e-6,
-                  mean, p99, static_cast<long>(c.drops), static_cast<long>(c.pauses));
+                  v.name.c_str(), ccName(v.cfg.cc), fs.slowdowns.size(), in_.flows.size(),
+                  static_cast<double>(fs.last) * 1e-6, fs.mean, fs.p99, static_cast<long>(c.drops),
+                  static_cast<long>(c.pauses));
       std::fflush(stdout);
     }
   }
 
  private:
+  /// An experiment's completed flows: flows.csv, their FCT slowdowns (sorted), mean, p99
+  /// and the last finish.
+  struct FlowStats {
+    std::string csv;
+    std::vector<double> slowdowns;
+    double mean = 0;
+    double p99 = 0;
+    int64_t last = 0;
+  };
+  FlowStats flowStats(const Variant& v, net::NetWorld& world, ExpId e) const {
+    auto& records = world.table<net::FlowRecord>();
+    FlowStats fs;
+    std::ostringstream flows;
+    flows << "flow,src,dst,bytes,start_ps,finish_ps,fct_ps,ideal_fct_ps\n";
+    for (int64_t row = records.expBegin(e); row < records.expEnd(e); ++row) {
+      const net::FlowResult& f = records.get<net::FlowResult>(row);
+      const int64_t packets = (f.bytes + v.cfg.payload_bytes - 1) / v.cfg.payload_bytes;
+      const int64_t wire = f.bytes + packets * (net::dataWireBytes(0, v.cfg.cc));
+      const int64_t ideal =
+          idleRtt(in_.topo, routing_, f.src_nic, f.dst_nic, v.cfg.payload_bytes) +
+          serializationTime(Bytes{wire}, BitsPerSecond{bottleneckRate(in_.topo, routing_, f.src_nic, f.dst_nic)}).ps;
+      const int64_t fct = f.finish_ps - f.start_ps;
+      flows << f.id << ',' << f.src_nic << ',' << f.dst_nic << ',' << f.bytes << ',' << f.start_ps << ',' << f.finish_ps
+            << ',' << fct << ',' << ideal << '\n';
+      fs.slowdowns.push_back(static_cast<double>(fct) / static_cast<double>(ideal));
+      fs.last = std::max(fs.last, f.finish_ps);
+    }
+    fs.csv = flows.str();
+    std::sort(fs.slowdowns.begin(), fs.slowdowns.end());
+    for (double sd : fs.slowdowns) fs.mean += sd;
+    if (!fs.slowdowns.empty()) {
+      fs.mean /= static_cast<double>(fs.slowdowns.size());
+      fs.p99 = fs.slowdowns[static_cast<size_t>(0.99 * static_cast<double>(fs.slowdowns.size() - 1))];
+    }
+    return fs;
+  }
+  /// queues.csv of experiment e; mean occupancy over [0, last].
+  static std::string queuesCsv(net::NetWorld& world, ExpId e, int64_t last) {
+    auto& ports = world.table<net::Port>();
+    std::ostringstream queues;
+    queues << "port,rate_bps,max_bytes,mean_bytes,tx_bytes\n";
+    for (int64_t row = ports.expBegin(e); row < ports.expEnd(e); ++row) {
+      const net::PortQueue& q = ports.get<net::PortQueue>(row);
+      queues << row - ports.expBegin(e) << ',' << ports.get<net::PortInfo>(row).rate_bps << ',' << q.max_bytes << ','
+             << (last > 0 ? q.byte_ps / static_cast<double>(last) : 0.0) << ',' << q.tx_bytes << '\n';
+    }
+    return queues.str();
+  }
+
   const NetsimInput& in_;
   const Routing& routing_;
   std::filesystem::path out_;
