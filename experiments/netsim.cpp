@@ -335,6 +335,7 @@ void runNetsimWorld(NetsimWorld& w, int threads, int64_t cpu_block, NetsimWriter
     for (ExpId e = 0; e < count; ++e) {
       if (done[e] == 0) continue;
       writer.finished(w.first + e, *w.world, e, w.link_rows[e], w.report.wall_seconds);
+      std::string().swap(w.link_rows[e]);  // written: its rows need not wait for the others
       written[e] = 1;
     }
     if (r.finished || r.status != 0u || r.steps == 0) break;
