@@ -80,12 +80,14 @@ int defaultCpuThreads();
  * (rates in experiment-steps per second; see runProbe): one experiment per block, then 4x
  * fewer blocks while fewer keep winning, each probe bracketed by measurements of the best.
  * The fastest is run for its period (BlockSearch::period() sub-runs' worth of steps, in
- * sub-runs of kAutoSteps, each timed: one 2x off the search's rate ends the period early),
- * then a new search measures that choice and its neighbours. Work that scales with the
- * whole batch (one pass over the experiments' clocks per step) is paid once per block, so
- * a batch of small experiments can lose with blocks; a search stops at the first loss,
- * which bounds the cost of a bad probe to one sub-run. The choice depends on timing, the
- * results do not.
+ * sub-runs of about kUseSeconds each, at least kAutoSteps steps, each timed: one 2x off the
+ * search's rate ends the period early), then a new search measures that choice and its
+ * neighbours. Each block's working set is brought back into the caches at the start of
+ * every sub-run, so short sub-runs would cost a batch in blocks of one experiment about a
+ * tenth of its speed. Work that scales with the whole batch (one pass over the
+ * experiments' clocks per step) is paid once per block, so a batch of small experiments
+ * can lose with blocks; a search stops at the first loss, which bounds the cost of a bad
+ * probe to one sub-run. The choice depends on timing, the results do not.
  */
 class CpuExecutor {
  public:
@@ -97,6 +99,8 @@ class CpuExecutor {
   /// A measured sub-run's first part, and the wall time its whole should fit in (see runProbe).
   static constexpr int64_t kProbeSteps = 8;
   static constexpr double kProbeSeconds = 0.25;
+  /// The wall time a sub-run using the search's choice aims at (sized from the last sub-run).
+  static constexpr double kUseSeconds = 1.0;
 
   /// `threads` = 0 means OpenMP's default (all cores); `block` = 0 runs every experiment in
   /// every step, kAutoBlock chooses.
@@ -133,13 +137,22 @@ class CpuExecutor {
   }
 
  private:
-  /// kAutoBlock's state: untimed warm-up steps left, the search, and steps left of the
-  /// current use of its choice.
+  /// kAutoBlock's state: untimed warm-up steps left, the search, steps left of the current
+  /// use of its choice, and the last sub-run's wall seconds per step (0: none timed yet).
   struct AutoState {
     int64_t warm_up = kAutoWarmUp;
     BlockSearch search;
     int64_t left = 0;
+    double step_seconds = 0;
   };
+
+  /// Steps of the next sub-run using the choice: about kUseSeconds at the last sub-run's
+  /// speed, at least kAutoSteps, at most what is left of the period.
+  int64_t useSteps() const {
+    const double fit = auto_.step_seconds > 0 ? kUseSeconds / auto_.step_seconds : 0;
+    const int64_t steps = fit < static_cast<double>(auto_.left) ? static_cast<int64_t>(fit) : auto_.left;
+    return std::min(std::max(steps, kAutoSteps), auto_.left);
+  }
 
   template <class WV>
   static int64_t experimentSteps(const WV& world) {
@@ -153,10 +166,8 @@ class CpuExecutor {
     RunReport total;
     for (int64_t done = 0; done < max_steps;) {
       BlockSearch& search = auto_.search;
-      // Sub-runs of kAutoSteps while measuring and while using the choice (to notice a drift).
-      const int64_t want = auto_.warm_up > 0    ? auto_.warm_up
-                           : search.measuring() ? kAutoSteps
-                                                : std::min(auto_.left, kAutoSteps);
+      // Sub-runs of kAutoSteps while measuring; of useSteps() while using the choice.
+      const int64_t want = auto_.warm_up > 0 ? auto_.warm_up : search.measuring() ? kAutoSteps : useSteps();
       const int64_t k = max_steps - done < want ? max_steps - done : want;
       const int64_t running = runningExperiments(world);
       const int64_t blocks = std::min(search.blocks(), std::max<int64_t>(running, 1));
@@ -167,6 +178,7 @@ class CpuExecutor {
                                                                     : runBlocks<G>(world, k, block);
       const double rate =
           r.wall_seconds > 0 ? static_cast<double>(experimentSteps(world) - before) / r.wall_seconds : 0;
+      if (r.wall_seconds > 0 && advanced > 0) auto_.step_seconds = r.wall_seconds / static_cast<double>(advanced);
       if (auto_.warm_up > 0) {
         auto_.warm_up -= advanced;
       } else if (search.measuring()) {
