@@ -96,6 +96,12 @@ struct SwitchSystem {
     uint32_t tx_port = 0;
     bool arr_stale = true;
     bool tx_stale = true;
+    /// Below kTreeMinPorts: bit i is set while port i's next arrival (send) is known, so a
+    /// scan visits those ports only. Most events leave their port with nothing more to do
+    /// in the step (in the k=8 permutation, 84 % of transmissions empty their port and 44 %
+    /// of arrivals their ring), and few ports are busy at once.
+    uint32_t arr_known = 0;
+    uint32_t tx_known = 0;
 
     MV_HD PortInfo& pinfo(uint32_t i) const { return port_info[i]; }
     MV_HD PortQueue& pq(uint32_t i) const { return port_queue[i]; }
@@ -161,9 +167,12 @@ struct SwitchSystem {
       // A ring seen empty at the end of the last step may hold packets sent since; a
       // known head packet is still the head.
       for (uint32_t i = 0; i < info.port_count; ++i) {
-        if (pnext(i).arrival_ps != INT64_MAX) continue;
-        pnext(i).arrival_ps = rings.nextArrival(pinfo(i).in_link);
-        if (pnext(i).arrival_ps != INT64_MAX) replay<true>(i);
+        if (pnext(i).arrival_ps == INT64_MAX) {
+          pnext(i).arrival_ps = rings.nextArrival(pinfo(i).in_link);
+          if (pnext(i).arrival_ps != INT64_MAX) replay<true>(i);
+        }
+        arr_known |= static_cast<uint32_t>(pnext(i).arrival_ps != INT64_MAX) << (i & 31u);
+        tx_known |= static_cast<uint32_t>(pnext(i).send_ps != INT64_MAX) << (i & 31u);
       }
       int64_t first_push = INT64_MAX;
       const int64_t end = ctx.window_end.ps;
@@ -181,6 +190,7 @@ struct SwitchSystem {
           const int64_t head = rings.headSlot(link);  // visible: it arrives before t_tx and before end
           arrive(cfg, port, rings.slots[head], rings.slots.intsOf(head));
           pnext(port).arrival_ps = rings.popNext(link);
+          if (pnext(port).arrival_ps == INT64_MAX) arr_known &= ~(1u << (port & 31u));
           arr_stale = true;  // the earliest arrival moved later
           replay<true>(port);
         } else {
@@ -213,12 +223,16 @@ struct SwitchSystem {
       arr_stale = false;
       tx_stale = false;
     }
-    /// The port with the earliest next arrival (or send); ties go to the lower port.
+    /// The port with the earliest next arrival (or send); ties go to the lower port. With
+    /// none known every port's time is INT64_MAX, and port 0 stands for them.
     template <bool kArrival>
     MV_HD uint32_t scan() const {
-      int64_t best = timeOf<kArrival>(0);
-      uint32_t port = 0;
-      for (uint32_t i = 1; i < info.port_count; ++i) {
+      uint32_t known = kArrival ? arr_known : tx_known;
+      if (known == 0u) return 0;
+      auto port = static_cast<uint32_t>(lowestBit(known));
+      int64_t best = timeOf<kArrival>(port);
+      for (known &= known - 1u; known != 0u; known &= known - 1u) {
+        const auto i = static_cast<uint32_t>(lowestBit(known));
         const int64_t t = timeOf<kArrival>(i);
         port = t < best ? i : port;
         best = t < best ? t : best;
@@ -266,6 +280,7 @@ struct SwitchSystem {
       const int64_t t = sendTime(i);
       if (t == pnext(i).send_ps) return;
       pnext(i).send_ps = t;
+      tx_known = t == INT64_MAX ? tx_known & ~(1u << (i & 31u)) : tx_known | 1u << (i & 31u);
       replay<false>(i);
       // The earliest send stays known unless its own port changed (a lower port may tie).
       if (tx_stale) return;
