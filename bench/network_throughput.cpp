@@ -30,6 +30,7 @@
 #include "ecs/rng.hpp"
 #include "bench/bench_workloads.hpp"
 #include "experiments/backend.hpp"
+#include "experiments/batching.hpp"
 #include "experiments/cli.hpp"
 #include "kernels/cpu/cpu_executor.hpp"
 #include "network/builder.hpp"
@@ -78,6 +79,12 @@ constexpr double kTargetMegaHopsPerSecond = 20.0;  ///< with 64 experiments
 constexpr double kTargetBatchRatio = 0.5;          ///< time per experiment at 64 / at 1
 constexpr uint32_t kTargetBatch = 64;
 constexpr double kTargetRailMegabytes = 150.0;  ///< World::totalBytes() of the 1,024-NIC rail
+
+/// A batch is run again while its runs so far took less than kRepeatSeconds, at most
+/// kMaxRuns times, and its fastest run is reported: one run of a 0.2 s batch varies by up to
+/// 1.7x on this VM, and the ratio target divides by the one-experiment time.
+constexpr double kRepeatSeconds = 2.0;
+constexpr int kMaxRuns = 7;
 
 /// Experiment e of a batch runs with seed kSeedBase + e and stable id e.
 constexpr uint64_t kSeedBase = 1000;
@@ -249,6 +256,7 @@ struct BatchResult {
   double sim_seconds = 0;      ///< mean over experiments of the last flow completion
   double world_megabytes = 0;  ///< World::totalBytes() / experiments
   double load = 0;             ///< 1-minute load average after the run
+  int runs = 1;                ///< runs of the batch; the figures are the fastest one's
   net::NetCounters sum;        ///< counters summed over experiments
 
   double wallPerExp() const { return wall_seconds / exps; }
@@ -294,8 +302,8 @@ BatchResult runBatch(const Fabric& fabric, const Workload& w, uint32_t exps, con
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::unique_ptr<net::NetWorld>> worlds;
   for (uint32_t k = 0; k < workers; ++k) {
-    const uint32_t first = exps * k / workers;
-    worlds.push_back(makeBatch(fabric, w.flows, exps * (k + 1) / workers - first, first));
+    const uint32_t first = consecutivePartBegin(exps, workers, k);
+    worlds.push_back(makeBatch(fabric, w.flows, consecutivePartBegin(exps, workers, k + 1) - first, first));
     r.world_megabytes += megabytes(worlds.back()->totalBytes()) / exps;
   }
   r.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -322,16 +330,30 @@ BatchResult runBatch(const Fabric& fabric, const Workload& w, uint32_t exps, con
   return r;
 }
 
+/// runBatch repeated as kRepeatSeconds and kMaxRuns allow; the fastest run, with the count.
+BatchResult runFastest(const Fabric& fabric, const Workload& w, uint32_t exps, const Settings& s) {
+  BatchResult best = runBatch(fabric, w, exps, s);
+  double spent = best.wall_seconds;
+  int runs = 1;
+  for (; runs < kMaxRuns && spent < kRepeatSeconds; ++runs) {
+    BatchResult r = runBatch(fabric, w, exps, s);
+    spent += r.wall_seconds;
+    if (r.wall_seconds < best.wall_seconds) best = r;
+  }
+  best.runs = runs;
+  return best;
+}
+
 void printBatchHeader() {
-  std::printf("%5s %8s %8s %6s %9s %11s %11s %10s %8s %10s %10s %8s %5s\n", "exps", "setup s", "wall s", "steps",
-              "Mhops/s", "sim us/exp", "wall s/exp", "sim/wall", "MB/exp", "marks/exp", "pauses/exp", "rtx/exp",
-              "load");
+  std::printf("%5s %4s %8s %8s %6s %9s %11s %11s %10s %8s %10s %10s %8s %5s\n", "exps", "runs", "setup s", "wall s",
+              "steps", "Mhops/s", "sim us/exp", "wall s/exp", "sim/wall", "MB/exp", "marks/exp", "pauses/exp",
+              "rtx/exp", "load");
 }
 
 void printBatchRow(const BatchResult& r) {
   const double exps = r.exps;
-  std::printf("%5u %8.2f %8.2f %6lld %9.2f %11.1f %11.4f %10.2e %8.1f %10.0f %10.0f %8.0f %5.1f\n", r.exps,
-              r.setup_seconds, r.wall_seconds, static_cast<long long>(r.steps),
+  std::printf("%5u %4d %8.2f %8.2f %6lld %9.2f %11.1f %11.4f %10.2e %8.1f %10.0f %10.0f %8.0f %5.1f\n", r.exps,
+              r.runs, r.setup_seconds, r.wall_seconds, static_cast<long long>(r.steps),
               static_cast<double>(r.packet_hops) / r.wall_seconds / kMega, r.sim_seconds * 1e6, r.wallPerExp(),
               r.sim_seconds / r.wallPerExp(), r.world_megabytes, static_cast<double>(r.sum.ecn_marks) / exps,
               static_cast<double>(r.sum.pauses) / exps, static_cast<double>(r.sum.retransmits) / exps, r.load);
@@ -341,13 +363,29 @@ const char* verdict(bool met) {
   return met ? "met" : "NOT met";
 }
 
+/**
+ * Prints the lowest ratio (time per experiment in a batch / time of one experiment alone)
+ * that batching on s.threads cores can give when a batched experiment costs a core what one
+ * experiment alone costs on one thread: that one-thread time / s.threads / `alone`'s time.
+ */
+void printRatioBound(const Fabric& fabric, const Workload& w, const Settings& s, const BatchResult& alone) {
+  Settings one = s;
+  one.threads = 1;
+  one.workers = -1;
+  const BatchResult single = runFastest(fabric, w, 1, one);
+  std::printf("one experiment alone: %.4f s on 1 thread, %.4f s on %d (%.2fx); batched at one thread's cost per "
+              "experiment, the ratio is at best %.3f\n",
+              single.wall_seconds, alone.wall_seconds, s.threads, single.wall_seconds / alone.wall_seconds,
+              single.wall_seconds / s.threads / alone.wall_seconds);
+}
+
 /// Runs a workload at every batch size and prints its table and the targets.
 void runWorkload(const Fabric& fabric, const Workload& w, const Settings& s) {
   std::printf("%s\n", w.name.c_str());
   printBatchHeader();
   std::vector<BatchResult> results;
   for (uint32_t exps : s.batch_sizes) {
-    results.push_back(runBatch(fabric, w, exps, s));
+    results.push_back(runFastest(fabric, w, exps, s));
     printBatchRow(results.back());
     std::fflush(stdout);
   }
@@ -363,6 +401,7 @@ void runWorkload(const Fabric& fabric, const Workload& w, const Settings& s) {
   } else {
     std::printf(" (targets apply to the full run only)\n");
   }
+  if (first.exps == 1 && s.threads > 1) printRatioBound(fabric, w, s, first);
   std::printf("\n");
 }
 

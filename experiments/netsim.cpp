@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "experiments/backend.hpp"
+#include "experiments/batching.hpp"
 #include "experiments/cli.hpp"
 #include "experiments/config_reader.hpp"
 #include "experiments/network_yaml.hpp"
@@ -364,8 +365,9 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
   const auto workers = static_cast<uint32_t>(plan.workers());
   std::vector<NetsimWorld> worlds(workers);
   for (uint32_t k = 0; k < workers; ++k) {
-    worlds[k].first = n * k / workers;
-    worlds[k].world = buildNetsimWorld(in, routing, worlds[k].first, n * (k + 1) / workers - worlds[k].first);
+    worlds[k].first = consecutivePartBegin(n, workers, k);
+    worlds[k].world =
+        buildNetsimWorld(in, routing, worlds[k].first, consecutivePartBegin(n, workers, k + 1) - worlds[k].first);
   }
   if (!options.quiet) {
     std::cout << "netsim " << in.name << ": " << in.topo.name() << ", " << in.flows.size() << " flows, " << n
