@@ -26,7 +26,8 @@
  * experiment is kGapRow. Outside blocked runs regions have no slack. A commit during a run
  * restricted to a block of experiments (the CPU executor's experiment blocking) keeps every
  * region in place when only the block changed and each of its experiments fits its region:
- * it then rewrites only those regions' rows instead of the whole table. Otherwise it lays the
+ * it then rewrites only those regions' rows, within the current columns, instead of the
+ * whole table. Otherwise it lays the
  * whole table out again, and in a blocked run gives each region slack as large as its rows
  * (within the capacity), so that the next commits fit. `closeGaps` removes the slack once
  * the blocked run is over.
@@ -254,7 +255,7 @@ struct TableView {
 
   // --- commit (an engine node) -----------------------------------------------------
   /// Number of barrier-separated phases of `commitPhase`; fixed by the capacities.
-  MV_HD int commitPhaseCount() const { return detail::ceilLog2(pending_capacity) + 7; }
+  MV_HD int commitPhaseCount() const { return detail::ceilLog2(pending_capacity) + 6; }
 
   /// True when this step created or destroyed nothing (every phase is then a no-op).
   MV_HD bool commitIsNoop() const { return pending == 0 && destroyed == 0; }
@@ -269,7 +270,7 @@ struct TableView {
   MV_HD void commitPhase(const Policy& policy, int phase, uint32_t run_first = 0, uint32_t run_end = UINT32_MAX) {
     const int rounds = detail::ceilLog2(pending_capacity);
     // The last phase resets the counters commitIsNoop() reads: only its one writer runs it.
-    if (phase == rounds + 6 && policy.rank() != 0) return;
+    if (phase == rounds + 5 && policy.rank() != 0) return;
     if (commitIsNoop()) return;
     if (phase == 0) {
       commitPrepare(policy, run_first, run_end);
@@ -283,8 +284,6 @@ struct TableView {
       commitScatter(policy);
     } else if (phase == rounds + 4) {
       commitAssignEntities(policy);
-    } else if (phase == rounds + 5) {
-      commitCopyBack(policy);
     } else {
       commitFinish();
     }
@@ -530,11 +529,6 @@ struct TableView {
     slot.alt[to] = slot.cur[from];
   }
   template <class C>
-  MV_HD void copyColumnBack(int64_t row) const {
-    const auto& slot = static_cast<const detail::ColumnSlot<C>&>(columns);
-    slot.cur[row] = slot.alt[row];
-  }
-  template <class C>
   MV_HD void copyPendingColumn(int64_t from, int64_t to) const {
     const auto& slot = static_cast<const detail::ColumnSlot<C>&>(columns);
     slot.alt[to] = slot.pending[from];
@@ -544,16 +538,17 @@ struct TableView {
     (copyColumn<Cs>(from, to), ...);
   }
   template <class... Cs>
-  MV_HD void copyRowBack(TypeList<Cs...>, int64_t row) const {
-    (copyColumnBack<Cs>(row), ...);
-  }
-  template <class... Cs>
   MV_HD void copyPendingRow(TypeList<Cs...>, int64_t from, int64_t to) const {
     (copyPendingColumn<Cs>(from, to), ...);
   }
-  /// Moves a live row within the current columns (host; `closeGaps`).
+  /// Stores pending slot `from` as row `to` of the current columns (in-place commits).
   template <class... Cs>
-  void moveRow(TypeList<Cs...>, int64_t from, int64_t to) {
+  MV_HD void putPendingRow(TypeList<Cs...>, int64_t from, int64_t to) const {
+    ((column<Cs>()[to] = static_cast<const detail::ColumnSlot<Cs>&>(columns).pending[from]), ...);
+  }
+  /// Moves a live row within the current columns (`closeGaps`, in-place commits).
+  template <class... Cs>
+  MV_HD void moveRow(TypeList<Cs...>, int64_t from, int64_t to) {
     if (from == to) return;
     ((column<Cs>()[to] = column<Cs>()[from]), ...);
     entity[to] = entity[from];
@@ -573,6 +568,10 @@ struct TableView {
   template <class Policy>
   MV_HD void commitScatter(const Policy& policy) {
     if (status & kStatusCapacityOverflow) return;
+    if (commit_in_place != 0u) {
+      commitScatterInPlace(policy);
+      return;
+    }
     const uint32_t* sorted = sortedPending();
     parallelFor(policy, blockCount(), [&](int64_t b) {
       for (int64_t r = blockBegin(b); r < blockEnd(b); ++r) {
@@ -611,6 +610,51 @@ struct TableView {
     });
   }
 
+  /**
+   * The in-place scatter: each changed experiment's region is rewritten by one thread
+   * within the current columns. Survivors move down over the destroyed rows (front to
+   * back), then the new rows are merged in from the back, so rows before the first change
+   * are not copied and no row goes through the alternate columns; rows the region no
+   * longer needs become gap rows. Same rows, order and handles as the other scatter.
+   */
+  MV_EXEC_CHECK_DISABLE
+  template <class Policy>
+  MV_HD void commitScatterInPlace(const Policy& policy) {
+    const uint32_t* sorted = sortedPending();
+    parallelFor(policy, commit_exp_end - commit_exp_first, [&](int64_t i) {
+      const auto e = static_cast<ExpId>(commit_exp_first + i);
+      if (exp_pending[e] == 0 && exp_destroyed[e] == 0) return;
+      const int64_t begin = exp_begin[e];
+      const int64_t old_end = begin + exp_rows[e];
+      int64_t survivors_end = begin;
+      for (int64_t r = begin; r < old_end; ++r) {
+        if (dead[r] != 0u) {
+          dead[r] = 0u;
+          continue;
+        }
+        moveRow(Components{}, r, survivors_end);
+        ++survivors_end;
+      }
+      int64_t s = survivors_end;
+      int64_t out = begin + exp_rows_alt[e];
+      const int64_t first_new = exp_pending_before[e];
+      for (int64_t j = exp_pending_before[e + 1] - 1; j >= first_new; --j) {
+        const uint32_t p = sorted[j];
+        const uint64_t k = pending_key[p];
+        while (s > begin && key[s - 1] > k) moveRow(Components{}, --s, --out);
+        const bool twin_new = j > first_new && pending_key[sorted[j - 1]] == k;
+        const bool twin_old = s > begin && key[s - 1] == k;
+        if (twin_new || twin_old) atomicFetchOr<uint32_t>(&status, kStatusDuplicateKey);
+        --out;
+        putPendingRow(Components{}, p, out);
+        exp[out] = e;
+        key[out] = k;
+        pending_dest[j] = out;
+      }
+      for (int64_t r = begin + exp_rows_alt[e]; r < old_end; ++r) exp[r] = kGapRow;
+    });
+  }
+
   /// Hands free entity indices (oldest first) to the new rows in sorted order.
   MV_EXEC_CHECK_DISABLE
   template <class Policy>
@@ -619,7 +663,7 @@ struct TableView {
     parallelFor(policy, pendingCount(), [&](int64_t j) {
       const uint32_t index = free_ring[(free_head + j) % capacity];
       const int64_t dest = pending_dest[j];
-      entity_alt[dest] = Entity{index, slot_gen[index]};
+      (commit_in_place != 0u ? entity : entity_alt)[dest] = Entity{index, slot_gen[index]};
       slot_row[index] = static_cast<uint32_t>(dest);
     });
     parallelFor(policy, num_exps, [&](int64_t e) {
@@ -627,19 +671,6 @@ struct TableView {
       if (exp_pending[e] != 0 || exp_destroyed[e] != 0) exp_layout[e] += 1;
       exp_pending[e] = 0;
       exp_destroyed[e] = 0;
-    });
-  }
-
-  /// In place: the rewritten regions move back from the alternate columns.
-  template <class Policy>
-  MV_HD void commitCopyBack(const Policy& policy) {
-    if ((status & kStatusCapacityOverflow) || commit_in_place == 0u) return;
-    parallelFor(policy, commit_end - commit_first, [&](int64_t i) {
-      const int64_t r = commit_first + i;
-      copyRowBack(Components{}, r);
-      entity[r] = entity_alt[r];
-      exp[r] = exp_alt[r];
-      key[r] = key_alt[r];
     });
   }
 

@@ -162,18 +162,22 @@ TEST_CASE("a block's commits rewrite only its regions and, slack removed, equal 
   constexpr uint32_t kExps = 6;
   ItemWorld blocked(kExps, TableCapacity{4000, 256});
   ItemWorld plain(kExps, TableCapacity{4000, 256});
-  uint64_t next_key = 0;
+  // Keys spaced 1000 apart at first; later keys are drawn anywhere below 10^6, so new rows
+  // land before, between and after the live ones (the merge must move survivors up).
+  std::set<uint64_t> used;
   for (int i = 0; i < 60; ++i) {
+    const auto k = static_cast<uint64_t>(i) * 1000;
+    used.insert(k);
     for (ItemWorld* w : {&blocked, &plain}) {
-      w->createHost<Item>(static_cast<ExpId>(i % kExps), next_key, Value{i}, Tag{0});
+      w->createHost<Item>(static_cast<ExpId>(i % kExps), k, Value{i}, Tag{0});
     }
-    ++next_key;
   }
   blocked.commitAllHost();
   plain.commitAllHost();
   auto& tb = blocked.table<Item>();
   auto& tp = plain.table<Item>();
   int in_place = 0;
+  int inserted_between = 0;
   uint64_t state = 12345;
   constexpr int kSteps = 200;
   for (int step = 0; step < kSteps; ++step) {
@@ -191,24 +195,40 @@ TEST_CASE("a block's commits rewrite only its regions and, slack removed, equal 
         tp.destroyRow(tp.rowOf(tb.entity[tb.expBegin(e) + i]));
         CHECK(tp.get<Value>(tp.rowOf(tb.entity[tb.expBegin(e) + i])).v == v);
       }
-      for (int k = 0; k < 3; ++k, ++next_key) {
-        const auto v = static_cast<int64_t>(1000 + next_key);
-        CHECK(tb.create(e, next_key, Value{v}, Tag{1}));
-        CHECK(tp.create(e, next_key, Value{v}, Tag{1}));
+      for (int k = 0; k < 3; ++k) {
+        uint64_t key = 0;
+        do {
+          state = state * 6364136223846793005ull + 1442695040888963407ull;
+          key = (state >> 24) % 1'000'000;
+        } while (!used.insert(key).second);
+        if (tb.expRows(e) > 0 && key < tb.key[tb.expEnd(e) - 1]) ++inserted_between;
+        const auto v = static_cast<int64_t>(1'000'000 + key);
+        CHECK(tb.create(e, key, Value{v}, Tag{1}));
+        CHECK(tp.create(e, key, Value{v}, Tag{1}));
       }
     }
     commitParallel(blocked, 2, first, end);
     commitParallel(plain, 2);
     REQUIRE(tb.status == kStatusOk);
     REQUIRE(tp.status == kStatusOk);
-    if (std::equal(begins.begin(), begins.end(), tb.exp_begin)) ++in_place;
-    for (ExpId e = 0; e < kExps; ++e) CHECK(valuesOf(blocked, e) == valuesOf(plain, e));
+    if (tb.commit_in_place != 0u) {
+      ++in_place;
+      CHECK(std::equal(begins.begin(), begins.end(), tb.exp_begin));
+    }
+    for (ExpId e = 0; e < kExps; ++e) {
+      CHECK(valuesOf(blocked, e) == valuesOf(plain, e));
+      CHECK(std::is_sorted(tb.key + tb.expBegin(e), tb.key + tb.expEnd(e)));
+      for (int64_t r = tb.expEnd(e); r < tb.exp_begin[e + 1]; ++r) CHECK(tb.exp[r] == kGapRow);
+    }
     for (int64_t r = 0; r < tb.rows; ++r) {
       if (tb.exp[r] != kGapRow) CHECK(tb.rowOf(tb.entity[r]) == r);
+      CHECK(tb.dead[r] == 0u);
     }
   }
-  // Regions got slack in the first commits and then kept their place.
+  // Regions got slack in the first commits and then kept their place; most new rows went
+  // between live ones.
   CHECK(in_place > kSteps * 3 / 4);
+  CHECK(inserted_between > kSteps);
   CHECK(tb.rows > tb.live);
   blocked.view().closeGaps();
   REQUIRE(tb.rows == tp.rows);
@@ -256,6 +276,21 @@ TEST_CASE("overflow and duplicate keys raise status bits instead of corrupting r
     w.commitHost<Item>();
     CHECK(t.create(0, 5, Value{2}, Tag{0}));
     CHECK_THROWS_WITH(w.commitHost<Item>(), Catch::Contains("same key"));
+  }
+  SECTION("in place, in a block's commit: twice the same new key, or a live row's key") {
+    for (const uint64_t twin : {uint64_t{7}, uint64_t{20}}) {
+      ItemWorld w(2, TableCapacity{64, 16});
+      auto& t = w.table<Item>();
+      for (uint64_t k = 10; k < 40; k += 10) CHECK(t.create(1, k, Value{0}, Tag{0}));
+      commitParallel(w, 2, 1, 2);  // lays the table out with slack
+      const int64_t begin = t.expBegin(1);
+      CHECK(t.create(1, twin, Value{1}, Tag{0}));
+      if (twin == 7) CHECK(t.create(1, twin, Value{2}, Tag{0}));
+      commitParallel(w, 2, 1, 2);
+      CHECK(t.commit_in_place == 1u);
+      CHECK(t.expBegin(1) == begin);
+      CHECK((t.status & kStatusDuplicateKey) != 0u);
+    }
   }
 }
 
