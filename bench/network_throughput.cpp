@@ -181,6 +181,7 @@ std::unique_ptr<net::NetWorld> makeBatch(const Fabric& fabric, const std::vector
   // Every flow may complete in the same step: room for all records in the pending area.
   world->grow<net::FlowRecord>(TableCapacity{total, total});
   for (ExpId e = 0; e < exps; ++e) {
+    world->reserveRegion<net::FlowRecord>(e, static_cast<int64_t>(flows.size()));
     buildExperiment(*world, e, fabric, first + e);
     for (uint32_t i = 0; i < flows.size(); ++i) {
       net::addFlow(*world, e, flows[i].src, flows[i].dst, flows[i].bytes, 0, i);

@@ -145,6 +145,10 @@ struct TableView {
   /// Per experiment: commits that created or destroyed rows of it. While it is unchanged,
   /// the experiment's rows keep their offsets from expBegin (a system may cache those).
   uint32_t* exp_layout = nullptr;
+  /// Per experiment: rows its region should hold when a blocked run lays the table out
+  /// (World::reserveRegion; 0: no reserve), e.g. the flow records an experiment will end
+  /// with, so that a table sized exactly for them is not laid out again as it fills.
+  int64_t* exp_reserve = nullptr;
   int64_t* exp_pending_before = nullptr;    ///< scratch: creations of experiments < e
   int64_t* block_alive = nullptr;  ///< scratch: survivors per block, then their prefix
   int64_t* block_dead = nullptr;   ///< scratch: destroyed rows per block, then their prefix
@@ -423,6 +427,10 @@ struct TableView {
     });
   }
 
+  /// Rows experiment e's reserve asks for beyond its rows after this commit.
+  MV_HD int64_t reserveBeyond(ExpId e) const {
+    return exp_reserve[e] > exp_rows_alt[e] ? exp_reserve[e] - exp_rows_alt[e] : 0;
+  }
   /// Serial prefix sums over experiments and blocks, and the new regions (one thread; sizes
   /// are small).
   MV_HD void commitScan() {
@@ -442,9 +450,14 @@ struct TableView {
     } else if (next_live > capacity) {
       status |= kStatusCapacityOverflow;
     } else {
-      // Slack: as much as each region's rows plus kCommitSlackRows, or else an even share
-      // of the room left, handed out in experiment order.
+      // Slack: first each region's reserve beyond its rows, when every reserve fits; then
+      // as much as its rows plus kCommitSlackRows, or else an even share of the room left,
+      // handed out in experiment order.
       int64_t room = commit_slack != 0u ? capacity - next_live : 0;
+      int64_t reserved = 0;
+      for (uint32_t e = 0; e < num_exps; ++e) reserved += reserveBeyond(e);
+      const bool reserve = reserved <= room;
+      room -= reserve ? reserved : 0;
       const bool all = wanted <= room;
       int64_t begin = 0;
       for (uint32_t e = 0; e < num_exps; ++e) {
@@ -453,7 +466,7 @@ struct TableView {
         const int64_t slack = all || want < share ? want : share;
         room -= slack;
         exp_begin_alt[e] = begin;
-        begin += exp_rows_alt[e] + slack;
+        begin += exp_rows_alt[e] + slack + (reserve ? reserveBeyond(e) : 0);
       }
       exp_begin_alt[num_exps] = begin;
     }

@@ -212,6 +212,19 @@ class World {
   }
 
   /**
+   * Asks that experiment e's region of table A hold `rows` rows whenever a blocked run lays
+   * the table out (TableView::exp_reserve): for a table that fills up during the run and
+   * whose final rows per experiment are known, such as flow records. Without it, a table
+   * sized exactly is laid out again by most commits as it fills, each time whole. Layout
+   * only: rows, handles and results do not depend on it.
+   */
+  template <class A>
+  void reserveRegion(ExpId e, int64_t rows) {
+    if (rows < 0) throw std::invalid_argument(std::string("negative region reserve for table ") + A::kName);
+    table<A>().exp_reserve[e] = rows;
+  }
+
+  /**
    * Shrinks every static table to exactly its rows, releasing the headroom `appendStatic`
    * leaves when it doubles a table; rows, keys and handles stay as they are, and a later
    * `appendStatic` grows the table again. Call it once a batch is filled.
@@ -309,6 +322,7 @@ class World {
     f(t.exp_destroyed, exps);
     f(t.exp_generation, exps);
     f(t.exp_layout, exps);
+    f(t.exp_reserve, exps);
     f(t.exp_pending_before, exps + 1);
     f(t.block_alive, blocks);
     f(t.block_dead, blocks);
@@ -365,6 +379,7 @@ class World {
     std::memcpy(t.exp_rows, old.exp_rows, sizeof(int64_t) * view_.num_exps);
     std::memcpy(t.exp_generation, old.exp_generation, sizeof(uint32_t) * view_.num_exps);
     std::memcpy(t.exp_layout, old.exp_layout, sizeof(uint32_t) * view_.num_exps);
+    std::memcpy(t.exp_reserve, old.exp_reserve, sizeof(int64_t) * view_.num_exps);
     std::memcpy(t.free_ring, free_indices.data(), sizeof(uint32_t) * free_indices.size());
     t.free_head = 0;
     t.rows = old.rows;

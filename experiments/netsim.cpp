@@ -212,6 +212,7 @@ std::unique_ptr<net::NetWorld> buildNetsimWorld(const NetsimInput& in, const Rou
   world->fitStaticTables();
   const auto flows_total = static_cast<int64_t>(in.flows.size()) * count;
   world->grow<net::FlowRecord>(TableCapacity{flows_total + 1, flows_total + 1});
+  for (ExpId e = 0; e < count; ++e) world->reserveRegion<net::FlowRecord>(e, static_cast<int64_t>(in.flows.size()));
   int64_t links_total = 0;
   for (ExpId e = 0; e < count; ++e) links_total += world->table<net::Link>().expRows(e);
   world->grow<net::LinkSample>(TableCapacity{links_total * (kChunkSteps + 1), links_total});

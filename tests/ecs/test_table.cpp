@@ -242,6 +242,45 @@ TEST_CASE("a block's commits rewrite only its regions and, slack removed, equal 
   for (ExpId e = 0; e <= kExps; ++e) CHECK(tb.exp_begin[e] == tp.exp_begin[e]);
 }
 
+TEST_CASE("region reserves keep a table that fills to its capacity committing in place", "[table]") {
+  // Eight experiments each end with 120 rows in a table of exactly 960, created 4 per
+  // commit by blocks of one experiment, one experiment after the other (as the CPU
+  // executor runs blocks, many steps each). With reserves, every commit after the first layout
+  // is in place; without, the slack runs short as the table fills and the whole table is
+  // laid out again, more and more often.
+  constexpr uint32_t kExps = 8;
+  constexpr int64_t kRows = 120;
+  constexpr int64_t kPerCommit = 4;
+  int relayouts[2] = {0, 0};
+  for (const bool reserve : {false, true}) {
+    ItemWorld w(kExps, TableCapacity{kExps * kRows, 16});
+    auto& t = w.table<Item>();
+    if (reserve) {
+      for (ExpId e = 0; e < kExps; ++e) w.reserveRegion<Item>(e, kRows);
+    }
+    for (ExpId e = 0; e < kExps; ++e) {
+      for (int64_t round = 0; round < kRows / kPerCommit; ++round) {
+        for (int64_t k = 0; k < kPerCommit; ++k) {
+          CHECK(t.create(e, static_cast<uint64_t>(k * 1000 + round), Value{k}, Tag{0}));
+        }
+        commitParallel(w, 2, e, e + 1);
+        REQUIRE(t.status == kStatusOk);
+        relayouts[reserve ? 1 : 0] += t.commit_in_place == 0u ? 1 : 0;
+      }
+    }
+    for (ExpId e = 0; e < kExps; ++e) {
+      CHECK(t.expRows(e) == kRows);
+      CHECK(std::is_sorted(t.key + t.expBegin(e), t.key + t.expEnd(e)));
+    }
+    if (reserve) {
+      for (ExpId e = 0; e < kExps; ++e) CHECK(t.exp_begin[e] == static_cast<int64_t>(e) * kRows);
+    }
+  }
+  CHECK(relayouts[1] == 1);
+  INFO("relayouts without reserves: " << relayouts[0]);
+  CHECK(relayouts[0] > 20);
+}
+
 TEST_CASE("overflow and duplicate keys raise status bits instead of corrupting rows", "[table]") {
   SECTION("pending area full") {
     ItemWorld w(1, TableCapacity{16, 2});
