@@ -27,10 +27,9 @@
  * restricted to a block of experiments (the CPU executor's experiment blocking) keeps every
  * region in place when only the block changed and each of its experiments fits its region:
  * it then rewrites only those regions' rows, within the current columns, instead of the
- * whole table. Otherwise it lays the
- * whole table out again, and in a blocked run gives each region slack as large as its rows
- * (within the capacity), so that the next commits fit. `closeGaps` removes the slack once
- * the blocked run is over.
+ * whole table. Otherwise it lays the whole table out again, and in a blocked run gives each
+ * region its reserve (`exp_reserve`) and slack as large as its rows (within the capacity),
+ * so that the next commits fit. `closeGaps` removes the slack once the blocked run is over.
  */
 #pragma once
 
