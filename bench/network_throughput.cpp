@@ -27,10 +27,10 @@
 #include <utility>
 #include <vector>
 
+#include "ecs/policy.hpp"
 #include "ecs/rng.hpp"
 #include "bench/bench_workloads.hpp"
 #include "experiments/backend.hpp"
-#include "experiments/batching.hpp"
 #include "experiments/cli.hpp"
 #include "kernels/cpu/cpu_executor.hpp"
 #include "network/builder.hpp"
@@ -303,8 +303,9 @@ BatchResult runBatch(const Fabric& fabric, const Workload& w, uint32_t exps, con
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::unique_ptr<net::NetWorld>> worlds;
   for (uint32_t k = 0; k < workers; ++k) {
-    const uint32_t first = consecutivePartBegin(exps, workers, k);
-    worlds.push_back(makeBatch(fabric, w.flows, consecutivePartBegin(exps, workers, k + 1) - first, first));
+    const auto first = static_cast<uint32_t>(partBegin(exps, workers, k));
+    const auto end = static_cast<uint32_t>(partBegin(exps, workers, k + 1));
+    worlds.push_back(makeBatch(fabric, w.flows, end - first, first));
     r.world_megabytes += megabytes(worlds.back()->totalBytes()) / exps;
   }
   r.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -21,6 +21,14 @@ concept ExecutionPolicy = requires(P p) {
   p.barrier();
 };
 
+/// First index of part `k` when [0, n) is cut into `parts` contiguous parts whose sizes
+/// differ by at most one: part k is [partBegin(n, parts, k), partBegin(n, parts, k + 1)).
+/// How the CPU splits a loop over its threads, a batch into experiment blocks, and a
+/// batch over CPU workers.
+MV_HD MV_INLINE constexpr int64_t partBegin(int64_t n, int64_t parts, int64_t k) {
+  return n * k / parts;
+}
+
 /// Runs f(i) for i in [0, n) on the calling thread's share: a contiguous static block on
 /// the CPU (deterministic partitioning), a grid-stride loop on the GPU.
 MV_EXEC_CHECK_DISABLE
@@ -31,8 +39,8 @@ MV_HD MV_INLINE void parallelFor(const Policy& policy, int64_t n, F&& f) {
 #else
   const int64_t t = policy.rank();
   const int64_t k = policy.count();
-  const int64_t begin = n * t / k;
-  const int64_t end = n * (t + 1) / k;
+  const int64_t begin = partBegin(n, k, t);
+  const int64_t end = partBegin(n, k, t + 1);
   for (int64_t i = begin; i < end; ++i) f(i);
 #endif
 }

@@ -26,13 +26,4 @@ std::vector<std::vector<size_t>> splitLongestFirst(const std::vector<double>& co
  */
 std::vector<size_t> batchLengths(const std::vector<int64_t>& memory, int64_t budget, int64_t size);
 
-/**
- * First item of part `k` when items 0 .. n-1 are cut into `parts` consecutive parts whose
- * sizes differ by at most one; part k is [begin(k), begin(k + 1)).
- * How `multiverse netsim` and the network benchmark split a batch over CPU workers.
- */
-inline uint32_t consecutivePartBegin(uint32_t n, uint32_t parts, uint32_t k) {
-  return static_cast<uint32_t>(static_cast<uint64_t>(n) * k / parts);
-}
-
 }  // namespace mv

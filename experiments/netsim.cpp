@@ -19,8 +19,8 @@
 #include <sstream>
 #include <thread>
 
+#include "ecs/policy.hpp"
 #include "experiments/backend.hpp"
-#include "experiments/batching.hpp"
 #include "experiments/cli.hpp"
 #include "experiments/config_reader.hpp"
 #include "experiments/network_yaml.hpp"
@@ -366,9 +366,9 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
   const auto workers = static_cast<uint32_t>(plan.workers());
   std::vector<NetsimWorld> worlds(workers);
   for (uint32_t k = 0; k < workers; ++k) {
-    worlds[k].first = consecutivePartBegin(n, workers, k);
-    worlds[k].world =
-        buildNetsimWorld(in, routing, worlds[k].first, consecutivePartBegin(n, workers, k + 1) - worlds[k].first);
+    worlds[k].first = static_cast<uint32_t>(partBegin(n, workers, k));
+    const auto end = static_cast<uint32_t>(partBegin(n, workers, k + 1));
+    worlds[k].world = buildNetsimWorld(in, routing, worlds[k].first, end - worlds[k].first);
   }
   if (!options.quiet) {
     std::cout << "netsim " << in.name << ": " << in.topo.name() << ", " << in.flows.size() << " flows, " << n

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ecs/graph.hpp"
+#include "ecs/policy.hpp"
 #include "kernels/cpu/block_search.hpp"
 
 namespace mv {
@@ -240,9 +241,9 @@ class CpuExecutor {
     }
     RunReport total;
     for (int64_t b = 0; b < blocks; ++b) {
-      // Block b: running experiments [b * running / blocks, (b + 1) * running / blocks).
-      const auto lo = static_cast<std::size_t>(b * running / blocks);
-      const auto hi = static_cast<std::size_t>((b + 1) * running / blocks);
+      // Block b: part b of the running experiments.
+      const auto lo = static_cast<std::size_t>(partBegin(running, blocks, b));
+      const auto hi = static_cast<std::size_t>(partBegin(running, blocks, b + 1));
       for (std::size_t i = 0; i < order.size(); ++i) {
         ExperimentClock& c = world.clocks[order[i]];
         if ((i < lo || i >= hi) && !c.done()) c.outcome = Outcome::kHeld;  // not those an earlier block finished

@@ -91,18 +91,6 @@ TEST_CASE("batches respect both the memory budget and the batch size", "[backend
   CHECK(batchLengths({}, 300, 8).empty());
 }
 
-TEST_CASE("consecutive parts cover every item once, their sizes differing by at most one", "[backend]") {
-  // 10 items in 4 parts: 2, 3, 2, 3 (begins 0, 2, 5, 7, end 10).
-  const std::vector<uint32_t> begins{consecutivePartBegin(10, 4, 0), consecutivePartBegin(10, 4, 1),
-                                     consecutivePartBegin(10, 4, 2), consecutivePartBegin(10, 4, 3),
-                                     consecutivePartBegin(10, 4, 4)};
-  CHECK(begins == std::vector<uint32_t>{0, 2, 5, 7, 10});
-  CHECK(consecutivePartBegin(3, 3, 1) == 1);
-  // No overflow of n * k for large batches.
-  CHECK(consecutivePartBegin(4'000'000'000u, 2, 1) == 2'000'000'000u);
-  CHECK(consecutivePartBegin(4'000'000'000u, 2, 2) == 4'000'000'000u);
-}
-
 TEST_CASE("longest first spreads the cost evenly and keeps each group longest first", "[backend]") {
   // Costs 5, 1, 4, 3, 2, 3 taken longest first, each to the lighter group: 5 -> A, 4 -> B,
   // 3 (item 3) -> B (4 < 5), 3 (item 5) -> A (5 < 7), 2 -> B (7 < 8), 1 -> A (8 < 9).
