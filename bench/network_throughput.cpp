@@ -1,7 +1,7 @@
 /**
  * @file network_throughput.cpp
- * Benchmarks of the packet-level network on the CPU backend (`mv_bench_network`), printed
- * as plain tables:
+ * Benchmarks of the packet-level network (`mv_bench_network`) on the CPU backend, or on one
+ * CUDA device with `--backend cuda`, printed as plain tables:
  *   1. packet-hop throughput of a k=8 fat-tree (128 NICs, 100 Gb/s and 1 us on every link,
  *      DCQCN with the default configuration) under a permutation of long flows and an
  *      all-to-all of short flows, with 1, 8 and 64 experiments in one batch (same flows,
@@ -59,6 +59,7 @@ struct Settings {
   /// (multiverse's default) chooses.
   int64_t block = CpuExecutor::kAutoBlock;
   std::string only;  ///< run only this part: "permutation", "all-to-all" or "memory" (empty: all)
+  std::string backend = "cpu";  ///< "cpu", or "cuda": each batch one world on CUDA device 0
 };
 
 Settings quickSettings() {
@@ -71,7 +72,8 @@ Settings quickSettings() {
                   .threads = 2,
                   .workers = -1,
                   .block = CpuExecutor::kAutoBlock,
-                  .only = {}};
+                  .only = {},
+                  .backend = "cpu"};
 }
 
 /// Targets stated for the full run on a 2-core machine.
@@ -287,6 +289,34 @@ void collectWorld(net::NetWorld& world, const Workload& w, BatchResult& r) {
   }
 }
 
+/// Builds a batch of `exps` experiments as one world, runs it on CUDA device 0 and checks
+/// that every flow completed. The wall time includes the world's upload and download.
+BatchResult runBatchOnDevice(const Fabric& fabric, const Workload& w, uint32_t exps) {
+  const BackendPlan plan = planBackend("cuda", 1, usableCudaDevices(), cudaBackendBuilt());
+  if (!plan.error.empty()) throw std::runtime_error(plan.error);
+  const net::NetworkStepRunner runner = networkStepRunner(plan, 0);
+  BatchResult r;
+  r.exps = exps;
+  const auto start = std::chrono::steady_clock::now();
+  const std::unique_ptr<net::NetWorld> world = makeBatch(fabric, w.flows, exps);
+  r.world_megabytes = megabytes(world->totalBytes()) / exps;
+  r.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto run_start = std::chrono::steady_clock::now();
+  RunReport report;
+  do {
+    report = runner(*world, int64_t{1} << 20);
+    r.steps += report.steps;
+  } while (!report.finished && report.steps > 0 && report.status == 0u);
+  r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+  r.load = loadAverage();
+  if (report.status != 0u || !report.finished) {
+    throw std::runtime_error(w.name + " with " + std::to_string(exps) + " experiments on the GPU stopped with status " +
+                             std::to_string(report.status));
+  }
+  collectWorld(*world, w, r);
+  return r;
+}
+
 /**
  * Builds and runs a batch of `exps` experiments, then checks that every flow completed.
  * With `workers` > 1 the batch is split into that many worlds of consecutive experiments,
@@ -295,6 +325,7 @@ void collectWorld(net::NetWorld& world, const Workload& w, BatchResult& r) {
  * last finish.
  */
 BatchResult runBatch(const Fabric& fabric, const Workload& w, uint32_t exps, const Settings& s) {
+  if (s.backend == "cuda") return runBatchOnDevice(fabric, w, exps);
   BatchResult r;
   r.exps = exps;
   BackendPlan plan = planBackend("cpu", 0, 0, false);
@@ -403,17 +434,22 @@ void runWorkload(const Fabric& fabric, const Workload& w, const Settings& s) {
   } else {
     std::printf(" (targets apply to the full run only)\n");
   }
-  if (first.exps == 1 && s.threads > 1) printRatioBound(fabric, w, s, first);
+  if (first.exps == 1 && s.threads > 1 && s.backend == "cpu") printRatioBound(fabric, w, s, first);
   std::printf("\n");
 }
 
 void runThroughputBenchmark(const Fabric& fabric, const Settings& s) {
   const uint32_t nics = static_cast<uint32_t>(fabric.layout.nics.size());
   const uint32_t pod = s.fat_tree_k * s.fat_tree_k / 4;
-  std::printf("== 1. %s, DCQCN (default config), CpuExecutor with %d threads", fabric.name.c_str(), s.threads);
-  if (s.workers < 0) std::printf(", one world per thread side by side (auto workers)");
-  if (s.workers > 1) std::printf(" over %d worlds side by side", s.workers);
-  std::printf(", block %s ==\n", s.block == CpuExecutor::kAutoBlock ? "auto" : std::to_string(s.block).c_str());
+  if (s.backend == "cuda") {
+    std::printf("== 1. %s, DCQCN (default config), CUDA device 0, each batch one world in the megakernel ==\n",
+                fabric.name.c_str());
+  } else {
+    std::printf("== 1. %s, DCQCN (default config), CpuExecutor with %d threads", fabric.name.c_str(), s.threads);
+    if (s.workers < 0) std::printf(", one world per thread side by side (auto workers)");
+    if (s.workers > 1) std::printf(" over %d worlds side by side", s.workers);
+    std::printf(", block %s ==\n", s.block == CpuExecutor::kAutoBlock ? "auto" : std::to_string(s.block).c_str());
+  }
   std::printf("   experiment e of a batch: seed %llu + e, stable id e, same flows (all start at 0)\n",
               static_cast<unsigned long long>(kSeedBase));
   std::printf("   wall s = runToEnd only (setup s: building the world); Mhops/s = sum of packet_hops / wall s;\n");
@@ -519,12 +555,18 @@ int main(int argc, char** argv) {
   mv::addExperimentCountOption(app, block, "--block",
                                "CpuExecutor experiment block: auto (default, as multiverse), N, or 0 (every "
                                "experiment in every step)");
+  std::string backend = "cpu";
+  app.add_option("--backend", backend,
+                 "cpu (default), or cuda: each batch runs as one world on CUDA device 0 (--threads, --workers "
+                 "and --block then do not apply)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   CLI11_PARSE(app, argc, argv);
 
   mv::bench::Settings s = quick ? mv::bench::quickSettings() : mv::bench::Settings{};
   s.only = only;
   if (threads > 0) s.threads = threads;
   s.block = block;
+  s.backend = backend;
   s.workers = workers_count < 0 ? -1 : static_cast<int>(workers_count);
   if (s.workers == 0) {
     std::cerr << "mv_bench_network: error: --workers must be auto or at least 1\n";

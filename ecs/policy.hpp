@@ -29,20 +29,27 @@ MV_HD MV_INLINE constexpr int64_t partBegin(int64_t n, int64_t parts, int64_t k)
   return n * k / parts;
 }
 
+/// Whether a policy's threads share loops grid-stride (`kGridStride`, the CUDA policies:
+/// neighbouring threads take neighbouring rows, so their loads coalesce) rather than in
+/// contiguous blocks (the CPU's, one cache-friendly range per thread).
+template <class Policy>
+inline constexpr bool kGridStrideOf = requires { requires Policy::kGridStride; };
+
 /// Runs f(i) for i in [0, n) on the calling thread's share: a contiguous static block on
-/// the CPU (deterministic partitioning), a grid-stride loop on the GPU.
+/// the CPU (deterministic partitioning), a grid-stride loop under a CUDA policy (on a GPU
+/// or on the emulated device).
 MV_EXEC_CHECK_DISABLE
 template <class Policy, class F>
 MV_HD MV_INLINE void parallelFor(const Policy& policy, int64_t n, F&& f) {
-#if MV_ON_DEVICE
-  for (int64_t i = policy.rank(); i < n; i += policy.count()) f(i);
-#else
-  const int64_t t = policy.rank();
-  const int64_t k = policy.count();
-  const int64_t begin = partBegin(n, k, t);
-  const int64_t end = partBegin(n, k, t + 1);
-  for (int64_t i = begin; i < end; ++i) f(i);
-#endif
+  if constexpr (kGridStrideOf<Policy>) {
+    for (int64_t i = policy.rank(); i < n; i += policy.count()) f(i);
+  } else {
+    const int64_t t = policy.rank();
+    const int64_t k = policy.count();
+    const int64_t begin = partBegin(n, k, t);
+    const int64_t end = partBegin(n, k, t + 1);
+    for (int64_t i = begin; i < end; ++i) f(i);
+  }
 }
 
 /// One thread that runs everything, with a barrier that does nothing. Used on the host for

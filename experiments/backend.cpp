@@ -6,6 +6,7 @@
 
 #ifdef MV_HAVE_CUDA
 #include "kernels/cuda/device_query.hpp"
+#include "systems/cuda/network_device.hpp"
 #include "systems/cuda/training_device.hpp"
 #endif
 
@@ -97,6 +98,16 @@ void planCpuWorkers(BackendPlan& plan, int requested, int threads, int64_t exper
 TrainingStepRunner stepRunner(const BackendPlan& plan, int worker) {
 #ifdef MV_HAVE_CUDA
   if (plan.cuda) return cudaTrainingRunner(plan.devices.at(static_cast<size_t>(worker)));
+#else
+  (void)worker;
+  (void)plan;
+#endif
+  return {};
+}
+
+net::NetworkStepRunner networkStepRunner(const BackendPlan& plan, int worker) {
+#ifdef MV_HAVE_CUDA
+  if (plan.cuda) return cudaNetworkRunner(plan.devices.at(static_cast<size_t>(worker)));
 #else
   (void)worker;
   (void)plan;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "network/network_sim.hpp"
 #include "systems/training_spec.hpp"
 
 namespace mv {
@@ -66,6 +67,9 @@ void planCpuWorkers(BackendPlan& plan, int requested, int threads, int64_t exper
 
 /// The step runner of worker `worker` of `plan` (empty = the CPU executor).
 TrainingStepRunner stepRunner(const BackendPlan& plan, int worker);
+
+/// The network-world step runner of worker `worker` of `plan` (empty = the CPU executor).
+net::NetworkStepRunner networkStepRunner(const BackendPlan& plan, int worker);
 
 /// Whether this binary has the CUDA backend.
 bool cudaBackendBuilt();

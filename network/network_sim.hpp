@@ -7,11 +7,18 @@
  */
 #pragma once
 
+#include <cstdint>
+#include <functional>
+
 #include "ecs/graph.hpp"
 #include "ecs/world.hpp"
 #include "network/components.hpp"
 #include "network/nic_system.hpp"
 #include "network/switch_system.hpp"
+
+namespace mv {
+struct RunReport;
+}  // namespace mv
 
 namespace mv::net {
 
@@ -23,5 +30,9 @@ struct NetSimConfig {
 using NetWorld = WorldOfT<NetSimConfig, NetworkArchetypes>;
 using NetView = NetWorld::View;
 using NetGraph = Graph<System<NicSystem<NetView>>, System<SwitchSystem<NetView>>, CommitAll, AdvanceClocks>;
+
+/// Runs up to `max_steps` steps of a network world on a backend other than the CPU executor
+/// (systems/cuda/network_device.hpp: one CUDA device).
+using NetworkStepRunner = std::function<RunReport(NetWorld& world, int64_t max_steps)>;
 
 }  // namespace mv::net

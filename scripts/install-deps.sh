@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
-  libyaml-cpp-dev nlohmann-json3-dev catch2 libcli11-dev
+  libyaml-cpp-dev nlohmann-json3-dev catch2 libcli11-dev libboost-context-dev
   libopenmpi-dev openmpi-bin
 )
 

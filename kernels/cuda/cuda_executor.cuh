@@ -76,7 +76,7 @@ class CudaExecutor {
     MV_CUDA_CHECK(cudaMalloc(&steps_dev, sizeof(int64_t)));
     WV* view = dev.deviceView();
     void* args[] = {&view, &max_steps, &steps_dev};
-    MV_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(megakernel<G, WV>), grid, block, args, 0, nullptr));
+    MV_CUDA_CHECK(cudaLaunchCooperativeKernel(megakernel<G, WV>, grid, block, args, 0, nullptr));
     MV_CUDA_CHECK(cudaDeviceSynchronize());
     int64_t steps = 0;
     MV_CUDA_CHECK(cudaMemcpy(&steps, steps_dev, sizeof(int64_t), cudaMemcpyDeviceToHost));
@@ -96,8 +96,11 @@ class CudaExecutor {
           // The host cannot see this step's counters: launch the worst-case phase count
           // (phases with nothing to do return at once on the device).
           const int phases = Nodes::maxPhaseCount(host_view);
-          for (int p = 0; p < phases; ++p) nodePhaseKernel<Nodes, WV><<<grid, block>>>(dev.deviceView(), p);
-          MV_CUDA_CHECK(cudaGetLastError());
+          WV* view = dev.deviceView();
+          for (int p = 0; p < phases; ++p) {
+            void* args[] = {&view, &p};
+            MV_CUDA_CHECK(cudaLaunchKernel(nodePhaseKernel<Nodes, WV>, grid, block, args, 0, nullptr));
+          }
         }(),
         ...);
   }

@@ -15,6 +15,7 @@ namespace mv {
 
 /// One persistent cooperative grid; barrier = grid.sync().
 struct CudaGridPolicy {
+  static constexpr bool kGridStride = true;
   __device__ int64_t rank() const { return int64_t{blockIdx.x} * blockDim.x + threadIdx.x; }
   __device__ int64_t count() const { return int64_t{gridDim.x} * blockDim.x; }
   __device__ void barrier() const { cooperative_groups::this_grid().sync(); }
@@ -22,6 +23,7 @@ struct CudaGridPolicy {
 
 /// One kernel per graph phase; the barrier between phases is the next launch.
 struct CudaKernelPolicy {
+  static constexpr bool kGridStride = true;
   __device__ int64_t rank() const { return int64_t{blockIdx.x} * blockDim.x + threadIdx.x; }
   __device__ int64_t count() const { return int64_t{gridDim.x} * blockDim.x; }
   __device__ void barrier() const {}

@@ -56,6 +56,11 @@ class DeviceWorld {
       field = it->second;
     }
     MV_CUDA_CHECK(cudaMemcpy(device_view_, &patched, sizeof(View), cudaMemcpyHostToDevice));
+#ifdef MV_EMULATED_DEVICE
+    // The device owns the world now: a kernel that follows an unpatched host pointer reads
+    // poison. download() overwrites every host buffer.
+    for (const auto& [host, dev] : to_device_) emu::poisonHost(host, world_.bufferBytes(host));
+#endif
   }
 
   /// Copies the view and every buffer back to the host world.

@@ -1,0 +1,147 @@
+/**
+ * @file test_emu_device.cpp
+ * The emulated device itself: every virtual thread gets its own coordinates, a grid sync
+ * orders the writes before it against the reads after it, device memory is closed to the
+ * host outside launches and copies, the device mirror poisons the host world while the
+ * device owns it and restores it on download, and an allocation beyond the device's memory
+ * fails as on a GPU.
+ */
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/cpu_executor.hpp"
+#include "kernels/cuda/cuda_executor.cuh"
+#include "tests/support/demo_world.hpp"
+
+using namespace mv;
+
+namespace {
+
+__global__ void writeRanks(int64_t* out) {
+  const CudaGridPolicy p;
+  out[p.rank()] = p.count() * 1000 + p.rank();
+}
+
+/// Each thread writes its slot, syncs, then reads its right neighbour's, `rounds` times.
+__global__ void ringShift(int64_t* slots, int64_t* seen, int rounds) {
+  const CudaGridPolicy p;
+  const int64_t n = p.count();
+  const int64_t me = p.rank();
+  int64_t sum = 0;
+  for (int r = 0; r < rounds; ++r) {
+    slots[me] = me + r * n;
+    p.barrier();
+    sum += slots[(me + 1) % n];
+    p.barrier();
+  }
+  seen[me] = sum;
+}
+
+template <class T>
+std::vector<T> download(const T* dev, std::size_t n) {
+  std::vector<T> host(n);
+  REQUIRE(cudaMemcpy(host.data(), dev, n * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
+  return host;
+}
+
+}  // namespace
+
+TEST_CASE("every virtual thread of a launch has its own rank", "[emu]") {
+  const dim3 grid(3);
+  const dim3 block(96);
+  const int64_t n = 3 * 96;
+  int64_t* out = nullptr;
+  REQUIRE(cudaMalloc(&out, n * sizeof(int64_t)) == cudaSuccess);
+  void* args[] = {&out};
+  REQUIRE(cudaLaunchKernel(writeRanks, grid, block, args, 0, nullptr) == cudaSuccess);
+  const std::vector<int64_t> got = download(out, n);
+  for (int64_t i = 0; i < n; ++i) CHECK(got[i] == n * 1000 + i);
+  CHECK(cudaFree(out) == cudaSuccess);
+}
+
+TEST_CASE("a grid sync orders every write before it against every read after it", "[emu]") {
+  int sms = 0;
+  int per_sm = 0;
+  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
+  REQUIRE(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ringShift, 128, 0) == cudaSuccess);
+  const dim3 grid(static_cast<unsigned>(sms * per_sm));
+  const dim3 block(128);
+  const int64_t n = int64_t{sms} * per_sm * 128;
+  CHECK(n >= 256);
+  int64_t* slots = nullptr;
+  int64_t* seen = nullptr;
+  REQUIRE(cudaMalloc(&slots, n * sizeof(int64_t)) == cudaSuccess);
+  REQUIRE(cudaMalloc(&seen, n * sizeof(int64_t)) == cudaSuccess);
+  int rounds = 5;
+  void* args[] = {&slots, &seen, &rounds};
+  REQUIRE(cudaLaunchCooperativeKernel(ringShift, grid, block, args, 0, nullptr) == cudaSuccess);
+  const std::vector<int64_t> got = download(seen, n);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t expect = 0;
+    for (int r = 0; r < rounds; ++r) expect += (i + 1) % n + r * n;
+    REQUIRE(got[i] == expect);
+  }
+  SECTION("a cooperative launch larger than the device is refused") {
+    const dim3 too_big(static_cast<unsigned>(sms * per_sm + 1));
+    CHECK(cudaLaunchCooperativeKernel(ringShift, too_big, block, args, 0, nullptr) ==
+          cudaErrorCooperativeLaunchTooLarge);
+    CHECK(cudaGetLastError() == cudaErrorCooperativeLaunchTooLarge);
+    CHECK(cudaGetLastError() == cudaSuccess);
+  }
+  CHECK(cudaFree(slots) == cudaSuccess);
+  CHECK(cudaFree(seen) == cudaSuccess);
+}
+
+TEST_CASE("device memory starts as poison and copies need the right direction", "[emu]") {
+  unsigned char* dev = nullptr;
+  REQUIRE(cudaMalloc(&dev, 100) == cudaSuccess);
+  const std::vector<unsigned char> fresh = download(dev, 100);
+  for (unsigned char b : fresh) CHECK(b == 0xA5);
+  std::vector<unsigned char> host(100, 7);
+  CHECK(cudaMemcpy(host.data(), dev, 100, cudaMemcpyHostToDevice) == cudaErrorInvalidValue);
+  CHECK(cudaMemcpy(dev, host.data(), 100, cudaMemcpyHostToDevice) == cudaSuccess);
+  CHECK(download(dev, 100) == host);
+  CHECK(cudaMemcpy(host.data(), dev, 101, cudaMemcpyDeviceToHost) == cudaErrorInvalidValue);
+  CHECK(cudaFree(dev) == cudaSuccess);
+  CHECK(cudaFree(dev) == cudaErrorInvalidValue);
+  cudaGetLastError();
+}
+
+TEST_CASE("allocations beyond the device's memory fail and free memory is reported", "[emu]") {
+  std::size_t free = 0;
+  std::size_t total = 0;
+  REQUIRE(cudaMemGetInfo(&free, &total) == cudaSuccess);
+  CHECK(free <= total);
+  void* p = nullptr;
+  CHECK(cudaMalloc(&p, total + 1) == cudaErrorMemoryAllocation);
+  cudaGetLastError();
+  void* q = nullptr;
+  REQUIRE(cudaMalloc(&q, 1 << 20) == cudaSuccess);
+  std::size_t after = 0;
+  REQUIRE(cudaMemGetInfo(&after, &total) == cudaSuccess);
+  CHECK(after == free - (1 << 20));
+  CHECK(cudaFree(q) == cudaSuccess);
+}
+
+TEST_CASE("the device mirror poisons the host world while the device owns it", "[emu]") {
+  demo::DemoWorld world(2, TableCapacity{64, 64});
+  for (ExpId e = 0; e < 2; ++e) demo::seedExperiment(world, e, 8, 100, 3);
+  world.commitAllHost();
+  auto& walkers = world.table<demo::Walker>();
+  const std::vector<demo::Position> before(walkers.template column<demo::Position>(),
+                                           walkers.template column<demo::Position>() + walkers.rows);
+  {
+    DeviceWorld<demo::DemoWorld> dev(world);
+    const auto* bytes = reinterpret_cast<const unsigned char*>(walkers.template column<demo::Position>());
+    for (std::size_t i = 0; i < before.size() * sizeof(demo::Position); ++i) REQUIRE(bytes[i] == 0xA5);
+    dev.download();
+  }
+  const std::vector<demo::Position> after(walkers.template column<demo::Position>(),
+                                          walkers.template column<demo::Position>() + walkers.rows);
+  REQUIRE(after.size() == before.size());
+  for (std::size_t i = 0; i < after.size(); ++i) CHECK(after[i].x == before[i].x);
+}

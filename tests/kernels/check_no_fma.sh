@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# @file check_no_fma.sh
+# Fails when device code contains a fused multiply-add: CPU and GPU agree bit for bit only
+# while nvcc contracts nothing (--fmad=false, kernels/cuda/CMakeLists.txt). Reads PTX files
+# (systems/cuda's mv_systems_cuda_ptx: the training and network megakernels compiled with
+# the backend's own flags), where a contraction shows as fma.rn.f32 / fma.rn.f64.
+set -euo pipefail
+[ $# -gt 0 ] || { echo "usage: check_no_fma.sh FILE.ptx..."; exit 2; }
+for ptx in "$@"; do
+  grep -q "^\.version" "$ptx" || { echo "FAIL: $ptx is not PTX"; exit 1; }
+  entries=$(grep -c "\.entry" "$ptx" || true)
+  [ "$entries" -gt 0 ] || { echo "FAIL: $ptx has no kernel entry"; exit 1; }
+  count=$(grep -c "fma\.rn\.f" "$ptx" || true)
+  if [ "$count" -gt 0 ]; then
+    echo "FAIL: $count fused multiply-adds in $ptx (is --fmad=false gone?):"
+    grep -m5 "fma\.rn\.f" "$ptx"
+    exit 1
+  fi
+  echo "$(basename "$ptx"): $entries kernel entries, no fused multiply-add"
+done
