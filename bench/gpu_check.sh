@@ -147,25 +147,7 @@ if wants sweep; then
   verdict "sweep on cpu" $rc_cpu
   verdict "sweep on cuda" $rc_cuda
   if [ $rc_cpu -eq 0 ] && [ $rc_cuda -eq 0 ]; then
-    python3 - "$out/sweep-cpu/summary.csv" "$out/sweep-cuda/summary.csv" > "$out/sweep-diff.log" 2>&1 <<'EOF'
-import csv, sys
-timing = {"wall_s", "events_per_s"}
-def rows(path):
-    with open(path, newline="") as f:
-        return {r["name"]: {k: v for k, v in r.items() if k not in timing} for r in csv.DictReader(f)}
-a, b = rows(sys.argv[1]), rows(sys.argv[2])
-bad = 0
-for name in sorted(set(a) | set(b)):
-    if a.get(name) != b.get(name):
-        bad += 1
-        ra, rb = a.get(name, {}), b.get(name, {})
-        diff = [k for k in sorted(set(ra) | set(rb)) if ra.get(k) != rb.get(k)]
-        print(f"{name}: differs in {', '.join(diff)}")
-        for k in diff[:6]:
-            print(f"    {k}: cpu {ra.get(k)} cuda {rb.get(k)}")
-print(f"{len(a)} experiments on cpu, {len(b)} on cuda, {bad} differ outside the timing columns")
-sys.exit(1 if bad else 0)
-EOF
+    python3 scripts/compare_results.py "$out/sweep-cpu/summary.csv" "$out/sweep-cuda/summary.csv" > "$out/sweep-diff.log" 2>&1
     verdict "summaries identical (timing columns aside)" $?
     excerpt "$out/sweep-diff.log" 20 >> "$report"
     say "wall s, cpu then cuda: $(grep -E '^sweep-(cpu|cuda):' "$out/times.log" | sed 's/.* in //' | paste -sd' ')"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ecs/policy.hpp"
 #include "kernels/cpu/cpu_executor.hpp"
 
 #ifdef MV_HAVE_CUDA
@@ -76,6 +77,17 @@ BackendPlan planBackend(const std::string& backend, int devices, int available, 
   plan.cuda = true;
   for (int d = 0; d < n; ++d) plan.devices.push_back(d);
   return plan;
+}
+
+void shareDevicesOnNode(BackendPlan& plan, int local_rank, int local_size) {
+  if (!plan.cuda || local_size <= 1 || local_rank < 0 || local_rank >= local_size) return;
+  const auto n = static_cast<int64_t>(plan.devices.size());
+  if (local_size > n) {
+    plan.devices = {plan.devices[static_cast<size_t>(local_rank % n)]};
+    return;
+  }
+  plan.devices = std::vector<int>(plan.devices.begin() + partBegin(n, local_size, local_rank),
+                                  plan.devices.begin() + partBegin(n, local_size, local_rank + 1));
 }
 
 void planCpuWorkers(BackendPlan& plan, int requested, int threads, int64_t experiments) {

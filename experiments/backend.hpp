@@ -56,6 +56,14 @@ int usableCudaDevices();
 BackendPlan planBackend(const std::string& backend, int devices, int available, bool built);
 
 /**
+ * Gives each of the `local_size` processes (MPI ranks) on one node its own share of the
+ * plan's CUDA devices: process `local_rank` keeps a contiguous part of them, or, with more
+ * processes than devices, device local_rank mod count alone (shared with other ranks). Does
+ * nothing on the CPU or for one process.
+ */
+void shareDevicesOnNode(BackendPlan& plan, int local_rank, int local_size);
+
+/**
  * Splits the CPU into workers that run batches side by side, each with its own threads:
  * `requested` workers (-1 = auto: one per thread, but no more than `experiments`) sharing
  * `threads` threads (0 = all cores) as evenly as possible. A worker's experiments never

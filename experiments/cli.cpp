@@ -154,6 +154,8 @@ int runCli(int argc, char** argv) {
   net->add_option("--threads", netsim.threads, "CPU threads (default: all cores)")->check(CLI::Range(1, 1024));
   addExperimentCountOption(*net, netsim.cpu_block, "--cpu-block", kCpuBlockHelp);
   addCpuWorkersOption(*net, netsim.cpu_workers);
+  net->add_option("--backend", netsim.backend, "auto, cpu or cuda (default auto: cuda when a GPU is usable, else cpu)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   net->add_flag("--quiet", netsim.quiet, "Print nothing but errors");
   std::string validate_file;
   CLI::App* validate = app.add_subcommand(

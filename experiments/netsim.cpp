@@ -319,15 +319,18 @@ class NetsimWriter {
   std::vector<std::string> rows_;  ///< summary rows of the variants written so far
 };
 
-/// Runs a world to its end on `threads` threads, draining its link samples as it goes and
-/// writing each variant's results as soon as it is done.
-void runNetsimWorld(NetsimWorld& w, int threads, int64_t cpu_block, NetsimWriter& writer) {
+/// Runs a world to its end on `threads` threads, or on a device when `device` is set,
+/// draining its link samples as it goes and writing each variant's results as soon as it is
+/// done.
+void runNetsimWorld(NetsimWorld& w, int threads, int64_t cpu_block, const net::NetworkStepRunner& device,
+                    NetsimWriter& writer) {
   const uint32_t count = w.world->numExperiments();
   w.link_rows.assign(count, std::string());
   std::vector<char> written(count, 0);
   const CpuExecutor exec(threads, cpu_block);
   for (;;) {
-    const RunReport r = exec.run<net::NetGraph>(w.world->view(), kChunkSteps);
+    const RunReport r =
+        device ? device(*w.world, kChunkSteps) : exec.run<net::NetGraph>(w.world->view(), kChunkSteps);
     w.report.steps += r.steps;
     w.report.wall_seconds += r.wall_seconds;
     w.report.status = r.status;
@@ -355,9 +358,13 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
   Diagnostics diags;
   const NetsimInput in = readInput(yaml, diags);
   const auto n = static_cast<uint32_t>(in.variants.size());
-  BackendPlan plan = planBackend("cpu", 0, 0, false);
-  if (diags.empty()) planCpuWorkers(plan, options.cpu_workers, options.threads, n);
-  if (!plan.error.empty()) diags.add(Diagnostic{"", 0, "--cpu-workers", plan.error});
+  BackendPlan plan = planBackend(options.backend, 0, usableCudaDevices(), cudaBackendBuilt());
+  if (!plan.error.empty()) diags.add(Diagnostic{"", 0, "--backend", plan.error});
+  if (plan.cuda && plan.devices.size() > n) plan.devices.resize(std::max<uint32_t>(n, 1));  // no empty batch
+  if (diags.empty()) {
+    planCpuWorkers(plan, options.cpu_workers, options.threads, n);
+    if (!plan.error.empty()) diags.add(Diagnostic{"", 0, "--cpu-workers", plan.error});
+  }
   if (!diags.empty()) {
     std::cerr << diags.format();
     return kExitUsageError;
@@ -380,7 +387,8 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
   std::vector<std::thread> threads;
   for (uint32_t k = 0; k < workers; ++k) {
     threads.emplace_back([&, k] {
-      runNetsimWorld(worlds[k], plan.threadsOf(static_cast<int>(k), options.threads), options.cpu_block, writer);
+      runNetsimWorld(worlds[k], plan.threadsOf(static_cast<int>(k), options.threads), options.cpu_block,
+                     networkStepRunner(plan, static_cast<int>(k)), writer);
     });
   }
   for (std::thread& t : threads) t.join();

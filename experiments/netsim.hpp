@@ -17,6 +17,8 @@ struct NetsimOptions {
   int64_t cpu_block = -1;     ///< experiments advanced together per block (0 = all, -1 = auto: CpuExecutor::kAutoBlock)
   /// Batches side by side, sharing `threads` (-1 = auto: one per thread, at most the variants).
   int cpu_workers = -1;
+  /// "auto" (CUDA when a GPU is usable, else the CPU), "cpu" or "cuda" (one batch per device).
+  std::string backend = "auto";
   bool quiet = false;
 };
 

@@ -139,6 +139,15 @@ class RecordQueue {
   int done_ = 0;
 };
 
+/// An integer environment variable (OpenMPI's node-local rank and size), or `fallback`.
+int envInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return fallback;
+  char* end = nullptr;
+  const long x = std::strtol(v, &end, 10);
+  return end != v && *end == '\0' && x >= 0 && x < (1 << 20) ? static_cast<int>(x) : fallback;
+}
+
 /// The MPI side of a sweep: which rank runs what, and results flowing to rank 0.
 class Shard {
  public:
@@ -283,6 +292,9 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
   Sweep sweep;
   const std::vector<Job> jobs = readJobs(file, options.trace, sweep, diags);
   BackendPlan plan = planBackend(options.backend, options.devices, usableCudaDevices(), cudaBackendBuilt());
+  if (shard.size() > 1) {  // ranks on one node take distinct devices
+    shareDevicesOnNode(plan, envInt("OMPI_COMM_WORLD_LOCAL_RANK", 0), envInt("OMPI_COMM_WORLD_LOCAL_SIZE", 1));
+  }
   if (plan.error.empty()) planCpuWorkers(plan, options.cpu_workers, options.threads, static_cast<int64_t>(jobs.size()));
   if (!plan.error.empty()) diags.add(Diagnostic{"", 0, "--backend", plan.error});
   if (!diags.empty()) {

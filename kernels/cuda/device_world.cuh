@@ -13,6 +13,8 @@
 
 #include <cstddef>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <unordered_map>
 
 #include "kernels/cuda/cuda_check.hpp"
@@ -24,14 +26,19 @@ class DeviceWorld {
  public:
   using View = typename WorldT::View;
 
+  /// Allocates and uploads; on a failure (device memory exhausted) frees what it took and
+  /// rethrows, naming the bytes the world needs.
   explicit DeviceWorld(WorldT& world) : world_(world) {
-    MV_CUDA_CHECK(cudaMalloc(&device_view_, sizeof(View)));
-    upload();
+    try {
+      MV_CUDA_CHECK(cudaMalloc(&device_view_, sizeof(View)));
+      upload();
+    } catch (const std::runtime_error& e) {
+      release();
+      throw std::runtime_error(std::string(e.what()) + " while uploading a world of " +
+                               std::to_string(world.totalBytes()) + " bytes");
+    }
   }
-  ~DeviceWorld() {
-    for (auto& [host, dev] : to_device_) cudaFree(dev);
-    cudaFree(device_view_);
-  }
+  ~DeviceWorld() { release(); }
   DeviceWorld(const DeviceWorld&) = delete;
   DeviceWorld& operator=(const DeviceWorld&) = delete;
 
@@ -87,6 +94,14 @@ class DeviceWorld {
   }
 
  private:
+  void release() {
+    for (auto& [host, dev] : to_device_) cudaFree(dev);
+    to_device_.clear();
+    to_host_.clear();
+    cudaFree(device_view_);
+    device_view_ = nullptr;
+  }
+
   static void*& fieldAt(View& v, std::size_t offset) {
     return *reinterpret_cast<void**>(reinterpret_cast<std::byte*>(&v) + offset);
   }

@@ -145,3 +145,34 @@ TEST_CASE("the device mirror poisons the host world while the device owns it", "
   REQUIRE(after.size() == before.size());
   for (std::size_t i = 0; i < after.size(); ++i) CHECK(after[i].x == before[i].x);
 }
+
+TEST_CASE("a world larger than the free device memory fails cleanly and frees what it took", "[emu]") {
+  std::size_t free0 = 0;
+  std::size_t total = 0;
+  REQUIRE(cudaMemGetInfo(&free0, &total) == cudaSuccess);
+  REQUIRE(total <= (std::size_t{256} << 20));  // ctest runs this program with MV_EMU_MEMORY=64 MiB
+  void* filler = nullptr;
+  const std::size_t left = std::size_t{64} << 10;
+  REQUIRE(cudaMalloc(&filler, free0 - left) == cudaSuccess);
+  std::size_t free1 = 0;
+  REQUIRE(cudaMemGetInfo(&free1, &total) == cudaSuccess);
+  demo::DemoWorld world(4, TableCapacity{4096, 4096});
+  for (ExpId e = 0; e < 4; ++e) demo::seedExperiment(world, e, 64, 100, 5);
+  world.commitAllHost();
+  REQUIRE(world.totalBytes() > left);
+  const auto positions = [&] {
+    auto& t = world.table<demo::Walker>();
+    std::vector<int64_t> xs;
+    for (int64_t row = 0; row < t.rows; ++row) xs.push_back(t.template get<demo::Position>(row).x);
+    return xs;
+  };
+  const std::vector<int64_t> before = positions();
+  CHECK_THROWS_WITH(DeviceWorld<demo::DemoWorld>(world),
+                    Catch::Contains("cudaErrorMemoryAllocation") && Catch::Contains("bytes"));
+  cudaGetLastError();
+  std::size_t free2 = 0;
+  REQUIRE(cudaMemGetInfo(&free2, &total) == cudaSuccess);
+  CHECK(free2 == free1);
+  CHECK(positions() == before);  // the host world is untouched (no poison before a full upload)
+  CHECK(cudaFree(filler) == cudaSuccess);
+}

@@ -32,6 +32,25 @@ TEST_CASE("the device count limits the CUDA devices and must not exceed them", "
   CHECK_FALSE(planBackend("cpu", 0, 4, true).cuda);
 }
 
+TEST_CASE("MPI ranks on one node take distinct CUDA devices", "[backend]") {
+  const auto devicesOf = [](int available, int rank, int ranks) {
+    BackendPlan p = planBackend("cuda", 0, available, true);
+    shareDevicesOnNode(p, rank, ranks);
+    return p.devices;
+  };
+  CHECK(devicesOf(8, 0, 4) == std::vector<int>{0, 1});
+  CHECK(devicesOf(8, 3, 4) == std::vector<int>{6, 7});
+  CHECK(devicesOf(3, 0, 2) == std::vector<int>{0});
+  CHECK(devicesOf(3, 1, 2) == std::vector<int>{1, 2});
+  CHECK(devicesOf(2, 0, 3) == std::vector<int>{0});
+  CHECK(devicesOf(2, 2, 3) == std::vector<int>{0});
+  CHECK(devicesOf(2, 1, 3) == std::vector<int>{1});
+  CHECK(devicesOf(4, 0, 1) == std::vector<int>{0, 1, 2, 3});
+  BackendPlan cpu = planBackend("cpu", 0, 4, true);
+  shareDevicesOnNode(cpu, 1, 2);
+  CHECK(cpu.devices.empty());
+}
+
 TEST_CASE("the cuda backend without a GPU or without the CUDA build is refused", "[backend]") {
   CHECK(planBackend("cuda", 0, 0, true).error.find("no usable CUDA device") != std::string::npos);
   CHECK(planBackend("cuda", 0, 2, false).error.find("built without the CUDA backend") != std::string::npos);

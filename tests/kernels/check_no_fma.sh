@@ -5,8 +5,13 @@
 # (systems/cuda's mv_systems_cuda_ptx: the training and network megakernels compiled with
 # the backend's own flags), where a contraction shows as fma.rn.f32 / fma.rn.f64.
 set -euo pipefail
-[ $# -gt 0 ] || { echo "usage: check_no_fma.sh FILE.ptx..."; exit 2; }
-for ptx in "$@"; do
+[ $# -gt 0 ] || { echo "usage: check_no_fma.sh FILE.ptx... (CMake lists separated by ';' too)"; exit 2; }
+files=()
+for arg in "$@"; do
+  IFS=';' read -r -a parts <<< "$arg"
+  files+=("${parts[@]}")
+done
+for ptx in "${files[@]}"; do
   grep -q "^\.version" "$ptx" || { echo "FAIL: $ptx is not PTX"; exit 1; }
   entries=$(grep -c "\.entry" "$ptx" || true)
   [ "$entries" -gt 0 ] || { echo "FAIL: $ptx has no kernel entry"; exit 1; }
