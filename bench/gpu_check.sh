@@ -8,19 +8,22 @@
 #   tests     the gpu-labelled test programs, each under a time limit (a stuck grid
 #             barrier fails instead of hanging)
 #   sanitize  compute-sanitizer memcheck and synccheck on each gpu test program
-#   sweep     examples/quickstart.yaml on --backend cpu and cuda; summary.csv compared
-#             without its timing columns (wall_s, events_per_s), which must be identical
+#   sweep     a sweep (examples/quickstart.yaml) and a netsim batch (examples/netsim/
+#             incast.yaml) on --backend cpu and cuda; every results CSV compared without
+#             its timing columns (scripts/compare_results.py): they must be identical
 #   bench     mv_bench_network --backend cuda: packet-hops/s of the k=8 fat-tree at 1 and
 #             64 experiments, and the time per experiment at 64 against one alone
 #   profile   ncu on the megakernel (one launch, full set) and nsys, when those tools exist
 #
 # Usage: bench/gpu_check.sh [--out DIR] [--build-dir DIR] [--steps a,b,...] [--timeout S]
+#                           [--sweep FILE]
 #   --out        where the report and logs go (default results/gpu_check)
 #   --build-dir  a build tree to use; with the step 'build' it is (re)built there (default
 #                build/gpu-check); without it, its programs are used as they are (e.g. a
 #                tree built on another machine for this architecture)
 #   --steps      comma-separated subset of the steps above (default: all of them)
 #   --timeout    seconds allowed to each program run (default 900)
+#   --sweep      the sweep of the step 'sweep' (default examples/quickstart.yaml)
 # Exit code: 0 when every step that ran passed, 1 otherwise (the report says which).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -30,12 +33,14 @@ out=results/gpu_check
 build=build/gpu-check
 steps=query,build,tests,sanitize,sweep,bench,profile
 limit=900
+sweep_file=examples/quickstart.yaml
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
     --build-dir) build=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --timeout) limit=$2; shift 2 ;;
+    --sweep) sweep_file=$2; shift 2 ;;
     -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "gpu_check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -138,11 +143,11 @@ if wants sanitize; then
 fi
 
 if wants sweep; then
-  say "## quickstart sweep, cpu against cuda"
+  say "## $sweep_file and examples/netsim/incast.yaml, cpu against cuda"
   mv=$(bin experiments/multiverse)
-  run sweep-cpu "$mv" --backend cpu --experiments examples/quickstart.yaml --out "$out/sweep-cpu" --force --quiet
+  run sweep-cpu "$mv" --backend cpu --experiments "$sweep_file" --out "$out/sweep-cpu" --force --quiet
   rc_cpu=$?
-  run sweep-cuda "$mv" --backend cuda --experiments examples/quickstart.yaml --out "$out/sweep-cuda" --force --quiet
+  run sweep-cuda "$mv" --backend cuda --experiments "$sweep_file" --out "$out/sweep-cuda" --force --quiet
   rc_cuda=$?
   verdict "sweep on cpu" $rc_cpu
   verdict "sweep on cuda" $rc_cuda
@@ -152,13 +157,27 @@ if wants sweep; then
     excerpt "$out/sweep-diff.log" 20 >> "$report"
     say "wall s, cpu then cuda: $(grep -E '^sweep-(cpu|cuda):' "$out/times.log" | sed 's/.* in //' | paste -sd' ')"
   fi
+  rm -rf "$out/netsim-cpu" "$out/netsim-cuda"
+  run netsim-cpu "$mv" netsim examples/netsim/incast.yaml --backend cpu --out "$out/netsim-cpu" --quiet
+  rc_cpu=$?
+  run netsim-cuda "$mv" netsim examples/netsim/incast.yaml --backend cuda --out "$out/netsim-cuda" --quiet
+  rc_cuda=$?
+  verdict "netsim on cpu" $rc_cpu
+  verdict "netsim on cuda" $rc_cuda
+  if [ $rc_cpu -eq 0 ] && [ $rc_cuda -eq 0 ]; then
+    pairs=()
+    for f in "$out"/netsim-cpu/summary.csv "$out"/netsim-cpu/*/*.csv; do pairs+=("$f" "$out/netsim-cuda/${f#"$out"/netsim-cpu/}"); done
+    python3 scripts/compare_results.py "${pairs[@]}" > "$out/netsim-diff.log" 2>&1
+    verdict "netsim results identical (timing columns aside), $(( ${#pairs[@]} / 2 )) files" $?
+    excerpt "$out/netsim-diff.log" 10 >> "$report"
+  fi
 fi
 
 if wants bench; then
   say "## network benchmark on the GPU (k=8 fat-tree, DCQCN)"
-  run bench-cuda "$(bin bench/mv_bench_network)" --backend cuda --only permutation --batches 1 64
+  run bench-cuda "$(bin bench/mv_bench_network)" --backend cuda --only permutation --batches 1 64 256
   rc=$?
-  verdict "mv_bench_network --backend cuda --only permutation --batches 1 64" $rc
+  verdict "mv_bench_network --backend cuda --only permutation --batches 1 64 256" $rc
   excerpt "$out/bench-cuda.log" 8 >> "$report"
   run bench-cuda-a2a "$(bin bench/mv_bench_network)" --backend cuda --only all-to-all --batches 1 64
   rc=$?

@@ -150,7 +150,14 @@ MV_HD MV_INLINE void runNode(const Policy& policy, WV& world) {
   const int phases = Node::phaseCount(world);
   for (int p = 0; p < phases; ++p) {
     Node::runPhase(policy, world, p);
-    if (p + 1 < phases || G::template barrierAfter<I>()) policy.barrier();
+    if (p + 1 < phases || G::template barrierAfter<I>()) {
+      // A policy may take the barrier's place in the graph (the emulated device's profile).
+      if constexpr (requires { policy.barrier(Node::kName, p); }) {
+        policy.barrier(Node::kName, p);
+      } else {
+        policy.barrier();
+      }
+    }
   }
 }
 

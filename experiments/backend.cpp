@@ -4,6 +4,7 @@
 
 #include "ecs/policy.hpp"
 #include "kernels/cpu/cpu_executor.hpp"
+#include "systems/self_check.hpp"
 
 #ifdef MV_HAVE_CUDA
 #include "kernels/cuda/device_query.hpp"
@@ -77,6 +78,19 @@ BackendPlan planBackend(const std::string& backend, int devices, int available, 
   plan.cuda = true;
   for (int d = 0; d < n; ++d) plan.devices.push_back(d);
   return plan;
+}
+
+std::string confirmAutoBackend(BackendPlan& plan, const std::string& requested) {
+  if (requested != "auto" || !plan.cuda) return "";
+  for (int w = 0; w < plan.workers(); ++w) {
+    const std::string problem = compareBackendWithCpu(networkStepRunner(plan, w));
+    if (problem.empty()) continue;
+    const int device = plan.devices.at(static_cast<size_t>(w));
+    plan = planBackend("cpu", 0, 0, false);
+    return "the GPU self-check failed on CUDA device " + std::to_string(device) + " (" + problem +
+           "); running on the CPU instead (--backend cuda skips the check)";
+  }
+  return "";
 }
 
 void shareDevicesOnNode(BackendPlan& plan, int local_rank, int local_size) {

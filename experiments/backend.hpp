@@ -76,6 +76,13 @@ void planCpuWorkers(BackendPlan& plan, int requested, int threads, int64_t exper
 /// The step runner of worker `worker` of `plan` (empty = the CPU executor).
 TrainingStepRunner stepRunner(const BackendPlan& plan, int worker);
 
+/**
+ * With `requested` "auto" and a CUDA plan, runs the backend self-check (systems/self_check.hpp)
+ * on every device of the plan; if one fails or differs from the CPU, replaces the plan by the
+ * CPU's and returns the warning to print (else ""). A request for "cuda" is kept as asked.
+ */
+std::string confirmAutoBackend(BackendPlan& plan, const std::string& requested);
+
 /// The network-world step runner of worker `worker` of `plan` (empty = the CPU executor).
 net::NetworkStepRunner networkStepRunner(const BackendPlan& plan, int worker);
 

@@ -181,6 +181,7 @@ struct NetsimWorld {
   std::unique_ptr<net::NetWorld> world;
   std::vector<std::string> link_rows;  ///< per experiment of the world: links.csv rows
   RunReport report;
+  std::string error;  ///< why the batch stopped early (a device fault, a write error)
 };
 
 /// Link samples are drained to the results between chunks of steps, so their table never
@@ -360,6 +361,10 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
   const auto n = static_cast<uint32_t>(in.variants.size());
   BackendPlan plan = planBackend(options.backend, 0, usableCudaDevices(), cudaBackendBuilt());
   if (!plan.error.empty()) diags.add(Diagnostic{"", 0, "--backend", plan.error});
+  if (plan.error.empty() && diags.empty()) {
+    const std::string warning = confirmAutoBackend(plan, options.backend);
+    if (!warning.empty()) std::cerr << "multiverse: warning: " << warning << "\n";
+  }
   if (plan.cuda && plan.devices.size() > n) plan.devices.resize(std::max<uint32_t>(n, 1));  // no empty batch
   if (diags.empty()) {
     planCpuWorkers(plan, options.cpu_workers, options.threads, n);
@@ -387,11 +392,21 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
   std::vector<std::thread> threads;
   for (uint32_t k = 0; k < workers; ++k) {
     threads.emplace_back([&, k] {
-      runNetsimWorld(worlds[k], plan.threadsOf(static_cast<int>(k), options.threads), options.cpu_block,
-                     networkStepRunner(plan, static_cast<int>(k)), writer);
+      try {
+        runNetsimWorld(worlds[k], plan.threadsOf(static_cast<int>(k), options.threads), options.cpu_block,
+                       networkStepRunner(plan, static_cast<int>(k)), writer);
+      } catch (const std::exception& e) {  // a device fault, or results that cannot be written
+        worlds[k].error = e.what();
+      }
     });
   }
   for (std::thread& t : threads) t.join();
+  for (const NetsimWorld& w : worlds) {
+    if (w.error.empty()) continue;
+    std::cerr << "multiverse: a batch of netsim variants stopped: " << w.error
+              << " (the results of the variants that finished are in " << out.string() << ")\n";
+    return kExitRunError;
+  }
   RunReport report;
   for (const NetsimWorld& w : worlds) {
     report.steps += w.report.steps;

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "ecs/device_fault.hpp"
 #include "experiments/backend.hpp"
 #include "experiments/batching.hpp"
 #include "experiments/cli.hpp"
@@ -295,6 +296,10 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
   if (shard.size() > 1) {  // ranks on one node take distinct devices
     shareDevicesOnNode(plan, envInt("OMPI_COMM_WORLD_LOCAL_RANK", 0), envInt("OMPI_COMM_WORLD_LOCAL_SIZE", 1));
   }
+  if (plan.error.empty()) {
+    const std::string warning = confirmAutoBackend(plan, options.backend);
+    if (!warning.empty() && shard.root()) std::cerr << "multiverse: warning: " << warning << "\n";
+  }
   if (plan.error.empty()) planCpuWorkers(plan, options.cpu_workers, options.threads, static_cast<int64_t>(jobs.size()));
   if (!plan.error.empty()) diags.add(Diagnostic{"", 0, "--backend", plan.error});
   if (!diags.empty()) {
@@ -383,19 +388,30 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
       sim.cpu_block = options.cpu_block;
       sim.trace = options.trace;
       sim.device_runner = stepRunner(plan, w);
+      std::string device_fault;  // once set, this worker's device is not used again
       for (const std::vector<const Job*>& batch : work[static_cast<size_t>(w)]) {
+        std::vector<bool> reported(batch.size(), false);
+        const auto failRest = [&](const std::string& why) {
+          for (size_t i = 0; i < batch.size(); ++i) {
+            if (!reported[i]) queue.push(recordOf(*batch[i], TrainingResult{}, why));
+          }
+        };
+        if (!device_fault.empty()) {
+          failRest("not run: " + device_fault + " in an earlier batch of this worker (run again with --resume)");
+          continue;
+        }
         std::vector<TrainingExperiment> xs;
         for (const Job* j : batch) xs.push_back(j->x);
-        std::vector<bool> reported(batch.size(), false);
         try {
           simulateTraining(xs, sim, [&](size_t i, const TrainingResult& r) {
             reported[i] = true;
             queue.push(recordOf(*batch[i], r, r.error));
           });
+        } catch (const DeviceFault& e) {
+          device_fault = plan.describe() + " worker " + std::to_string(w) + " failed: " + e.what();
+          failRest(e.what());
         } catch (const std::exception& e) {
-          for (size_t i = 0; i < batch.size(); ++i) {
-            if (!reported[i]) queue.push(recordOf(*batch[i], TrainingResult{}, e.what()));
-          }
+          failRest(e.what());
         }
       }
       queue.workerDone();

@@ -1,19 +1,20 @@
 /**
  * @file cuda_check.hpp
- * MV_CUDA_CHECK: every CUDA runtime call goes through it; a failure becomes an exception
+ * MV_CUDA_CHECK: every CUDA runtime call goes through it; a failure becomes a DeviceFault
  * naming the call, the file and the line (library code never exits).
  */
 #pragma once
 
 #include <cuda_runtime.h>
 
-#include <stdexcept>
 #include <string>
+
+#include "ecs/device_fault.hpp"
 
 namespace mv::detail {
 inline void cudaCheck(cudaError_t err, const char* call, const char* file, int line) {
   if (err != cudaSuccess) {
-    throw std::runtime_error(std::string("CUDA error ") + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) +
+    throw DeviceFault(std::string("CUDA error ") + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) +
                              ") in " + call + " at " + file + ":" + std::to_string(line));
   }
 }

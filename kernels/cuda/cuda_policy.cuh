@@ -19,6 +19,17 @@ struct CudaGridPolicy {
   __device__ int64_t rank() const { return int64_t{blockIdx.x} * blockDim.x + threadIdx.x; }
   __device__ int64_t count() const { return int64_t{gridDim.x} * blockDim.x; }
   __device__ void barrier() const { cooperative_groups::this_grid().sync(); }
+  /// The barrier after phase `phase` of graph node `node`: the emulated device's profile
+  /// files the work before it under that name; on a GPU, a plain grid sync.
+  __device__ void barrier(const char* node, int phase) const {
+#ifdef MV_EMULATED_DEVICE
+    emu::nameRound(node, phase);
+#else
+    (void)node;
+    (void)phase;
+#endif
+    barrier();
+  }
 };
 
 /// One kernel per graph phase; the barrier between phases is the next launch.

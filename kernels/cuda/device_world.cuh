@@ -32,10 +32,10 @@ class DeviceWorld {
     try {
       MV_CUDA_CHECK(cudaMalloc(&device_view_, sizeof(View)));
       upload();
-    } catch (const std::runtime_error& e) {
+    } catch (const DeviceFault& e) {
       release();
-      throw std::runtime_error(std::string(e.what()) + " while uploading a world of " +
-                               std::to_string(world.totalBytes()) + " bytes");
+      throw DeviceFault(std::string(e.what()) + " while uploading a world of " + std::to_string(world.totalBytes()) +
+                        " bytes");
     }
   }
   ~DeviceWorld() { release(); }

@@ -19,7 +19,9 @@
  * Settings (environment): MV_EMU_SMS (default 2) multiprocessors, MV_EMU_BLOCKS_PER_SM
  * (default 1) resident blocks of any size, so a 256-thread megakernel runs 512 virtual
  * threads; MV_EMU_WORKERS host workers (default 2); MV_EMU_MEMORY device bytes (default
- * 8 GiB); MV_EMU_WATCHDOG_S (default 600).
+ * 8 GiB); MV_EMU_WATCHDOG_S (default 600); MV_EMU_PROFILE, a file that receives at exit,
+ * per graph phase, the rounds (grid syncs) and the busiest and mean virtual thread's time;
+ * MV_EMU_FAIL_LAUNCH=N, every launch after the first N fails (a device fault, for tests).
  */
 #include <sys/mman.h>
 #include <unistd.h>
@@ -217,6 +219,68 @@ struct VirtualThread {
   boost::context::fiber self;  ///< resumes the thread
   boost::context::fiber back;  ///< inside the thread: returns to its worker
   bool returned = false;
+  const char* node = nullptr;  ///< graph node whose phase the thread's next sync ends
+  int phase = 0;
+};
+
+/// What one worker saw in a round: its virtual threads' busiest and total running time.
+struct WorkerRound {
+  int64_t max_ns = 0;
+  int64_t sum_ns = 0;
+  const char* node = nullptr;
+  int phase = 0;
+};
+
+/// The work between grid syncs, by the graph phase the sync ends (MV_EMU_PROFILE).
+class Profile {
+ public:
+  void add(const std::string& label, int64_t max_ns, double mean_ns) {
+    const std::lock_guard lock(m_);
+    Entry& e = entries_[label];
+    e.rounds += 1;
+    e.max_ns += static_cast<double>(max_ns);
+    e.mean_ns += mean_ns;
+  }
+  void addLaunch(int64_t threads) {
+    const std::lock_guard lock(m_);
+    ++launches_;
+    threads_ = std::max(threads_, threads);
+  }
+  /// Writes the table to `path`: per label the rounds and the sums over them of the busiest
+  /// thread's time and the mean thread's time.
+  void write(const char* path, int workers) const {
+    std::FILE* f = std::fopen(path, "w");
+    if (f == nullptr) {
+      std::fprintf(stderr, "emulated device: cannot write the profile to %s\n", path);
+      return;
+    }
+    std::fprintf(f, "# emulated-device profile: %lld launches, up to %lld virtual threads on %d workers\n",
+                 static_cast<long long>(launches_), static_cast<long long>(threads_), workers);
+    std::fprintf(f, "# a round is the work between two grid syncs, filed under the graph phase its sync ends\n");
+    std::fprintf(f, "%-32s %10s %14s %14s %9s\n", "phase", "rounds", "busiest_ms", "mean_ms", "ratio");
+    Entry total;
+    for (const auto& [label, e] : entries_) {
+      std::fprintf(f, "%-32s %10lld %14.3f %14.3f %9.1f\n", label.c_str(), static_cast<long long>(e.rounds),
+                   e.max_ns / 1e6, e.mean_ns / 1e6, e.mean_ns > 0 ? e.max_ns / e.mean_ns : 0.0);
+      total.rounds += e.rounds;
+      total.max_ns += e.max_ns;
+      total.mean_ns += e.mean_ns;
+    }
+    std::fprintf(f, "%-32s %10lld %14.3f %14.3f %9.1f\n", "all", static_cast<long long>(total.rounds),
+                 total.max_ns / 1e6, total.mean_ns / 1e6, total.mean_ns > 0 ? total.max_ns / total.mean_ns : 0.0);
+    std::fclose(f);
+  }
+
+ private:
+  struct Entry {
+    int64_t rounds = 0;
+    double max_ns = 0;
+    double mean_ns = 0;
+  };
+  mutable std::mutex m_;
+  std::map<std::string, Entry> entries_;
+  int64_t launches_ = 0;
+  int64_t threads_ = 0;
 };
 
 thread_local VirtualThread* tls_thread = nullptr;
@@ -233,13 +297,31 @@ struct Launch {
   int64_t rounds = 0;
   bool over = false;
   std::string error;
+  Profile* profile = nullptr;             ///< null: not profiled
+  std::vector<WorkerRound> worker_rounds;  ///< this round, one per worker
 };
 
-void runRound(std::vector<VirtualThread>& mine) {
+/// Runs each of `mine` that has not returned up to its next grid sync or its end; with a
+/// profile, times each and files the worker's busiest and total time in `seen`.
+void runRound(std::vector<VirtualThread>& mine, bool timed, WorkerRound& seen) {
+  seen = WorkerRound{};
   for (VirtualThread& t : mine) {
     if (t.returned) continue;
     tls_thread = &t;
-    t.self = std::move(t.self).resume();
+    if (timed) {
+      const auto start = std::chrono::steady_clock::now();
+      t.self = std::move(t.self).resume();
+      const int64_t ns =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+      seen.max_ns = std::max(seen.max_ns, ns);
+      seen.sum_ns += ns;
+      if (seen.node == nullptr && !t.returned) {
+        seen.node = t.node;
+        seen.phase = t.phase;
+      }
+    } else {
+      t.self = std::move(t.self).resume();
+    }
     tls_thread = nullptr;
   }
 }
@@ -257,6 +339,7 @@ class Device {
     for (int w = 0; w < workers_; ++w) pool_.emplace_back([this, w] { workerLoop(w); });
   }
   ~Device() {
+    if (profile_path_ != nullptr) profile_.write(profile_path_, workers_);
     {
       const std::lock_guard lock(m_);
       stop_ = true;
@@ -266,11 +349,21 @@ class Device {
   }
 
   int sms() const { return sms_; }
+  /// MV_EMU_FAIL_LAUNCH=N: after N launches every launch fails, as after a device fault.
+  bool failLaunch() {
+    if (fail_after_ < 0) return false;
+    return launches_.fetch_add(1) >= fail_after_;
+  }
   int blocksPerSm() const { return blocks_per_sm_; }
   Memory& memory() { return memory_; }
 
   cudaError_t launch(Launch& l) {
     l.workers = workers_;
+    l.worker_rounds.assign(static_cast<std::size_t>(workers_), WorkerRound{});
+    if (profile_path_ != nullptr) {
+      l.profile = &profile_;
+      profile_.addLaunch(l.threads);
+    }
     const std::lock_guard serial(launch_m_);
     memory_.setOpen(true);
     std::barrier round_end(workers_, RoundCheck{&l});
@@ -304,6 +397,7 @@ class Device {
     void operator()() noexcept {
       ++l->rounds;
       const int64_t returned = l->returned.load();
+      if (l->profile != nullptr) fileRound(*l, returned == l->threads);
       if (returned == l->threads) {
         l->over = true;
       } else if (returned > 0) {
@@ -317,6 +411,26 @@ class Device {
       }
     }
   };
+
+  /// Files the round that just ended in the launch's profile.
+  static void fileRound(const Launch& l, bool last) {
+    int64_t max_ns = 0;
+    int64_t sum_ns = 0;
+    const char* node = nullptr;
+    int phase = 0;
+    for (const WorkerRound& r : l.worker_rounds) {
+      max_ns = std::max(max_ns, r.max_ns);
+      sum_ns += r.sum_ns;
+      if (node == nullptr && r.node != nullptr) {
+        node = r.node;
+        phase = r.phase;
+      }
+    }
+    const std::string label = last ? std::string("(kernel end)")
+                              : node == nullptr ? std::string("(unnamed sync)")
+                                                : std::string(node) + ":" + std::to_string(phase);
+    l.profile->add(label, max_ns, static_cast<double>(sum_ns) / static_cast<double>(l.threads));
+  }
 
   void workerLoop(int w) {
     StackCache stacks;
@@ -367,7 +481,7 @@ class Device {
       });
     }
     while (!l.over) {
-      runRound(mine);
+      runRound(mine, l.profile != nullptr, l.worker_rounds[static_cast<std::size_t>(w)]);
       round_end.arrive_and_wait();
     }
     // Threads still parked (after an error) are unwound when their fibers are destroyed.
@@ -378,6 +492,10 @@ class Device {
   int workers_;
   long watchdog_seconds_;
   Memory memory_;
+  const char* profile_path_ = std::getenv("MV_EMU_PROFILE");
+  long fail_after_ = envLong("MV_EMU_FAIL_LAUNCH", -1, 0, long{1} << 40);
+  std::atomic<long> launches_{0};
+  Profile profile_;
   std::mutex launch_m_;
   std::mutex m_;
   std::condition_variable cv_;
@@ -410,6 +528,12 @@ const ThreadCoords& coords() {
   return tls_thread->coords;
 }
 
+void nameRound(const char* node, int phase) {
+  if (tls_thread == nullptr) fatal("nameRound outside a kernel");
+  tls_thread->node = node;
+  tls_thread->phase = phase;
+}
+
 void gridSync() {
   VirtualThread* t = tls_thread;
   if (t == nullptr) fatal("grid sync outside a kernel");
@@ -434,6 +558,7 @@ cudaError_t launch(const char* kind, dim3 grid, dim3 block, bool cooperative, Th
   const int64_t per_block = int64_t{block.x} * block.y * block.z;
   if (blocks <= 0 || per_block <= 0 || per_block > 1024) return record(cudaErrorInvalidValue);
   if (cooperative && blocks > int64_t{d.sms()} * d.blocksPerSm()) return record(cudaErrorCooperativeLaunchTooLarge);
+  if (d.failLaunch()) return record(cudaErrorLaunchFailure);
   Launch l;
   l.kind = kind;
   l.grid = grid;

@@ -54,6 +54,10 @@ using ThreadBody = void (*)(const void* call);
 /// syncs allowed. Returns when every virtual thread has returned.
 cudaError_t launch(const char* kind, dim3 grid, dim3 block, bool cooperative, ThreadBody body, const void* call);
 
+/// Names the grid sync the calling virtual thread reaches next (graph node and phase), for
+/// the profile.
+void nameRound(const char* node, int phase);
+
 /// cooperative_groups::this_grid().sync() of the calling virtual thread.
 void gridSync();
 

@@ -1,0 +1,19 @@
+/**
+ * @file self_check.hpp
+ * The backend self-check: a small packet-level world (an 8-to-1 incast on a star, one
+ * experiment per congestion control) run on a device's step runner and on the CPU
+ * executor; the two must agree bit for bit. `--backend auto` runs it before it trusts a GPU.
+ */
+#pragma once
+
+#include <string>
+
+#include "network/network_sim.hpp"
+
+namespace mv {
+
+/// Runs the check world on `device` and on the CPU; returns "" when every flow's result and
+/// every counter agree, else what differed (or the device's error).
+std::string compareBackendWithCpu(const net::NetworkStepRunner& device);
+
+}  // namespace mv
