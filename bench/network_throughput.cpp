@@ -555,6 +555,10 @@ int main(int argc, char** argv) {
   mv::addExperimentCountOption(app, block, "--block",
                                "CpuExecutor experiment block: auto (default, as multiverse), N, or 0 (every "
                                "experiment in every step)");
+  int64_t permutation_bytes = 0;
+  app.add_option("--permutation-bytes", permutation_bytes,
+                 "bytes of each permutation flow (default 2000000; fewer make shorter runs, e.g. on the emulated device)")
+      ->check(CLI::Range(int64_t{1000}, int64_t{1} << 40));
   std::string backend = "cpu";
   app.add_option("--backend", backend,
                  "cpu (default), or cuda: each batch runs as one world on CUDA device 0 (--threads, --workers "
@@ -567,6 +571,7 @@ int main(int argc, char** argv) {
   if (threads > 0) s.threads = threads;
   s.block = block;
   s.backend = backend;
+  if (permutation_bytes > 0) s.permutation_bytes = permutation_bytes;
   s.workers = workers_count < 0 ? -1 : static_cast<int>(workers_count);
   if (s.workers == 0) {
     std::cerr << "mv_bench_network: error: --workers must be auto or at least 1\n";

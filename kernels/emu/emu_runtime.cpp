@@ -20,12 +20,14 @@
  * (default 1) resident blocks of any size, so a 256-thread megakernel runs 512 virtual
  * threads; MV_EMU_WORKERS host workers (default 2); MV_EMU_MEMORY device bytes (default
  * 8 GiB); MV_EMU_WATCHDOG_S (default 600); MV_EMU_PROFILE, a file that receives at exit,
- * per graph phase, the rounds (grid syncs) and the busiest and mean virtual thread's time;
+ * per graph phase, the rounds (grid syncs) and the busiest and mean virtual thread's CPU time;
  * MV_EMU_FAIL_LAUNCH=N, every launch after the first N fails (a device fault, for tests).
  */
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <boost/context/fiber.hpp>
@@ -40,6 +42,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "cuda_runtime.h"
@@ -181,24 +184,53 @@ class Memory {
 // --- fibers ------------------------------------------------------------------------------------
 
 /// Fiber stacks reused across launches, one cache per host worker (a fiber is created and
-/// destroyed on the worker that runs it).
+/// destroyed on the worker that runs it). The first kGuardedStacks of a worker have a guard
+/// page (a stack overflow faults); past them (GPU-wide grids: 33,792 threads for an H100)
+/// stacks come unguarded, kStacksPerChunk to a mapping, since every guard page costs the
+/// process two memory mappings and the kernel allows about 65,000.
 class StackCache {
  public:
+  static constexpr std::size_t kGuardedStacks = 8192;
+  static constexpr std::size_t kStacksPerChunk = 64;
+
   boost::context::stack_context allocate() {
     if (!free_.empty()) {
       boost::context::stack_context sc = free_.back();
       free_.pop_back();
       return sc;
     }
-    return alloc_.allocate();
+    if (guarded_count_ < kGuardedStacks) {
+      ++guarded_count_;
+      return guarded_.allocate();
+    }
+    if (chunk_left_ == 0) {
+      void* p = mmap(nullptr, kFiberStackBytes * kStacksPerChunk, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (p == MAP_FAILED) fatal("out of memory for fiber stacks");
+      chunks_.push_back(static_cast<char*>(p));
+      chunk_left_ = kStacksPerChunk;
+    }
+    --chunk_left_;
+    boost::context::stack_context sc;
+    sc.size = kFiberStackBytes;
+    sc.sp = chunks_.back() + kFiberStackBytes * (chunk_left_ + 1);  // stacks grow down from sp
+    unguarded_.insert(sc.sp);
+    return sc;
   }
   void deallocate(boost::context::stack_context& sc) { free_.push_back(sc); }
   ~StackCache() {
-    for (boost::context::stack_context& sc : free_) alloc_.deallocate(sc);
+    for (boost::context::stack_context& sc : free_) {
+      if (unguarded_.count(sc.sp) == 0) guarded_.deallocate(sc);
+    }
+    for (char* c : chunks_) munmap(c, kFiberStackBytes * kStacksPerChunk);
   }
 
  private:
-  boost::context::protected_fixedsize_stack alloc_{kFiberStackBytes};
+  boost::context::protected_fixedsize_stack guarded_{kFiberStackBytes};
+  std::size_t guarded_count_ = 0;
+  std::vector<char*> chunks_;
+  std::size_t chunk_left_ = 0;
+  std::unordered_set<void*> unguarded_;
   std::vector<boost::context::stack_context> free_;
 };
 
@@ -301,6 +333,14 @@ struct Launch {
   std::vector<WorkerRound> worker_rounds;  ///< this round, one per worker
 };
 
+/// CPU time of the calling host thread: a fiber's work, without the time the OS gave the
+/// core to someone else.
+int64_t threadCpuNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
 /// Runs each of `mine` that has not returned up to its next grid sync or its end; with a
 /// profile, times each and files the worker's busiest and total time in `seen`.
 void runRound(std::vector<VirtualThread>& mine, bool timed, WorkerRound& seen) {
@@ -309,10 +349,9 @@ void runRound(std::vector<VirtualThread>& mine, bool timed, WorkerRound& seen) {
     if (t.returned) continue;
     tls_thread = &t;
     if (timed) {
-      const auto start = std::chrono::steady_clock::now();
+      const int64_t start = threadCpuNs();
       t.self = std::move(t.self).resume();
-      const int64_t ns =
-          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+      const int64_t ns = threadCpuNs() - start;
       seen.max_ns = std::max(seen.max_ns, ns);
       seen.sum_ns += ns;
       if (seen.node == nullptr && !t.returned) {
