@@ -25,12 +25,12 @@ struct CommitAll {
   /// reads the same counters, settled by the barrier before this node).
   template <class WV>
   MV_HD static int phaseCount(const WV& world) {
-    return allNoop(world, typename WV::Archetypes{}) ? 0 : maxPhaseCount(world);
+    return allNoop(world, typename WV::Archetypes{}) ? 0 : maxPhases(world, typename WV::Archetypes{}, false);
   }
   /// Phases in the worst case (fixed by the capacities), for launches planned on the host.
   template <class WV>
   MV_HD static int maxPhaseCount(const WV& world) {
-    return maxPhases(world, typename WV::Archetypes{});
+    return maxPhases(world, typename WV::Archetypes{}, true);
   }
 
   MV_EXEC_CHECK_DISABLE
@@ -44,20 +44,25 @@ struct CommitAll {
   MV_HD static bool allNoop(const WV& world, TypeList<As...>) {
     return (world.template table<As>().commitIsNoop() && ...);
   }
+  /// The most phases any table's commit takes: this step's (from the rows pending), or the
+  /// capacities' worst case.
   template <class WV, class... As>
-  MV_HD static int maxPhases(const WV& world, TypeList<As...>) {
+  MV_HD static int maxPhases(const WV& world, TypeList<As...>, bool worst_case) {
     int n = 0;
-    ((n = world.template table<As>().commitPhaseCount() > n ? world.template table<As>().commitPhaseCount() : n),
-     ...);
+    (
+        [&] {
+          const auto& t = world.template table<As>();
+          const int k = worst_case ? t.commitMaxPhaseCount() : t.commitPhaseCount();
+          n = k > n ? k : n;
+        }(),
+        ...);
     return n;
   }
   MV_EXEC_CHECK_DISABLE
   template <class Policy, class WV, class... As>
   MV_HD static void runTables(const Policy& policy, WV& world, int phase, TypeList<As...>) {
-    ((phase < world.template table<As>().commitPhaseCount()
-          ? world.template table<As>().commitPhase(policy, phase, world.run_first, world.run_end)
-          : void()),
-     ...);
+    // Every table sees every phase; each does nothing past its own count.
+    (world.template table<As>().commitPhase(policy, phase, world.run_first, world.run_end), ...);
   }
 };
 

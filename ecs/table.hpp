@@ -170,6 +170,7 @@ struct TableView {
   uint32_t commit_exp_end = 0;
   uint32_t commit_in_place = 0;  ///< regions stay where they are (else the table is laid out again)
   uint32_t commit_slack = 0;     ///< a new layout gives regions slack (the run is blocked)
+  int32_t commit_rounds = 0;     ///< merge rounds of the current commit, ceil(log2(pending rows))
 
   // --- row access ----------------------------------------------------------------
   template <class C>
@@ -257,8 +258,13 @@ struct TableView {
   }
 
   // --- commit (an engine node) -----------------------------------------------------
-  /// Number of barrier-separated phases of `commitPhase`; fixed by the capacities.
-  MV_HD int commitPhaseCount() const { return detail::ceilLog2(pending_capacity) + 6; }
+  /// Number of barrier-separated phases of this step's `commitPhase`, from the rows pending
+  /// (read it before phase 0: the last phase resets the counters): the merge sort of the
+  /// pending rows takes ceil(log2(rows)) rounds, the rest 6 phases.
+  MV_HD int commitPhaseCount() const { return detail::ceilLog2(pendingCount()) + 6; }
+  /// The most phases a commit can take, fixed by the capacities (launches planned on the
+  /// host, which cannot see the counters); phases past a commit's own count do nothing.
+  MV_HD int commitMaxPhaseCount() const { return detail::ceilLog2(pending_capacity) + 6; }
 
   /// True when this step created or destroyed nothing (every phase is then a no-op).
   MV_HD bool commitIsNoop() const { return pending == 0 && destroyed == 0; }
@@ -271,13 +277,18 @@ struct TableView {
   MV_EXEC_CHECK_DISABLE
   template <class Policy>
   MV_HD void commitPhase(const Policy& policy, int phase, uint32_t run_first = 0, uint32_t run_end = UINT32_MAX) {
-    const int rounds = detail::ceilLog2(pending_capacity);
-    // The last phase resets the counters commitIsNoop() reads: only its one writer runs it.
-    if (phase == rounds + 5 && policy.rank() != 0) return;
-    if (commitIsNoop()) return;
     if (phase == 0) {
+      if (commitIsNoop()) return;
+      // Later phases read the round count recorded here, not the counters the last resets.
+      if (policy.rank() == 0) commit_rounds = detail::ceilLog2(pendingCount());
       commitPrepare(policy, run_first, run_end);
-    } else if (phase <= rounds) {
+      return;
+    }
+    const int rounds = commit_rounds;
+    // The last phase resets the counters commitIsNoop() reads: only its one writer runs it.
+    if (phase > rounds + 5 || (phase == rounds + 5 && policy.rank() != 0)) return;
+    if (commitIsNoop()) return;
+    if (phase <= rounds) {
       commitMergeRound(policy, phase - 1);
     } else if (phase == rounds + 1) {
       if (policy.rank() == 0) commitScan();

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config python3
   libyaml-cpp-dev nlohmann-json3-dev catch2 libcli11-dev libboost-context-dev
   libopenmpi-dev openmpi-bin
 )
