@@ -14,8 +14,8 @@
 namespace mv::detail {
 inline void cudaCheck(cudaError_t err, const char* call, const char* file, int line) {
   if (err != cudaSuccess) {
-    throw DeviceFault(std::string("CUDA error ") + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) +
-                             ") in " + call + " at " + file + ":" + std::to_string(line));
+    throw DeviceFault(std::string("CUDA error ") + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ") in " +
+                      call + " at " + file + ":" + std::to_string(line));
   }
 }
 }  // namespace mv::detail
