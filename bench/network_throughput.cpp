@@ -36,6 +36,7 @@
 #include "network/builder.hpp"
 #include "network/network_sim.hpp"
 #include "systems/network_layout.hpp"
+#include "systems/self_check.hpp"
 #include "topologies/generators.hpp"
 #include "topologies/routing.hpp"
 
@@ -302,11 +303,8 @@ BatchResult runBatchOnDevice(const Fabric& fabric, const Workload& w, uint32_t e
   r.world_megabytes = megabytes(world->totalBytes()) / exps;
   r.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const auto run_start = std::chrono::steady_clock::now();
-  RunReport report;
-  do {
-    report = runner(*world, int64_t{1} << 20);
-    r.steps += report.steps;
-  } while (!report.finished && report.steps > 0 && report.status == 0u);
+  const RunReport report = runNetworkToEnd(runner, *world, int64_t{1} << 20);
+  r.steps = report.steps;
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
   r.load = loadAverage();
   if (report.status != 0u || !report.finished) {

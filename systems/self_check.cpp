@@ -62,21 +62,24 @@ std::string fingerprint(net::NetWorld& world, const RunReport& r) {
 
 }  // namespace
 
+RunReport runNetworkToEnd(const net::NetworkStepRunner& device, net::NetWorld& world, int64_t chunk) {
+  int64_t steps = 0;
+  RunReport r;
+  do {
+    r = device(world, chunk);
+    steps += r.steps;
+  } while (!r.finished && r.steps > 0 && r.status == 0u);
+  r.steps = steps;
+  return r;
+}
+
 std::string compareBackendWithCpu(const net::NetworkStepRunner& device) {
   try {
     const std::unique_ptr<net::NetWorld> cpu_world = checkWorld();
     const std::string expected =
         fingerprint(*cpu_world, CpuExecutor(1).runToEnd<net::NetGraph>(cpu_world->view(), kStepsPerCall));
     const std::unique_ptr<net::NetWorld> dev_world = checkWorld();
-    RunReport r;
-    RunReport total;
-    do {
-      r = device(*dev_world, kStepsPerCall);
-      total.steps += r.steps;
-      total.status = r.status;
-      total.finished = r.finished;
-    } while (!r.finished && r.steps > 0 && r.status == 0u);
-    const std::string got = fingerprint(*dev_world, total);
+    const std::string got = fingerprint(*dev_world, runNetworkToEnd(device, *dev_world, kStepsPerCall));
     if (got == expected) return "";
     std::istringstream a(expected);
     std::istringstream b(got);

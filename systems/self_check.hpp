@@ -8,9 +8,14 @@
 
 #include <string>
 
+#include "kernels/cpu/cpu_executor.hpp"
 #include "network/network_sim.hpp"
 
 namespace mv {
+
+/// Calls `device` in chunks of `chunk` steps until the world finishes, stops making
+/// progress or raises an error; the steps add up, the rest is the last call's report.
+RunReport runNetworkToEnd(const net::NetworkStepRunner& device, net::NetWorld& world, int64_t chunk);
 
 /// Runs the check world on `device` and on the CPU; returns "" when every flow's result and
 /// every counter agree, else what differed (or the device's error).
