@@ -90,7 +90,7 @@ NetsimInput readInput(const std::filesystem::path& yaml, Diagnostics& diags) {
   if (!r.has("flows")) {
     r.error("flows", "missing: a flow list file (CSV src,dst,bytes,start_us[,priority] or HPCC flow.txt)");
   } else if (in.topo.nicCount() > 0) {
-    in.flows = readFlowFile(dir / r.text("flows", ""), in.topo.nicCount(), diags);
+    in.flows = readFlowFile(dir / r.text("flows", ""), in.topo, diags);
     if (in.flows.empty() && diags.empty()) r.error("flows", "the flow list is empty");
   }
   if (in.topo.nicCount() > 0) {
@@ -227,7 +227,13 @@ std::unique_ptr<net::NetWorld> buildNetsimWorld(const NetsimInput& in, const Rou
 class NetsimWriter {
  public:
   NetsimWriter(const NetsimInput& in, const Routing& routing, std::filesystem::path out, bool quiet)
-      : in_(in), routing_(routing), out_(std::move(out)), quiet_(quiet), rows_(in.variants.size()) {}
+      : in_(in), routing_(routing), out_(std::move(out)), quiet_(quiet), rows_(in.variants.size()) {
+    std::vector<uint32_t> next_port(in.topo.nicCount(), kFirstSourcePort);
+    for (const FlowLine& f : in.flows) {
+      first_start_ = std::min(first_start_, f.start_ps);
+      source_ports_.push_back(next_port[f.src]++);
+    }
+  }
 
   /// Variant x is experiment e of `world`, done; `links` are its links.csv rows and
   /// `wall_s` its batch's wall time so far.
@@ -236,7 +242,8 @@ class NetsimWriter {
     const FlowStats fs = flowStats(v, world, e);
     std::filesystem::create_directories(out_ / v.name);
     writeFileAtomically(out_ / v.name / "flows.csv", fs.csv);
-    writeFileAtomically(out_ / v.name / "queues.csv", queuesCsv(world, e, fs.last));
+    writeFileAtomically(out_ / v.name / "fct.txt", fctTxt(v, world, e));
+    writeFileAtomically(out_ / v.name / "queues.csv", queuesCsv(world, e, first_start_, fs.last));
     if (v.cfg.link_bin_ps > 0) {
       writeFileAtomically(out_ / v.name / "links.csv", "link,bin_start_ps,bytes,utilisation\n" + links);
     }
@@ -299,18 +306,59 @@ class NetsimWriter {
     }
     return fs;
   }
-  /// queues.csv of experiment e; mean occupancy over [0, last].
-  static std::string queuesCsv(net::NetWorld& world, ExpId e, int64_t last) {
+  /**
+   * fct.txt of experiment e as the ns-3 RDMA reference writes it, one line per completed
+   * flow in finish order: source and destination address (hex, 11.x.y.1 from the node id),
+   * source port (10000 upwards per source host, in flow-list order), destination port, size
+   * (B), start (ns), FCT (ns), and the standalone FCT (ns): idle RTT of the pair plus the
+   * bytes with their headers but no INT at the bottleneck rate.
+   */
+  std::string fctTxt(const Variant& v, net::NetWorld& world, ExpId e) const {
+    auto& records = world.table<net::FlowRecord>();
+    std::vector<net::FlowResult> done;
+    for (int64_t row = records.expBegin(e); row < records.expEnd(e); ++row) done.push_back(records.get<net::FlowResult>(row));
+    std::sort(done.begin(), done.end(), [](const net::FlowResult& a, const net::FlowResult& b) {
+      return a.finish_ps != b.finish_ps ? a.finish_ps < b.finish_ps : a.id < b.id;
+    });
+    auto address = [&](uint32_t nic) {
+      const uint32_t node = in_.topo.nicNode(nic);
+      return 0x0b000001u + (node / 256) * 0x10000u + (node % 256) * 0x100u;
+    };
+    std::string out;
+    char line[192];
+    for (const net::FlowResult& f : done) {
+      const int64_t packets = (f.bytes + v.cfg.payload_bytes - 1) / v.cfg.payload_bytes;
+      const int64_t standalone_ps =
+          idleRtt(in_.topo, routing_, f.src_nic, f.dst_nic, v.cfg.payload_bytes) +
+          serializationTimeWholeNs(Bytes{f.bytes + packets * net::kDataHeaderBytes},
+                                   BitsPerSecond{bottleneckRate(in_.topo, routing_, f.src_nic, f.dst_nic)}).ps;
+      std::snprintf(line, sizeof line, "%08x %08x %u %u %lld %lld %lld %lld\n", address(f.src_nic), address(f.dst_nic),
+                    source_ports_[f.id], in_.flows[f.id].dport, static_cast<long long>(f.bytes),
+                    static_cast<long long>(f.start_ps / 1000), static_cast<long long>((f.finish_ps - f.start_ps) / 1000),
+                    static_cast<long long>(standalone_ps / 1000));
+      out += line;
+    }
+    return out;
+  }
+  /// queues.csv of experiment e: mean occupancy and utilisation over the active period
+  /// [first flow start, last finish], so flows that start late do not dilute them.
+  static std::string queuesCsv(net::NetWorld& world, ExpId e, int64_t first_start, int64_t last) {
     auto& ports = world.table<net::Port>();
+    const double span = last > first_start ? static_cast<double>(last - first_start) : 0.0;
     std::ostringstream queues;
-    queues << "port,rate_bps,max_bytes,mean_bytes,tx_bytes\n";
+    queues << "port,rate_bps,max_bytes,mean_bytes,tx_bytes,utilisation\n";
     for (int64_t row = ports.expBegin(e); row < ports.expEnd(e); ++row) {
       const net::PortQueue& q = ports.get<net::PortQueue>(row);
-      queues << row - ports.expBegin(e) << ',' << ports.get<net::PortInfo>(row).rate_bps << ',' << q.max_bytes << ','
-             << (last > 0 ? q.byte_ps / static_cast<double>(last) : 0.0) << ',' << q.tx_bytes << '\n';
+      const int64_t rate = ports.get<net::PortInfo>(row).rate_bps;
+      queues << row - ports.expBegin(e) << ',' << rate << ',' << q.max_bytes << ','
+             << (span > 0 ? q.byte_ps / span : 0.0) << ',' << q.tx_bytes << ','
+             << (span > 0 ? static_cast<double>(q.tx_bytes) * 8e12 / (span * static_cast<double>(rate)) : 0.0) << '\n';
     }
     return queues.str();
   }
+
+  /// The reference's first source port of a host.
+  static constexpr uint32_t kFirstSourcePort = 10000;
 
   const NetsimInput& in_;
   const Routing& routing_;
@@ -318,6 +366,8 @@ class NetsimWriter {
   bool quiet_;
   std::mutex mutex_;
   std::vector<std::string> rows_;  ///< summary rows of the variants written so far
+  int64_t first_start_ = INT64_MAX;     ///< earliest flow start: the active period begins
+  std::vector<uint32_t> source_ports_;  ///< per flow: its source port in fct.txt
 };
 
 /// Runs a world to its end on `threads` threads, or on a device when `device` is set,

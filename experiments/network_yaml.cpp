@@ -16,12 +16,14 @@ namespace mv {
 net::NetworkConfig readNetworkConfig(const ConfigReader& r, const net::NetworkConfig& base) {
   net::NetworkConfig c = base;
   r.allowOnly({"cc", "load_balance", "payload", "ack_interval", "ack_high_priority", "nack_interval", "rto", "window",
-               "switch_pool_slots", "link_ring_factor", "nic_control_slots", "link_bin", "pfc", "ecn", "dcqcn", "hpcc", "dctcp"});
+               "switch_pool_slots", "link_ring_factor", "nic_control_slots", "link_bin", "whole_ns", "pfc", "ecn", "dcqcn", "hpcc", "dctcp"});
   c.cc = static_cast<net::CcKind>(r.choice("cc", static_cast<int>(c.cc), {"none", "dcqcn", "hpcc", "dctcp"}));
   c.load_balance = static_cast<net::LoadBalance>(r.choice("load_balance", static_cast<int>(c.load_balance), {"ecmp", "spray"}));
   c.payload_bytes = static_cast<int32_t>(r.integer("payload", c.payload_bytes, 64, 9000));
   c.ack_interval = static_cast<int32_t>(r.integer("ack_interval", c.ack_interval, 1, 64));
-  c.ack_high_priority = r.boolean("ack_high_priority", c.ack_high_priority);
+  if (r.has("ack_high_priority")) {
+    c.ack_priority = r.boolean("ack_high_priority", true) ? net::AckPriority::kHigh : net::AckPriority::kData;
+  }
   c.nack_interval_ps = r.durationPs("nack_interval", c.nack_interval_ps);
   c.rto_ps = r.durationPs("rto", c.rto_ps);
   c.window = r.boolean("window", c.window);
@@ -29,6 +31,7 @@ net::NetworkConfig readNetworkConfig(const ConfigReader& r, const net::NetworkCo
   c.link_ring_factor = static_cast<int32_t>(r.integer("link_ring_factor", c.link_ring_factor, 1, 1024));
   c.nic_control_slots = static_cast<int32_t>(r.integer("nic_control_slots", c.nic_control_slots, 4, 1 << 20));
   c.link_bin_ps = r.has("link_bin") ? r.durationPs("link_bin", 0) : c.link_bin_ps;
+  c.whole_ns = r.boolean("whole_ns", c.whole_ns);
 
   const ConfigReader pfc = r.child("pfc");
   pfc.allowOnly({"enabled", "buffer", "reserve", "resume_offset", "headroom_rtts", "dynamic_threshold", "static_xoff"});
@@ -50,7 +53,7 @@ net::NetworkConfig readNetworkConfig(const ConfigReader& r, const net::NetworkCo
 
   const ConfigReader dq = r.child("dcqcn");
   dq.allowOnly({"g", "alpha_interval", "decrease_interval", "increase_interval", "fast_recovery_stages", "rai_per_25g",
-                "rhai_per_25g", "rmin"});
+                "rhai_per_25g", "rmin", "clamp_target_rate"});
   c.dcqcn.g = dq.real("g", c.dcqcn.g, 0.0, 1.0);
   c.dcqcn.alpha_interval_ps = dq.durationPs("alpha_interval", c.dcqcn.alpha_interval_ps);
   c.dcqcn.decrease_interval_ps = dq.durationPs("decrease_interval", c.dcqcn.decrease_interval_ps);
@@ -59,6 +62,7 @@ net::NetworkConfig readNetworkConfig(const ConfigReader& r, const net::NetworkCo
   c.dcqcn.rai_per_25g_bps = dq.rateBps("rai_per_25g", c.dcqcn.rai_per_25g_bps);
   c.dcqcn.rhai_per_25g_bps = dq.rateBps("rhai_per_25g", c.dcqcn.rhai_per_25g_bps);
   c.dcqcn.rmin_bps = dq.rateBps("rmin", c.dcqcn.rmin_bps);
+  c.dcqcn.clamp_target_rate = dq.boolean("clamp_target_rate", c.dcqcn.clamp_target_rate);
 
   const ConfigReader hp = r.child("hpcc");
   hp.allowOnly({"eta", "max_stage", "rai", "rmin", "base_rtt"});
@@ -186,10 +190,21 @@ bool parseStart(const std::string& s, const char* unit, int64_t& ps) {
   return parseDuration(s + unit, ps) == QuantityStatus::kOk || (s == "0" && (ps = 0, true));
 }
 
+/// Why node id `n` of a flow.txt cannot be a flow's endpoint ("" when it can).
+std::string nodeEndpointProblem(const Topology& topo, uint32_t n) {
+  if (n >= topo.nodeCount()) {
+    return "node id " + std::to_string(n) + " out of range (the topology has " + std::to_string(topo.nodeCount()) +
+           " nodes, 0.." + std::to_string(topo.nodeCount() - 1) + "); flow.txt names node ids, not NIC indices; ";
+  }
+  if (topo.isSwitch(n)) return "node id " + std::to_string(n) + " is a switch, not a host; ";
+  return "";
+}
+
 }  // namespace
 
-std::vector<FlowLine> readFlowFile(const std::filesystem::path& path, uint32_t nics, Diagnostics& diags) {
+std::vector<FlowLine> readFlowFile(const std::filesystem::path& path, const Topology& topo, Diagnostics& diags) {
   std::vector<FlowLine> flows;
+  const uint32_t nics = topo.nicCount();
   std::ifstream in(path);
   const std::string file = path.string();
   if (!in) {
@@ -226,16 +241,25 @@ std::vector<FlowLine> readFlowFile(const std::filesystem::path& path, uint32_t n
            parseNumber(f[2], fl.bytes) && parseStart(f[3], "us", fl.start_ps) &&
            (f.size() == 4 || parseNumber(f[4], fl.prio));
     } else {
-      uint32_t dport = 0;
       ok = f.size() == 6 && parseNumber(f[0], fl.src) && parseNumber(f[1], fl.dst) && parseNumber(f[2], fl.prio) &&
-           parseNumber(f[3], dport) && parseNumber(f[4], fl.bytes) && parseStart(f[5], "s", fl.start_ps);
+           parseNumber(f[3], fl.dport) && parseNumber(f[4], fl.bytes) && parseStart(f[5], "s", fl.start_ps);
     }
     if (!ok) {
       fail(i, "malformed flow '" + lines[i] + "'");
       continue;
     }
+    if (!csv) {
+      const std::string why = nodeEndpointProblem(topo, fl.src) + nodeEndpointProblem(topo, fl.dst);
+      if (!why.empty()) {
+        fail(i, why.substr(0, why.size() - 2));
+        continue;
+      }
+      fl.src = topo.nicIndex(fl.src);
+      fl.dst = topo.nicIndex(fl.dst);
+    }
     if (fl.src >= nics || fl.dst >= nics) {
-      fail(i, "NIC id out of range (the topology has " + std::to_string(nics) + " NICs)");
+      fail(i, "NIC index out of range (the topology has " + std::to_string(nics) + " NICs, 0.." +
+                  std::to_string(nics - 1) + ")");
     } else if (fl.src == fl.dst) {
       fail(i, "a flow from a NIC to itself");
     } else if (fl.bytes <= 0) {

@@ -29,13 +29,15 @@ struct FlowLine {
   int64_t bytes = 0;
   int64_t start_ps = 0;
   uint32_t prio = 3;
+  uint32_t dport = 100;  ///< destination port (flow.txt; written back in fct.txt)
 };
 
 /**
- * Reads a flow list: CSV with header `src,dst,bytes,start_us[,priority]`, or the HPCC
- * `flow.txt` format (first line the count, then `src dst priority dport bytes start_s`).
- * NIC ids must be below `nics`. Problems are reported with the file and line.
+ * Reads a flow list: CSV with header `src,dst,bytes,start_us[,priority]` naming NIC indices,
+ * or the HPCC `flow.txt` format (first line the count, then `src dst priority dport bytes
+ * start_s`) naming node ids of `topo`, as ns-3 does; they are turned into NIC indices here.
+ * Problems (an id out of range, a switch as an endpoint) are reported with the file and line.
  */
-std::vector<FlowLine> readFlowFile(const std::filesystem::path& path, uint32_t nics, Diagnostics& diags);
+std::vector<FlowLine> readFlowFile(const std::filesystem::path& path, const Topology& topo, Diagnostics& diags);
 
 }  // namespace mv

@@ -132,6 +132,7 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
     li.rate_bps = rate;
     li.delay_ps = delay;
     li.ps_per_byte = exactPsPerByte(BitsPerSecond{rate});
+    li.whole_ns = cfg.whole_ns ? 1u : 0u;
     li.slot_base = slots;
     li.capacity = ringCapacity(rate, delay, lookahead_ps, max_wire, cfg.link_ring_factor);
     slots += li.capacity;

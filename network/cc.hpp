@@ -32,13 +32,23 @@ MV_HD constexpr int64_t scaledBy25g(int64_t per_25g, int64_t line_bps) {
 // --- DCQCN -------------------------------------------------------------------------------
 enum DcqcnFlag : uint32_t { kDcqcnCnpAlpha = 1, kDcqcnCnpDecrease = 2, kDcqcnStarted = 4 };
 
-/// Runs every DCQCN timer tick due at or before `now`, in time order (ties: α, then
-/// decrease, then increase). Timers run only after the flow's first CNP. The earliest
-/// pending tick is kept in FlowSend, so a call with nothing due reads no FlowCc.
+/// The reference schedules a flow's first rate-decrease check 1 ns after the α update of the
+/// same microsecond, so that the cut sees the α of that tick; its later checks keep the offset.
+inline constexpr int64_t kDcqcnDecreaseOffsetPs = 1000;
+
+/**
+ * Runs every DCQCN timer tick due at or before `now`, in time order. Timers run only after
+ * the flow's first CNP. Ties between the increase and the decrease timer resolve as in an
+ * event simulator that fires same-time events in the order they were scheduled: the timer
+ * with the longer interval was scheduled first (with the defaults the increase timer, which
+ * the decrease checks meet every 300 µs). The earliest pending tick is kept in FlowSend, so
+ * a call with nothing due reads no FlowCc.
+ */
 MV_HD inline void dcqcnAdvance(const DcqcnParams& p, const CcPath& path, FlowCc& cc, FlowSend& s, int64_t now) {
   if (now < s.cc_next_ps) return;
   const int64_t rai = scaledBy25g(p.rai_per_25g_bps, path.line_bps);
   const int64_t rhai = scaledBy25g(p.rhai_per_25g_bps, path.line_bps);
+  const bool increase_first = p.increase_interval_ps >= p.decrease_interval_ps;
   for (;;) {
     const int64_t ta = cc.alpha_next_ps;
     const int64_t td = cc.decrease_next_ps;
@@ -52,9 +62,11 @@ MV_HD inline void dcqcnAdvance(const DcqcnParams& p, const CcPath& path, FlowCc&
       cc.alpha = (1.0 - p.g) * cc.alpha + ((cc.flags & kDcqcnCnpAlpha) != 0u ? p.g : 0.0);
       cc.flags &= ~uint32_t{kDcqcnCnpAlpha};
       cc.alpha_next_ps += p.alpha_interval_ps;
-    } else if (t == td) {
+    } else if (t == td && (t != ti || !increase_first)) {
       if ((cc.flags & kDcqcnCnpDecrease) != 0u) {
-        cc.target_bps = s.rate_bps;
+        // The target follows the current rate only if the rate rose since the last cut
+        // (CLAMP_TARGET_RATE off), so a run of cuts keeps the target from before the first.
+        if (p.clamp_target_rate || cc.stage > 0) cc.target_bps = s.rate_bps;
         const double cut = static_cast<double>(s.rate_bps) * (1.0 - cc.alpha / 2.0);
         s.rate_bps = clampRate(static_cast<int64_t>(cut), p.rmin_bps, path.line_bps);
         cc.stage = 0;
@@ -69,7 +81,7 @@ MV_HD inline void dcqcnAdvance(const DcqcnParams& p, const CcPath& path, FlowCc&
         cc.target_bps += rhai;
       }
       if (cc.target_bps > path.line_bps) cc.target_bps = path.line_bps;
-      s.rate_bps = (s.rate_bps + cc.target_bps) / 2;
+      s.rate_bps = s.rate_bps / 2 + cc.target_bps / 2;
       cc.stage += 1;
       cc.increase_next_ps += p.increase_interval_ps;
     }
@@ -83,7 +95,7 @@ MV_HD inline void dcqcnOnCnp(const DcqcnParams& p, const CcPath& path, FlowCc& c
     // As the reference: the first CNP starts the timers and arms only the decrease.
     cc.flags |= kDcqcnStarted | kDcqcnCnpDecrease;
     cc.alpha_next_ps = now + p.alpha_interval_ps;
-    cc.decrease_next_ps = now + p.decrease_interval_ps;
+    cc.decrease_next_ps = now + p.decrease_interval_ps + kDcqcnDecreaseOffsetPs;
     cc.target_bps = s.rate_bps;
     s.cc_next_ps = cc.alpha_next_ps < cc.decrease_next_ps ? cc.alpha_next_ps : cc.decrease_next_ps;
     return;

@@ -172,6 +172,8 @@ struct LinkInfo {
   int64_t delay_ps = 0;
   int64_t rate_bps = 0;
   int64_t ps_per_byte = 0;   ///< exactPsPerByte(rate): serialisation is one multiplication; 0: not whole
+  uint32_t whole_ns = 0;     ///< network.whole_ns: serialisation truncated to whole nanoseconds
+  uint32_t pad = 0;
 };
 /// Ring positions, double-buffered by step parity: in step s the producer reads tail and
 /// head of parity s-1 and writes tail of parity s, the consumer reads tail of parity s-1

@@ -21,6 +21,13 @@ enum class LoadBalance : uint8_t {
   kSpray = 1,  ///< per-packet random choice; needs the out-of-order receiver
 };
 
+/// Which class receivers send ACK/NACK in.
+enum class AckPriority : uint8_t {
+  kByCc = 0,  ///< strict-priority queue 0 for DCQCN, the data's class otherwise (the reference's runs)
+  kHigh = 1,  ///< strict-priority queue 0
+  kData = 2,  ///< the class of the data they acknowledge
+};
+
 /// DCQCN (reaction point in the NIC-firmware variant of the reference). Rates in b/s.
 struct DcqcnParams {
   double g = 1.0 / 256;                     ///< α gain
@@ -31,6 +38,7 @@ struct DcqcnParams {
   int64_t rai_per_25g_bps = 5'000'000;      ///< additive increase, scaled by line rate / 25 Gb/s
   int64_t rhai_per_25g_bps = 50'000'000;    ///< hyper increase, scaled likewise
   int64_t rmin_bps = 1'000'000'000;         ///< floor of the current rate
+  bool clamp_target_rate = false;           ///< Rt <- Rc on every cut (else only after an increase)
 };
 
 /// HPCC (rate-based form). The base RTT defaults to the maximum over NIC pairs.
@@ -38,15 +46,15 @@ struct HpccParams {
   double eta = 0.95;                 ///< target utilisation
   uint32_t max_stage = 0;            ///< additive-increase stages before a multiplicative step
   int64_t rai_bps = 50'000'000;      ///< additive increase per update
-  int64_t rmin_bps = 100'000'000;    ///< floor of the rate
+  int64_t rmin_bps = 1'000'000'000;  ///< floor of the rate (the reference's MIN_RATE, shared by all CCs)
   int64_t base_rtt_ps = 0;           ///< T; 0 = computed from the topology
 };
 
 /// DCTCP in the hardware (rate and window) form of the reference.
 struct DctcpParams {
   double g = 1.0 / 16;               ///< α gain
-  int64_t rai_bps = 615'000'000;     ///< additive increase per window
-  int64_t rmin_bps = 100'000'000;    ///< floor of the rate
+  int64_t rai_bps = 1'000'000'000;   ///< additive increase per window (the reference's DCTCP_RATE_AI)
+  int64_t rmin_bps = 1'000'000'000;  ///< floor of the rate (the reference's MIN_RATE)
   int64_t k_per_10g_bytes = 30'000;  ///< marking threshold, scaled by port rate / 10 Gb/s
 };
 
@@ -75,19 +83,25 @@ struct NetworkConfig {
   LoadBalance load_balance = LoadBalance::kEcmp;
   int32_t payload_bytes = 1000;       ///< data payload per packet
   int32_t ack_interval = 1;           ///< ACK every this many data packets
-  bool ack_high_priority = true;      ///< ACK/NACK in the strict-priority queue 0
+  AckPriority ack_priority = AckPriority::kByCc;  ///< class of ACK/NACK
   int64_t nack_interval_ps = 500'000'000;  ///< at most one NACK per gap per this time (500 µs)
   int64_t rto_ps = 0;                 ///< retransmission timeout; 0 = 2 × (buffer drain at NIC rate) + T
   bool window = false;                ///< window limit for DCQCN (HPCC and DCTCP always use one)
   int32_t switch_pool_slots = 65536;  ///< packet records shared by the switches of an experiment
-  int32_t link_ring_factor = 3;       ///< link ring slots = factor × full packets in (delay + 2 lookahead) + 8
+  int32_t link_ring_factor = 4;       ///< link ring slots = factor × full packets in (delay + 2 lookahead) + 8
   int32_t nic_control_slots = 64;     ///< ACK/NACK records waiting at a NIC
   int64_t link_bin_ps = 0;            ///< link utilisation time bins (0 = off)
+  bool whole_ns = false;              ///< serialisation and pacing truncated to whole ns (the ns-3 reference's timing)
   DcqcnParams dcqcn;
   HpccParams hpcc;
   DctcpParams dctcp;
   EcnParams ecn;
   PfcParams pfc;
 };
+
+/// True when the experiment's receivers send ACK/NACK in the strict-priority queue 0.
+MV_HD constexpr bool ackHighPriority(const NetworkConfig& c) {
+  return c.ack_priority == AckPriority::kHigh || (c.ack_priority == AckPriority::kByCc && c.cc == CcKind::kDcqcn);
+}
 
 }  // namespace mv::net

@@ -115,8 +115,10 @@ struct LinkRings {
                          TableView<LinkSample>& samples, ExpId e, int64_t bin_ps, NetCounters& counters,
                          int64_t& first_push, uint32_t* status) const {
     const LinkInfo& li = info(link);
-    const int64_t wire_ps = li.ps_per_byte > 0 ? p.wire_bytes * li.ps_per_byte
-                                               : serializationTime(Bytes{p.wire_bytes}, BitsPerSecond{li.rate_bps}).ps;
+    const int64_t wire_ps = li.whole_ns != 0u ? serializationTimeWholeNs(Bytes{p.wire_bytes}, BitsPerSecond{li.rate_bps}).ps
+                            : li.ps_per_byte > 0
+                                ? p.wire_bytes * li.ps_per_byte
+                                : serializationTime(Bytes{p.wire_bytes}, BitsPerSecond{li.rate_bps}).ps;
     const int64_t done = t + wire_ps;
     account(samples, e, link, t, bin_ps, p.wire_bytes);
     p.time_ps = done + li.delay_ps;

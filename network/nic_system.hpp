@@ -29,6 +29,13 @@ MV_HD constexpr int32_t dataWireBytes(int32_t payload, CcKind cc) {
   return payload + kDataHeaderBytes + (cc == CcKind::kHpcc ? kIntHeaderBytes : 0);
 }
 
+/// Pacing gap after `bytes` sent at `rate_bps`: exact picoseconds, or truncated to whole
+/// nanoseconds with network.whole_ns (as the reference).
+MV_HD inline int64_t paceTime(const NetworkConfig& cfg, int64_t bytes, int64_t rate_bps) {
+  return cfg.whole_ns ? serializationTimeWholeNs(Bytes{bytes}, BitsPerSecond{rate_bps}).ps
+                      : serializationTime(Bytes{bytes}, BitsPerSecond{rate_bps}).ps;
+}
+
 /// Row range [lo, hi) of the flows whose source is `nic` in experiment `e`.
 MV_HD inline void flowRangeOf(const TableView<Flow>& flows, ExpId e, uint32_t nic, int64_t& lo, int64_t& hi) {
   const uint64_t first = flowKey(nic, 0);
@@ -316,7 +323,7 @@ struct NicSystem {
         if (s.una == s.next_seq) s.rto_deadline_ps = t + ne.rto_ps;
         s.next_seq += payload;
         s.max_sent = s.next_seq > s.max_sent ? s.next_seq : s.max_sent;
-        s.next_send_ps = t + serializationTime(Bytes{p.wire_bytes}, BitsPerSecond{s.rate_bps}).ps;
+        s.next_send_ps = t + paceTime(cfg, p.wire_bytes, s.rate_bps);
         st.rr_key = flows.key[row];
         counters.packets_sent += 1;
       }
@@ -420,7 +427,7 @@ struct NicSystem {
       a.flow = p.flow;
       a.src_nic = p.dst_nic;
       a.dst_nic = p.src_nic;
-      a.prio = static_cast<uint8_t>(cfg.ack_high_priority ? kControlPriority : p.prio);
+      a.prio = static_cast<uint8_t>(ackHighPriority(cfg) ? kControlPriority : p.prio);
       a.flags = static_cast<uint8_t>((p.flags & kFlagCe) != 0u ? uint32_t{kFlagEcnEcho} : 0u);
       a.hops = p.hops;
       for (int i = 0; i < p.hops; ++i) a.ints.hop[i] = ints.hop[i];
@@ -490,10 +497,9 @@ struct NicSystem {
           break;
       }
       if (s.rate_bps != old_rate) {
-        // As the reference: the next send moves by the change of one packet's sending time.
-        const Bytes mtu{dataWireBytes(cfg.payload_bytes, cfg.cc)};
-        s.next_send_ps += serializationTime(mtu, BitsPerSecond{s.rate_bps}).ps -
-                          serializationTime(mtu, BitsPerSecond{old_rate}).ps;
+        // As the reference: the next send moves by the change of one MTU's (payload's)
+        // sending time.
+        s.next_send_ps += paceTime(cfg, cfg.payload_bytes, s.rate_bps) - paceTime(cfg, cfg.payload_bytes, old_rate);
       }
       if (s.una >= spec.bytes) finish(flows, row, t);
     }

@@ -48,7 +48,7 @@ if ! diff <(cut -d, -f1-16 "$tmp/ok/summary.csv") <(cut -d, -f1-16 "$tmp/ok1/sum
 fi
 # Results are written as each variant finishes (checked every 256 steps): in one batch,
 # hpcc and dctcp (last flows done at 1.49 and 1.35 ms, in the same 256 steps) are reported
-# before dcqcn (4.09 ms), though dcqcn comes first in the file; the summary keeps the
+# before dcqcn (1.68 ms), though dcqcn comes first in the file; the summary keeps the
 # file's order.
 order=$("$exe" netsim "$src_dir/examples/netsim/incast.yaml" --out "$tmp/ok2" --threads 1 --cpu-workers 1 |
   grep -oE '^  (dcqcn|hpcc|dctcp) ' | tr -d ' ' | tr '\n' ' ')
@@ -78,7 +78,7 @@ expect 2 "truncated.txt:3: the file announces 3 flows but has 2 (truncated?)" ne
 
 printf 'src,dst,bytes,start_us\n1,9,1000,0\n' > "$tmp/far.csv"
 printf 'topology: {kind: star, nics: 4}\nflows: far.csv\n' > "$tmp/far.yaml"
-expect 2 "far.csv:2: NIC id out of range (the topology has 4 NICs)" netsim "$tmp/far.yaml"
+expect 2 "far.csv:2: NIC index out of range (the topology has 4 NICs, 0..3)" netsim "$tmp/far.yaml"
 
 printf 'topology: {kind: fat_tree, k: 3}\nflows: flows.csv\n' > "$tmp/odd.yaml"
 expect 2 "odd.yaml:1: topology:" netsim "$tmp/odd.yaml"
@@ -143,10 +143,10 @@ expect 0 "backend cpu (2 workers of 1 thread); 2 batches;" --experiments "$tmp/t
 if ! diff <(stable "$tmp/full.csv" | sort) <(stable "$tmp/two/summary.csv" | sort) >/dev/null; then
   echo "FAIL: two CPU workers give other results than one"; fail=1
 fi
-# The largest of these experiments takes 7.9 MiB: a 12 MiB budget holds one at a time, so
-# auto runs one worker (with both threads), 16 MiB holds two.
+# The largest of these experiments takes 8.3 MiB: a 12 MiB budget holds one at a time, so
+# auto runs one worker (with both threads), 18 MiB holds two.
 expect 0 "backend cpu; " --experiments "$tmp/tiny.yaml" --out "$tmp/mem12" --threads 2 --max-memory 12MiB
-expect 0 "backend cpu (2 workers of 1 thread)" --experiments "$tmp/tiny.yaml" --out "$tmp/mem16" --threads 2 --max-memory 16MiB
+expect 0 "backend cpu (2 workers of 1 thread)" --experiments "$tmp/tiny.yaml" --out "$tmp/mem18" --threads 2 --max-memory 18MiB
 expect 2 "--cpu-workers 3 needs at least as many CPU threads, but there are 2" --experiments "$tmp/tiny.yaml" --threads 2 --cpu-workers 3
 expect 2 "--cpu-workers: must be auto or a whole number of workers from 1 to 1024" --experiments "$tmp/tiny.yaml" --cpu-workers 0
 expect 2 "--batch-size: must be auto or a whole number" --experiments "$tmp/tiny.yaml" --batch-size 2.5

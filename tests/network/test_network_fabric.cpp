@@ -81,13 +81,16 @@ TEST_CASE("a DCQCN flow's rate follows the timer rules step by step", "[network]
   net::FlowSend s;
   net::ccStart(net::NetworkConfig{}, path, cc, s);
   const int64_t us = 1'000'000;
+  const int64_t ns = 1'000;
 
   // First CNP at 10 µs: timers start, no cut.
   net::dcqcnOnCnp(p, path, cc, s, 10 * us);
   CHECK(s.rate_bps == line);
   // The first CNP arms only the decrease (as the reference): α decays at the ticks 11, 12,
-  // 13 and 14 µs; the decrease tick at 14 follows the α tick of the same time and cuts.
+  // 13 and 14 µs; the decrease tick, 1 ns after the α tick of 14 µs, cuts.
   net::dcqcnAdvance(p, path, cc, s, 14 * us);
+  CHECK(s.rate_bps == line);
+  net::dcqcnAdvance(p, path, cc, s, 14 * us + ns);
   double alpha = 1.0;
   for (int i = 0; i < 4; ++i) alpha = (1 - p.g) * alpha;
   CHECK(cc.alpha == alpha);
@@ -97,20 +100,22 @@ TEST_CASE("a DCQCN flow's rate follows the timer rules step by step", "[network]
   // No CNP since: later decrease ticks change nothing.
   net::dcqcnAdvance(p, path, cc, s, 300 * us);
   CHECK(s.rate_bps == cut1);
-  // Increase timer 300 µs after the cut (314 µs): stage 0 < F, fast recovery.
-  net::dcqcnAdvance(p, path, cc, s, 314 * us);
-  const int64_t r1 = (cut1 + line) / 2;
+  // Increase timer 300 µs after the cut (314 µs + 1 ns): stage 0 < F, fast recovery.
+  net::dcqcnAdvance(p, path, cc, s, 314 * us + ns);
+  const int64_t r1 = cut1 / 2 + line / 2;
   CHECK(s.rate_bps == r1);
-  // 614 µs: stage = F, additive increase of Rt (20 Mb/s at 100 Gb/s), capped at line rate.
-  net::dcqcnAdvance(p, path, cc, s, 614 * us);
+  // 614 µs + 1 ns: stage = F, additive increase of Rt (20 Mb/s at 100 Gb/s), capped at
+  // line rate.
+  net::dcqcnAdvance(p, path, cc, s, 614 * us + ns);
   CHECK(cc.target_bps == line);
-  CHECK(s.rate_bps == (r1 + line) / 2);
-  // A second CNP at 700 µs: the next decrease tick (702 µs) cuts from the current rate
-  // with α raised by the α tick at 701 µs.
+  CHECK(s.rate_bps == r1 / 2 + line / 2);
+  // A second CNP at 700 µs: the next decrease tick (702 µs + 1 ns) cuts from the current
+  // rate with α raised by the α tick at 701 µs; the rate rose since the last cut, so the
+  // target becomes the current rate.
   const int64_t before = s.rate_bps;
   const double alpha_before = cc.alpha;
   net::dcqcnOnCnp(p, path, cc, s, 700 * us);
-  net::dcqcnAdvance(p, path, cc, s, 702 * us);
+  net::dcqcnAdvance(p, path, cc, s, 702 * us + ns);
   double a = alpha_before;
   for (int64_t t = 615; t <= 700; ++t) a = (1 - p.g) * a;  // ticks after the last advance (614 µs)
   a = (1 - p.g) * a + p.g;                                // 701 µs: CNP seen

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <vector>
 
 #include "systems/network_layout.hpp"
@@ -66,9 +67,14 @@ inline bool NetResult::operator==(const NetResult& o) const {
          counters.drops == o.counters.drops;
 }
 
+/// Looks at a batch's world after every step (time series of queues, rates).
+using StepObserver = std::function<void(net::NetWorld&)>;
+
 /// Runs every case in one batch (one experiment each; CpuExecutor blocks of `block`
-/// experiments, 0 = all together) and returns their results.
-inline std::vector<NetResult> runNetBatch(const std::vector<NetCase>& cases, int threads = 2, int64_t block = 0) {
+/// experiments, 0 = all together) and returns their results; `observe`, when given, is
+/// called after every step.
+inline std::vector<NetResult> runNetBatch(const std::vector<NetCase>& cases, int threads = 2, int64_t block = 0,
+                                          const StepObserver& observe = {}) {
   net::NetWorld world(static_cast<uint32_t>(cases.size()), TableCapacity{1 << 12, 1 << 12});
   for (ExpId e = 0; e < cases.size(); ++e) {
     const NetCase& c = cases[e];
@@ -89,7 +95,16 @@ inline std::vector<NetResult> runNetBatch(const std::vector<NetCase>& cases, int
   int64_t total_flows = 0;
   for (const NetCase& c : cases) total_flows += static_cast<int64_t>(c.flows.size());
   world.grow<net::FlowRecord>(TableCapacity{total_flows + 16, total_flows + 16});
-  const RunReport r = CpuExecutor(threads, block).runToEnd<net::NetGraph>(world.view());
+  const CpuExecutor exec(threads, block);
+  RunReport r;
+  if (observe) {
+    do {
+      r = exec.run<net::NetGraph>(world.view(), 1);
+      observe(world);
+    } while (!r.finished && r.status == 0u && r.steps > 0);
+  } else {
+    r = exec.runToEnd<net::NetGraph>(world.view());
+  }
   if (r.status != 0u) throw std::runtime_error("network run failed with status " + std::to_string(r.status));
   std::vector<NetResult> out;
   auto& records = world.table<net::FlowRecord>();
