@@ -135,16 +135,6 @@ NetsimInput readInput(const std::filesystem::path& yaml, Diagnostics& diags) {
 }
 
 
-/// What a run's status bits mean, with the knob that fixes each.
-std::string networkStatusMessage(uint32_t status) {
-  std::string m;
-  if (status & net::kStatusSwitchPool) m += "a switch ran out of packet slots (raise network.switch_pool_slots); ";
-  if (status & net::kStatusLinkRing) m += "a link ring filled up (raise network.link_ring_factor); ";
-  if (status & net::kStatusNicControl) m += "a NIC's ACK queue filled up (raise network.nic_control_slots); ";
-  if (status & ~net::kStatusPacketPool) m += "a table overflowed (status " + std::to_string(status) + ")";
-  return m;
-}
-
 /// Appends the link samples of every experiment as CSV rows and removes them from the
 /// world; for the experiments with `flush_open[e]` (done), also the bins still open.
 void drainLinkSamples(net::NetWorld& world, std::vector<std::string>& rows, const std::vector<char>& flush_open) {
@@ -175,9 +165,11 @@ void drainLinkSamples(net::NetWorld& world, std::vector<std::string>& rows, cons
   world.commitHost<net::LinkSample>();
 }
 
-/// One world of consecutive variants [first, first + count), run on one CPU worker.
+/// One world of variants, run on one CPU worker (or device): experiment e of the world is
+/// variant `variants[e]` of the file, with the pooled storage of `cfgs[e]`.
 struct NetsimWorld {
-  uint32_t first = 0;
+  std::vector<uint32_t> variants;
+  std::vector<net::NetworkConfig> cfgs;
   std::unique_ptr<net::NetWorld> world;
   std::vector<std::string> link_rows;  ///< per experiment of the world: links.csv rows
   RunReport report;
@@ -188,20 +180,20 @@ struct NetsimWorld {
 /// needs more than a chunk's worth of rows.
 constexpr int64_t kChunkSteps = 256;
 
-/// Builds the world of variants [first, first + count) with every flow.
-std::unique_ptr<net::NetWorld> buildNetsimWorld(const NetsimInput& in, const Routing& routing, uint32_t first,
-                                                uint32_t count) {
+/// Builds the world of `w.variants` (configurations `w.cfgs`) with every flow.
+std::unique_ptr<net::NetWorld> buildNetsimWorld(const NetsimInput& in, const Routing& routing, const NetsimWorld& w) {
+  const auto count = static_cast<uint32_t>(w.variants.size());
   auto world = std::make_unique<net::NetWorld>(count, TableCapacity{1024, 1024});
   for (ExpId e = 0; e < count; ++e) {
-    const Variant& v = in.variants[first + e];
+    const Variant& v = in.variants[w.variants[e]];
     const net::NetworkLayout layout = makeNetworkLayout(in.topo, routing, v.cfg.payload_bytes);
     const int64_t lookahead =
         in.lookahead_ps > 0 ? std::min(in.lookahead_ps, layout.min_delay_ps) : layout.min_delay_ps;
-    world->config(e).net = net::pathQuantities(layout, v.cfg);
+    world->config(e).net = net::pathQuantities(layout, w.cfgs[e]);
     world->clock(e).lookahead_ps = lookahead;
     world->clock(e).seed = v.seed;
-    world->clock(e).stable_id = first + e;  // the variant's index: its random streams do not depend on the worker
-    net::buildNetwork(*world, e, layout, v.cfg, lookahead);
+    world->clock(e).stable_id = w.variants[e];  // the variant's index: its random streams do not depend on the worker
+    net::buildNetwork(*world, e, layout, w.cfgs[e], lookahead);
   }
   for (ExpId e = 0; e < count; ++e) {
     for (uint32_t i = 0; i < in.flows.size(); ++i) {
@@ -233,6 +225,19 @@ class NetsimWriter {
       first_start_ = std::min(first_start_, f.start_ps);
       source_ports_.push_back(next_port[f.src]++);
     }
+  }
+
+  /// Variants `xs` run again from the start with the pooled storage of `cfgs`.
+  void grew(const std::vector<uint32_t>& xs, const std::vector<net::NetworkConfig>& cfgs) {
+    if (quiet_) return;
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for (size_t i = 0; i < xs.size(); ++i) {
+      std::printf("  %-16s packet storage ran out in its batch: again from the start with switch_pool_slots %d, "
+                  "link_ring_factor %d, nic_control_slots %d\n",
+                  in_.variants[xs[i]].name.c_str(), cfgs[i].switch_pool_slots, cfgs[i].link_ring_factor,
+                  cfgs[i].nic_control_slots);
+    }
+    std::fflush(stdout);
   }
 
   /// Variant x is experiment e of `world`, done; `links` are its links.csv rows and
@@ -370,31 +375,53 @@ class NetsimWriter {
   std::vector<uint32_t> source_ports_;  ///< per flow: its source port in fct.txt
 };
 
-/// Runs a world to its end on `threads` threads, or on a device when `device` is set,
-/// draining its link samples as it goes and writing each variant's results as soon as it is
-/// done.
-void runNetsimWorld(NetsimWorld& w, int threads, int64_t cpu_block, const net::NetworkStepRunner& device,
-                    NetsimWriter& writer) {
-  const uint32_t count = w.world->numExperiments();
-  w.link_rows.assign(count, std::string());
-  std::vector<char> written(count, 0);
+/**
+ * Runs a world to its end on `threads` threads, or on a device when `device` is set,
+ * draining its link samples as it goes and writing each variant's results as soon as it is
+ * done. When pooled storage runs out, the variants not yet written run again from the
+ * start in a new world, those that ran out with that storage doubled (as often as needed,
+ * up to the knobs' limits): their results are those of a run that fitted from the start.
+ */
+void runNetsimWorld(NetsimWorld& w, const NetsimInput& in, const Routing& routing, int threads, int64_t cpu_block,
+                    const net::NetworkStepRunner& device, NetsimWriter& writer) {
   const CpuExecutor exec(threads, cpu_block);
   for (;;) {
-    const RunReport r =
-        device ? device(*w.world, kChunkSteps) : exec.run<net::NetGraph>(w.world->view(), kChunkSteps);
-    w.report.steps += r.steps;
-    w.report.wall_seconds += r.wall_seconds;
-    w.report.status = r.status;
-    std::vector<char> done(count, 0);
-    for (ExpId e = 0; e < count; ++e) done[e] = written[e] == 0 && w.world->clock(e).done() ? 1 : 0;
-    drainLinkSamples(*w.world, w.link_rows, done);
-    for (ExpId e = 0; e < count; ++e) {
-      if (done[e] == 0) continue;
-      writer.finished(w.first + e, *w.world, e, w.link_rows[e], w.report.wall_seconds);
-      std::string().swap(w.link_rows[e]);  // written: its rows need not wait for the others
-      written[e] = 1;
+    const uint32_t count = w.world->numExperiments();
+    w.link_rows.assign(count, std::string());
+    std::vector<char> written(count, 0);
+    RunReport r;
+    for (;;) {
+      r = device ? device(*w.world, kChunkSteps) : exec.run<net::NetGraph>(w.world->view(), kChunkSteps);
+      w.report.steps += r.steps;
+      w.report.wall_seconds += r.wall_seconds;
+      w.report.status = r.status;
+      std::vector<char> done(count, 0);
+      for (ExpId e = 0; e < count; ++e) done[e] = written[e] == 0 && w.world->clock(e).done() ? 1 : 0;
+      drainLinkSamples(*w.world, w.link_rows, done);
+      for (ExpId e = 0; e < count; ++e) {
+        if (done[e] == 0) continue;
+        writer.finished(w.variants[e], *w.world, e, w.link_rows[e], w.report.wall_seconds);
+        std::string().swap(w.link_rows[e]);  // written: its rows need not wait for the others
+        written[e] = 1;
+      }
+      if (r.finished || r.status != 0u || r.steps == 0) break;
     }
-    if (r.finished || r.status != 0u || r.steps == 0) break;
+    if ((r.status & ~net::kStatusPacketPool) != 0u || (r.status & net::kStatusPacketPool) == 0u) return;
+    NetsimWorld again;
+    for (ExpId e = 0; e < count; ++e) {
+      if (written[e] != 0) continue;
+      net::NetworkConfig cfg = w.cfgs[e];
+      const bool ran_out = net::experimentCounters(*w.world, e).overflow > 0;
+      if (ran_out && !net::growPooledStorage(r.status, cfg)) return;  // at a limit: the error stands
+      again.variants.push_back(w.variants[e]);
+      again.cfgs.push_back(cfg);
+    }
+    writer.grew(again.variants, again.cfgs);
+    w.variants = std::move(again.variants);
+    w.cfgs = std::move(again.cfgs);
+    w.world.reset();  // free the old world before building the larger one
+    w.world = buildNetsimWorld(in, routing, w);
+    w.report.status = 0;
   }
 }
 
@@ -428,9 +455,11 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
   const auto workers = static_cast<uint32_t>(plan.workers());
   std::vector<NetsimWorld> worlds(workers);
   for (uint32_t k = 0; k < workers; ++k) {
-    worlds[k].first = static_cast<uint32_t>(partBegin(n, workers, k));
-    const auto end = static_cast<uint32_t>(partBegin(n, workers, k + 1));
-    worlds[k].world = buildNetsimWorld(in, routing, worlds[k].first, end - worlds[k].first);
+    for (auto x = static_cast<uint32_t>(partBegin(n, workers, k)); x < partBegin(n, workers, k + 1); ++x) {
+      worlds[k].variants.push_back(x);
+      worlds[k].cfgs.push_back(in.variants[x].cfg);
+    }
+    worlds[k].world = buildNetsimWorld(in, routing, worlds[k]);
   }
   if (!options.quiet) {
     std::cout << "netsim " << in.name << ": " << in.topo.name() << ", " << in.flows.size() << " flows, " << n
@@ -443,7 +472,7 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
   for (uint32_t k = 0; k < workers; ++k) {
     threads.emplace_back([&, k] {
       try {
-        runNetsimWorld(worlds[k], plan.threadsOf(static_cast<int>(k), options.threads), options.cpu_block,
+        runNetsimWorld(worlds[k], in, routing, plan.threadsOf(static_cast<int>(k), options.threads), options.cpu_block,
                        networkStepRunner(plan, static_cast<int>(k)), writer);
       } catch (const std::exception& e) {  // a device fault, or results that cannot be written
         worlds[k].error = e.what();
@@ -464,7 +493,11 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
     report.status |= w.report.status;
   }
   if (report.status != 0u) {
-    std::cerr << "multiverse: the simulation stopped: " << networkStatusMessage(report.status)
+    std::string why = net::pooledStorageMessage(report.status);
+    if ((report.status & ~net::kStatusPacketPool) != 0u) {
+      why += (why.empty() ? "" : "; ") + net::NetWorld::statusMessage(report.status & ~net::kStatusPacketPool, "network");
+    }
+    std::cerr << "multiverse: the simulation stopped: " << why
               << " (the results of the experiments that finished before are in " << out.string() << ")\n";
     return kExitRunError;
   }

@@ -27,9 +27,9 @@ net::NetworkConfig readNetworkConfig(const ConfigReader& r, const net::NetworkCo
   c.nack_interval_ps = r.durationPs("nack_interval", c.nack_interval_ps);
   c.rto_ps = r.durationPs("rto", c.rto_ps);
   c.window = r.boolean("window", c.window);
-  c.switch_pool_slots = static_cast<int32_t>(r.integer("switch_pool_slots", c.switch_pool_slots, 64, 1 << 26));
-  c.link_ring_factor = static_cast<int32_t>(r.integer("link_ring_factor", c.link_ring_factor, 1, 1024));
-  c.nic_control_slots = static_cast<int32_t>(r.integer("nic_control_slots", c.nic_control_slots, 4, 1 << 20));
+  c.switch_pool_slots = static_cast<int32_t>(r.integer("switch_pool_slots", c.switch_pool_slots, 64, net::kMaxSwitchPoolSlots));
+  c.link_ring_factor = static_cast<int32_t>(r.integer("link_ring_factor", c.link_ring_factor, 1, net::kMaxLinkRingFactor));
+  c.nic_control_slots = static_cast<int32_t>(r.integer("nic_control_slots", c.nic_control_slots, 4, net::kMaxNicControlSlots));
   c.link_bin_ps = r.has("link_bin") ? r.durationPs("link_bin", 0) : c.link_bin_ps;
   c.whole_ns = r.boolean("whole_ns", c.whole_ns);
 

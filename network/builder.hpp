@@ -32,6 +32,34 @@ inline uint32_t ringCapacity(int64_t rate_bps, int64_t delay_ps, int64_t lookahe
   return capacity;
 }
 
+/// What a run's pooled-storage status bits mean, with the knob that fixes each ("" when none
+/// is set).
+inline std::string pooledStorageMessage(uint32_t status) {
+  std::string m;
+  if (status & kStatusSwitchPool) m += "a switch ran out of packet slots (raise network.switch_pool_slots); ";
+  if (status & kStatusLinkRing) m += "a link ring filled up (raise network.link_ring_factor); ";
+  if (status & kStatusNicControl) m += "a NIC's ACK queue filled up (raise network.nic_control_slots); ";
+  return m.empty() ? m : m.substr(0, m.size() - 2);
+}
+
+/**
+ * `cfg` with the pooled packet storage that ran out (status bits) doubled, for another
+ * attempt: the switch pool, the link rings, the NIC control rings. False when a knob that
+ * ran out is at its limit already. Results never depend on these sizes, only whether a run
+ * fits, so a run that starts again with more storage gives the results it would have given.
+ */
+inline bool growPooledStorage(uint32_t status, NetworkConfig& cfg) {
+  bool grown = true;
+  auto twice = [&](int32_t& knob, int32_t limit) {
+    if (knob >= limit) grown = false;
+    knob = std::min(2 * knob, limit);
+  };
+  if (status & kStatusSwitchPool) twice(cfg.switch_pool_slots, kMaxSwitchPoolSlots);
+  if (status & kStatusLinkRing) twice(cfg.link_ring_factor, kMaxLinkRingFactor);
+  if (status & kStatusNicControl) twice(cfg.nic_control_slots, kMaxNicControlSlots);
+  return grown;
+}
+
 /// Slots of a NIC's control ring: network.nic_control_slots rounded up to a power of two.
 inline uint32_t controlCapacity(const NetworkConfig& cfg) {
   uint32_t capacity = 1;

@@ -77,6 +77,11 @@ struct PfcParams {
   int64_t static_xoff_bytes = 256 * 1024;     ///< used when dynamic_threshold is false
 };
 
+/// Largest pooled-storage knobs (the YAML range and the limit of automatic growth).
+inline constexpr int32_t kMaxSwitchPoolSlots = 1 << 26;
+inline constexpr int32_t kMaxLinkRingFactor = 1024;
+inline constexpr int32_t kMaxNicControlSlots = 1 << 20;
+
 /// Everything network-side that an experiment may set.
 struct NetworkConfig {
   CcKind cc = CcKind::kDcqcn;

@@ -563,6 +563,60 @@ std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
   return out;
 }
 
+namespace {
+
+/**
+ * A batch stopped with `status`. When only pooled packet storage ran out, the experiments of
+ * `batch` not yet reported run again from the start in a batch of their own, those that
+ * ran out (`ran_out`) with that storage doubled (net::growPooledStorage). Their results are
+ * those of a run that fitted from the start; their wall time includes the failed attempt.
+ * Otherwise, or at the knobs' limits, throws with what ran out.
+ */
+std::vector<TrainingResult> retryWithMoreStorage(std::span<const TrainingExperiment> experiments,
+                                                 const SimulationOptions& options, const ResultCallback& on_result,
+                                                 const std::vector<size_t>& batch, const std::vector<bool>& reported,
+                                                 const std::vector<bool>& ran_out, double wall, uint32_t status,
+                                                 std::vector<TrainingResult>& results) {
+  const uint32_t other = status & ~net::kStatusPacketPool;
+  std::vector<TrainingExperiment> again;
+  std::vector<size_t> index;  // again[i] is experiments[index[i]]
+  for (size_t e = 0; e < batch.size() && other == 0u; ++e) {
+    if (reported[e]) continue;
+    again.push_back(experiments[batch[e]]);
+    index.push_back(batch[e]);
+    if (ran_out[e] && !net::growPooledStorage(status, again.back().network)) {
+      throw std::runtime_error("the simulation stopped: " + net::pooledStorageMessage(status) +
+                               " (the largest value is reached)");
+    }
+  }
+  if (other != 0u) {
+    std::string why = net::pooledStorageMessage(status);
+    if ((other & net::kStatusFluidPaths) != 0u) {
+      why += std::string(why.empty() ? "" : "; ") + "more flows were active at once than the flow-level model holds";
+    }
+    if ((other & ~net::kStatusFluidPaths) != 0u) {
+      why += (why.empty() ? "" : "; ") + TrainWorld::statusMessage(other & ~net::kStatusFluidPaths, "training world");
+    }
+    throw std::runtime_error("the simulation stopped: " + why);
+  }
+  const std::vector<TrainingResult> retried =
+      simulateTraining(again, options, [&](size_t i, const TrainingResult& r) {
+        TrainingResult& out = results[index[i]];
+        out = r;
+        out.wall_seconds += wall;
+        out.storage_retries += 1;
+        if (on_result) on_result(index[i], out);
+      });
+  for (size_t i = 0; i < again.size(); ++i) {
+    results[index[i]] = retried[i];
+    results[index[i]].wall_seconds += wall;
+    results[index[i]].storage_retries += 1;
+  }
+  return results;
+}
+
+}  // namespace
+
 std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment> experiments,
                                              const SimulationOptions& options, const ResultCallback& on_result) {
   std::vector<TrainingResult> results(experiments.size());
@@ -608,7 +662,10 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
                                               : exec.run<TrainGraph>(world.view(), kTrainingStepsPerRun);
     wall += r.wall_seconds;
     if (r.status != 0u) {
-      throw std::runtime_error("the simulation stopped: " + TrainWorld::statusMessage(r.status, "training world"));
+      report(false);  // experiments done before the error keep their results
+      std::vector<bool> ran_out(n);
+      for (ExpId e = 0; e < n; ++e) ran_out[e] = net::experimentCounters(world, e).overflow > 0;
+      return retryWithMoreStorage(experiments, options, on_result, batch, reported, ran_out, wall, r.status, results);
     }
     report(false);
     if (r.finished || r.steps == 0) break;

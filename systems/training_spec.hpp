@@ -129,6 +129,9 @@ struct TrainingResult {
   /// Simulator wall time of the batch that ran this experiment, seconds, and its step count.
   double wall_seconds = 0;
   int64_t events = 0;
+  /// Times the experiment started again because pooled packet storage ran out (each time
+  /// with that storage doubled; the results are those of a run that fitted).
+  uint32_t storage_retries = 0;
   /// Non-empty when the experiment was simulated but could not finish (time limit).
   std::string error;
   /// Chrome trace JSON of the iteration (one process per rank, one thread per stream, µs),

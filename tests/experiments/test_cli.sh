@@ -56,6 +56,18 @@ order=$("$exe" netsim "$src_dir/examples/netsim/incast.yaml" --out "$tmp/ok2" --
 [ "$(cut -d, -f1 "$tmp/ok2/summary.csv" | tr '\n' ' ')" = "experiment dcqcn hpcc dctcp " ] ||
   { echo "FAIL: netsim's summary is not in file order"; fail=1; }
 
+# Packet storage too small for the incast: the variants start again with it doubled until
+# they fit, and give the results of the run with the default storage.
+sed 's/pfc: {enabled: true, buffer: 32MB}/pfc: {enabled: true, buffer: 32MB}\n  switch_pool_slots: 64\n  link_ring_factor: 1/' \
+  "$src_dir/examples/netsim/incast.yaml" > "$tmp/small_pool.yaml"
+cp "$src_dir/examples/netsim/incast_flows.csv" "$tmp/"
+expect 0 "packet storage ran out in its batch: again from the start with switch_pool_slots 128" \
+  netsim "$tmp/small_pool.yaml" --out "$tmp/small_pool" --threads 2
+for v in dcqcn hpcc dctcp; do
+  cmp -s "$tmp/ok/$v/flows.csv" "$tmp/small_pool/$v/flows.csv" ||
+    { echo "FAIL: $v with grown packet storage differs from the default run"; fail=1; }
+done
+
 printf 'src,dst,bytes,start_us\n1,0,1000,0\n' > "$tmp/flows.csv"
 cat > "$tmp/typo.yaml" <<'YAML'
 topology: {kind: star, nics: 4, link_rate: 100Gbps, link_delay: 1us}

@@ -17,7 +17,9 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <numeric>
+#include <random>
 
 #include "tests/support/net_scenario.hpp"
 #include "topologies/generators.hpp"
@@ -279,4 +281,50 @@ TEST_CASE("a DCQCN increase and decrease due together run increase first, as sch
   CHECK(s.rate_bps == static_cast<int64_t>(static_cast<double>(recovered) * (1 - cc.alpha / 2)));
   CHECK(cc.stage == 0);
   CHECK(cc.increase_next_ps == 604 * us + ns);
+}
+
+TEST_CASE("the HPCC paper's 320-host fat-tree runs a permutation with the default storage", "[network][ns3][fabric]") {
+  // 20 ToRs of 16 hosts at 100 Gb/s with 4 x 400 Gb/s uplinks, 5 pods of 4 aggregation
+  // switches with 4 x 400 Gb/s uplinks each, 16 cores; every link 1 us (network.md), written
+  // as the reference's topology.txt: hosts 0..319, then ToRs, aggregation switches, cores.
+  const std::filesystem::path file = std::filesystem::temp_directory_path() / "mv_hpcc_fat_tree_320.txt";
+  {
+    constexpr int kHosts = 320, kTors = 20, kAggs = 20, kCores = 16;
+    const int tor0 = kHosts, agg0 = tor0 + kTors, core0 = agg0 + kAggs, nodes = core0 + kCores;
+    std::ofstream out(file);
+    out << nodes << ' ' << nodes - kHosts << ' ' << kHosts + kTors * 4 + kAggs * 4 << '\n';
+    for (int n = kHosts; n < nodes; ++n) out << n << (n + 1 < nodes ? ' ' : '\n');
+    for (int h = 0; h < kHosts; ++h) out << h << ' ' << tor0 + h / 16 << " 100Gbps 0.001ms 0\n";
+    for (int t = 0; t < kTors; ++t) {
+      for (int a = 0; a < 4; ++a) out << tor0 + t << ' ' << agg0 + (t / 4) * 4 + a << " 400Gbps 0.001ms 0\n";
+    }
+    for (int a = 0; a < kAggs; ++a) {
+      for (int c = 0; c < 4; ++c) out << agg0 + a << ' ' << core0 + (a % 4) * 4 + c << " 400Gbps 0.001ms 0\n";
+    }
+  }
+  const Topology tree = loadNs3Topology(file);
+  std::filesystem::remove(file);
+  REQUIRE(tree.nicCount() == 320);
+  std::vector<uint32_t> dst(320);
+  std::iota(dst.begin(), dst.end(), 0u);
+  std::mt19937 rng(7);
+  auto has_fixed_point = [&] {
+    for (uint32_t i = 0; i < dst.size(); ++i) {
+      if (dst[i] == i) return true;
+    }
+    return false;
+  };
+  do {
+    std::shuffle(dst.begin(), dst.end(), rng);
+  } while (has_fixed_point());
+  for (net::CcKind cc : {net::CcKind::kHpcc, net::CcKind::kDctcp}) {
+    CAPTURE(static_cast<int>(cc));
+    NetCase c;
+    c.topo = &tree;
+    c.cfg.cc = cc;  // every other knob, the packet storage included, at its default
+    for (uint32_t i = 0; i < 320; ++i) c.flows.push_back(FlowDef{i, dst[i], 1'000'000, 0});
+    const NetResult r = runNet(c);  // throws if storage ran out
+    CHECK(r.flows.size() == 320u);
+    CHECK(r.counters.drops == 0);
+  }
 }

@@ -314,5 +314,28 @@ TEST_CASE("a measured operator time replaces the roofline's") {
   CHECK(c.compute.ps - b.compute.ps == 4 * 2 * (3 * milliseconds(1).ps - before));
 }
 
+TEST_CASE("an experiment whose packet storage runs out starts again with more and gives the same results") {
+  TrainingExperiment roomy = test::tinyExperiment(2, 2, 2, 4, 2);
+  roomy.model = test::tinyGpt(8, 512);
+  roomy.collectives.dp_bucket = mebibytes(8);
+  TrainingExperiment tight = roomy;
+  tight.id = 1;
+  tight.network.switch_pool_slots = 1;  // far too small: doubled until the run fits
+  tight.network.link_ring_factor = 1;
+  SimulationOptions o;
+  o.threads = 2;
+  const std::vector<TrainingExperiment> batch{roomy, tight};
+  std::vector<uint32_t> reported(2, 0);
+  const std::vector<TrainingResult> r =
+      simulateTraining(batch, o, [&](size_t i, const TrainingResult& res) { reported[i] = res.storage_retries + 1; });
+  CHECK(r[1].storage_retries >= 2);
+  CHECK(r[0].storage_retries == r[1].storage_retries);  // its batch stopped too: it ran again, as it was
+  CHECK(reported[1] == r[1].storage_retries + 1);  // the callback saw the final result
+  CHECK(r[1].iteration.ps == r[0].iteration.ps);
+  CHECK(r[1].exposed_dp.ps == r[0].exposed_dp.ps);
+  CHECK(r[1].network.packet_hops == r[0].network.packet_hops);
+  CHECK(r[1].network.ecn_marks == r[0].network.ecn_marks);
+}
+
 }  // namespace
 }  // namespace mv
