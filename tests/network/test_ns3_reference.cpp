@@ -67,6 +67,7 @@ struct RunOutcome {
   double max_queue = 0;        ///< bytes, bottleneck port
   double utilisation = 0;      ///< bottleneck port, wire bytes over [start, last finish]
   int64_t pauses = 0;
+  int64_t ecn_marks = 0;
 };
 
 /// The switch port towards NIC 0 (every flow's destination) in experiment `e`.
@@ -91,6 +92,7 @@ RunOutcome outcomeOf(const NetResult& r, size_t flows) {
   o.max_queue = static_cast<double>(busiest->max_bytes);
   o.utilisation = static_cast<double>(busiest->tx_bytes) * 8.0 / (100e9 * o.last_us * 1e-6);
   o.pauses = r.counters.pauses;
+  o.ecn_marks = r.counters.ecn_marks;
   return o;
 }
 
@@ -112,6 +114,15 @@ struct QueueSeries {
     return s[static_cast<size_t>(q * static_cast<double>(s.size() - 1))];
   }
 };
+
+/// Runs the reference's star with `flow_file` under `cc` (one experiment, seed 1), sampling
+/// the bottleneck queue into `queue` when given.
+RunOutcome runReference(const char* flow_file, net::CcKind cc, QueueSeries* queue = nullptr) {
+  const Scenario s = loadScenario(flow_file);
+  const NetResult r =
+      runNetBatch({referenceCase(s, cc)}, 2, 0, queue != nullptr ? queue->observer() : StepObserver{}).front();
+  return outcomeOf(r, s.flows.size());
+}
 
 double relativeError(double got, double want) { return std::abs(got - want) / want; }
 
@@ -144,20 +155,16 @@ TEST_CASE("the reference's flow.txt names node ids: host nodes 2 and 3 send to h
 
 TEST_CASE("DCTCP matches the ns-3 reference on scenarios A and B", "[network][ns3][dctcp]") {
   SECTION("A: 2 x 10 MB, window-bound, exactly fair, queue about one BDP, no marks") {
-    const Scenario s = loadScenario("flow_2to1.txt");
-    const NetResult r = runNet(referenceCase(s, net::CcKind::kDctcp));
-    const RunOutcome o = outcomeOf(r, s.flows.size());
+    const RunOutcome o = runReference("flow_2to1.txt", net::CcKind::kDctcp);
     CHECK(relativeError(o.fct_us[0], 1664.0) < 0.02);
     CHECK(relativeError(o.fct_us[1], 1664.1) < 0.02);
     CHECK(relativeError(o.max_queue, 55.5e3) < 0.05);
-    CHECK(r.counters.ecn_marks == 0);
+    CHECK(o.ecn_marks == 0);
     CHECK(o.pauses == 0);
   }
   SECTION("B: 16 x 2 MB, standing queue about K = 300 KB, full utilisation, fair") {
-    const Scenario s = loadScenario("flow_16to1.txt");
     QueueSeries q{500, {}};
-    const NetResult r = runNetBatch({referenceCase(s, net::CcKind::kDctcp)}, 2, 0, q.observer()).front();
-    const RunOutcome o = outcomeOf(r, s.flows.size());
+    const RunOutcome o = runReference("flow_16to1.txt", net::CcKind::kDctcp, &q);
     CHECK(relativeError(o.last_us, 2663) < 0.02);
     CHECK(relativeError(o.first_us, 2269) < 0.05);  // see docs/network.md: +4.6 %
     CHECK(relativeError(o.max_queue, 818e3) < 0.05);
@@ -171,10 +178,8 @@ TEST_CASE("DCTCP matches the ns-3 reference on scenarios A and B", "[network][ns
 
 TEST_CASE("HPCC matches the ns-3 reference on scenarios A and B", "[network][ns3][hpcc]") {
   SECTION("A: 2 x 10 MB, queue of one BDP in the first RTT, then near zero") {
-    const Scenario s = loadScenario("flow_2to1.txt");
     QueueSeries q{50, {}};
-    const NetResult r = runNetBatch({referenceCase(s, net::CcKind::kHpcc)}, 2, 0, q.observer()).front();
-    const RunOutcome o = outcomeOf(r, s.flows.size());
+    const RunOutcome o = runReference("flow_2to1.txt", net::CcKind::kHpcc, &q);
     CHECK(relativeError(o.last_us, 1842.9) < 0.02);
     // The reference's flows share unfairly (first done at 1594.7 us); here the first
     // finishes at 1817 us: docs/network.md.
@@ -184,10 +189,8 @@ TEST_CASE("HPCC matches the ns-3 reference on scenarios A and B", "[network][ns3
     CHECK(o.pauses == 0);
   }
   SECTION("B: 16 x 2 MB, a one-time queue of about N x BDP that drains within 100 us") {
-    const Scenario s = loadScenario("flow_16to1.txt");
     QueueSeries q{150, {}};
-    const NetResult r = runNetBatch({referenceCase(s, net::CcKind::kHpcc)}, 2, 0, q.observer()).front();
-    const RunOutcome o = outcomeOf(r, s.flows.size());
+    const RunOutcome o = runReference("flow_16to1.txt", net::CcKind::kHpcc, &q);
     CHECK(relativeError(o.last_us, 2960) < 0.02);
     CHECK(relativeError(o.first_us, 2130) < 0.03);  // see docs/network.md: -2.2 %
     CHECK(relativeError(o.max_queue, 853e3) < 0.05);
