@@ -68,6 +68,24 @@ for v in dcqcn hpcc dctcp; do
     { echo "FAIL: $v with grown packet storage differs from the default run"; fail=1; }
 done
 
+# The ns-3 reference's own files: flow.txt names node ids (node 0 is the switch), its flows
+# start at 2 s; queues.csv covers the active period and fct.txt is the reference's format.
+ns3="$src_dir/tests/network/data/ns3"
+printf 'topology: {kind: file, path: %s/topo_star.txt}\nflows: %s/flow_2to1.txt\nnetwork: {cc: dctcp, whole_ns: true}\n' \
+  "$ns3" "$ns3" > "$tmp/ref.yaml"
+expect 0 "2 flows, 1 experiment(s)" netsim "$tmp/ref.yaml" --out "$tmp/ref"
+awk -F, 'NR == 2 && ($6 < 0.95 || $6 > 1.05) { exit 1 }' "$tmp/ref/ref/queues.csv" ||
+  { echo "FAIL: the bottleneck's utilisation over the active period is not about 1"; fail=1; }
+[ "$(cut -d' ' -f1-5,7 "$tmp/ref/ref/fct.txt" | sort | tr '\n' ';')" = \
+  "0b000201 0b000101 10000 100 10000000 1664008;0b000301 0b000101 10000 100 10000000 1664091;" ] ||
+  { echo "FAIL: fct.txt:"; cat "$tmp/ref/ref/fct.txt"; fail=1; }
+printf '1\n0 1 3 100 1000 2\n' > "$tmp/switch_id.txt"
+printf 'topology: {kind: file, path: %s/topo_star.txt}\nflows: switch_id.txt\n' "$ns3" > "$tmp/switch_id.yaml"
+expect 2 "switch_id.txt:2: node id 0 is a switch, not a host" netsim "$tmp/switch_id.yaml"
+printf '1\n4 0 3 100 1000 0\n' > "$tmp/gen_switch.txt"
+printf 'topology: {kind: star, nics: 4}\nflows: gen_switch.txt\n' > "$tmp/gen_switch.yaml"
+expect 2 "gen_switch.txt:2: node id 4 is a switch, not a host" netsim "$tmp/gen_switch.yaml"
+
 printf 'src,dst,bytes,start_us\n1,0,1000,0\n' > "$tmp/flows.csv"
 cat > "$tmp/typo.yaml" <<'YAML'
 topology: {kind: star, nics: 4, link_rate: 100Gbps, link_delay: 1us}
