@@ -391,10 +391,12 @@ TrainingResult collectResult(TrainWorld& world, ExpId e, const TrainingExperimen
 /// run: packet-level flows, and the records of packet- and flow-level ones.
 struct RunRows {
   int64_t packet_flows = 0;
+  int64_t fluid_flows = 0;
   int64_t records = 0;
 
   RunRows& operator+=(const RunRows& o) {
     packet_flows += o.packet_flows;
+    fluid_flows += o.fluid_flows;
     records += o.records;
     return *this;
   }
@@ -428,17 +430,18 @@ int64_t fillExperiment(TrainWorld& world, ExpId e, const TrainingExperiment& x, 
 
 /// The run rows of an experiment that may create `flows` flows in one step.
 RunRows runRows(const TrainingExperiment& x, int64_t flows) {
-  return RunRows{x.fidelity == NetworkFidelity::kPacket ? flows : 0,
+  return RunRows{x.fidelity == NetworkFidelity::kPacket ? flows : 0, x.fidelity == NetworkFidelity::kFlow ? flows : 0,
                  x.fidelity == NetworkFidelity::kAnalytical ? 0 : flows};
 }
 
-/// Sizes the tables rows are created in during a run (packet flows, flow records, trace
-/// spans) for a batch that may create `rows` in one step, and fits the static tables to
-/// their rows.
+/// Sizes the tables rows are created in during a run (packet and fluid flows, flow records,
+/// trace spans) for a batch that may create `rows` in one step, and fits the static tables
+/// to their rows.
 void sizeForRun(TrainWorld& world, const RunRows& rows, bool trace) {
   world.commitAllHost();
   world.fitStaticTables();
   world.grow<net::Flow>(TableCapacity{2 * rows.packet_flows + 1024, rows.packet_flows + 1024});
+  world.grow<net::FluidFlow>(TableCapacity{2 * rows.fluid_flows + 1024, rows.fluid_flows + 1024});
   world.grow<net::FlowRecord>(TableCapacity{rows.records + 1024, rows.records + 1024});
   if (trace) {
     const int64_t tasks = world.table<RankTask>().rows;

@@ -180,6 +180,19 @@ expect 0 "backend cpu (2 workers of 1 thread)" --experiments "$tmp/tiny.yaml" --
 expect 2 "--cpu-workers 3 needs at least as many CPU threads, but there are 2" --experiments "$tmp/tiny.yaml" --threads 2 --cpu-workers 3
 expect 2 "--cpu-workers: must be auto or a whole number of workers from 1 to 1024" --experiments "$tmp/tiny.yaml" --cpu-workers 0
 expect 2 "--batch-size: must be auto or a whole number" --experiments "$tmp/tiny.yaml" --batch-size 2.5
+# Two flow-level LLaMA-2 70B experiments with the distributed optimizer in one batch: their
+# fluid flows together exceed the table's first capacity (it was not sized for them).
+cat > "$tmp/dopt.yaml" <<'YAML'
+base:
+  name: "l70-{seed}"
+  workload: {model: {base: llama2-70b}, global_batch: 64, micro_batch: 1}
+  parallelism: {tp: 8, pp: 8, dp: 2, distributed_optimizer: true, recompute: full}
+  cluster: {gpu: h100, gpus: 128, gpus_per_server: 8, nics_per_server: 8}
+  network: {fidelity: flow}
+sweep: {seed: [1, 2]}
+YAML
+expect 0 "1 batch" --experiments "$tmp/dopt.yaml" --out "$tmp/dopt" --threads 2 --cpu-workers 1 --batch-size 0
+[ "$(grep -c ',ok,' "$tmp/dopt/summary.csv")" -eq 2 ] || { echo "FAIL: a flow-level batch of two failed"; fail=1; }
 cat > "$tmp/algo.yaml" <<'YAML'
 base:
   workload: {model: {layers: 4, hidden: 512, heads: 8, vocab: 1024}, global_batch: 12}
