@@ -568,18 +568,32 @@ std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
 
 namespace {
 
+/// What each table of `world` with status bits set reports ("" when none does).
+template <class... As>
+std::string tableProblems(TrainWorld& world, TypeList<As...>) {
+  std::string m;
+  auto add = [&](uint32_t status, const char* name) {
+    if (status == 0u) return;
+    if (!m.empty()) m += ' ';
+    m += TrainWorld::statusMessage(status, name);
+  };
+  (add(world.view().template table<As>().status, As::kName), ...);
+  return m;
+}
+
 /**
  * A batch stopped with `status`. When only pooled packet storage ran out, the experiments of
  * `batch` not yet reported run again from the start in a batch of their own, those that
  * ran out (`ran_out`) with that storage doubled (net::growPooledStorage). Their results are
  * those of a run that fitted from the start; their wall time includes the failed attempt.
- * Otherwise, or at the knobs' limits, throws with what ran out.
+ * Otherwise, or at the knobs' limits, throws with what ran out (`tables`: the tables that
+ * overflowed, as tableProblems says).
  */
 std::vector<TrainingResult> retryWithMoreStorage(std::span<const TrainingExperiment> experiments,
                                                  const SimulationOptions& options, const ResultCallback& on_result,
                                                  const std::vector<size_t>& batch, const std::vector<bool>& reported,
                                                  const std::vector<bool>& ran_out, double wall, uint32_t status,
-                                                 std::vector<TrainingResult>& results) {
+                                                 const std::string& tables, std::vector<TrainingResult>& results) {
   const uint32_t other = status & ~net::kStatusPacketPool;
   std::vector<TrainingExperiment> again;
   std::vector<size_t> index;  // again[i] is experiments[index[i]]
@@ -597,9 +611,7 @@ std::vector<TrainingResult> retryWithMoreStorage(std::span<const TrainingExperim
     if ((other & net::kStatusFluidPaths) != 0u) {
       why += std::string(why.empty() ? "" : "; ") + "more flows were active at once than the flow-level model holds";
     }
-    if ((other & ~net::kStatusFluidPaths) != 0u) {
-      why += (why.empty() ? "" : "; ") + TrainWorld::statusMessage(other & ~net::kStatusFluidPaths, "training world");
-    }
+    if (!tables.empty()) why += (why.empty() ? "" : "; ") + tables;
     throw std::runtime_error("the simulation stopped: " + why);
   }
   const std::vector<TrainingResult> retried =
@@ -668,7 +680,8 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
       report(false);  // experiments done before the error keep their results
       std::vector<bool> ran_out(n);
       for (ExpId e = 0; e < n; ++e) ran_out[e] = net::experimentCounters(world, e).overflow > 0;
-      return retryWithMoreStorage(experiments, options, on_result, batch, reported, ran_out, wall, r.status, results);
+      return retryWithMoreStorage(experiments, options, on_result, batch, reported, ran_out, wall, r.status,
+                                  tableProblems(world, TrainWorld::Archetypes{}), results);
     }
     report(false);
     if (r.finished || r.steps == 0) break;
