@@ -441,7 +441,7 @@ void sizeForRun(TrainWorld& world, const RunRows& rows, bool trace) {
   world.commitAllHost();
   world.fitStaticTables();
   world.grow<net::Flow>(TableCapacity{2 * rows.packet_flows + 1024, rows.packet_flows + 1024});
-  world.grow<net::FluidFlow>(TableCapacity{2 * rows.fluid_flows + 1024, rows.fluid_flows + 1024});
+  if (rows.fluid_flows > 0) world.grow<net::FluidFlow>(TableCapacity{2 * rows.fluid_flows + 1024, rows.fluid_flows + 1024});
   world.grow<net::FlowRecord>(TableCapacity{rows.records + 1024, rows.records + 1024});
   if (trace) {
     const int64_t tasks = world.table<RankTask>().rows;
@@ -478,7 +478,7 @@ TrainingFootprint measureFootprint(const TrainingExperiment& x, const Simulation
   f.program_bytes = bytesOf(world, TypeList<ProgramTask, ProgramSucc>{});
   f.rank_bytes = bytesOf(world, TypeList<Rank, RankTask>{});
   f.collective_bytes = bytesOf(world, TypeList<Collective, GroupMember, TransferShape, TransferSucc, TransferState>{});
-  const std::size_t flow_tables = bytesOf(world, TypeList<net::Flow, net::FlowRecord>{});
+  const std::size_t flow_tables = bytesOf(world, TypeList<net::Flow, net::FluidFlow, net::FlowRecord>{});
   f.run_bytes = flow_tables + bytesOf(world, TypeList<TaskSpan>{});
   f.network_bytes = bytesOf(world, ConcatT<net::NetworkArchetypes, net::FluidArchetypes>{}) - flow_tables;
   f.network_rows = rowsOf(world, ConcatT<net::NetworkArchetypes, net::FluidArchetypes>{});
