@@ -396,7 +396,11 @@ void runNetsimWorld(NetsimWorld& w, const NetsimInput& in, const Routing& routin
       w.report.wall_seconds += r.wall_seconds;
       w.report.status = r.status;
       std::vector<char> done(count, 0);
-      for (ExpId e = 0; e < count; ++e) done[e] = written[e] == 0 && w.world->clock(e).done() ? 1 : 0;
+      for (ExpId e = 0; e < count; ++e) {
+        // One whose storage ran out lost a packet: it runs again even if its clock says done.
+        const bool lost = r.status != 0u && net::experimentCounters(*w.world, e).overflow > 0;
+        done[e] = written[e] == 0 && w.world->clock(e).done() && !lost ? 1 : 0;
+      }
       drainLinkSamples(*w.world, w.link_rows, done);
       for (ExpId e = 0; e < count; ++e) {
         if (done[e] == 0) continue;

@@ -677,9 +677,15 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
                                               : exec.run<TrainGraph>(world.view(), kTrainingStepsPerRun);
     wall += r.wall_seconds;
     if (r.status != 0u) {
-      report(false);  // experiments done before the error keep their results
+      // Experiments done before the error keep their results; one whose storage ran out
+      // lost a packet, so it runs again even if its clock says done.
       std::vector<bool> ran_out(n);
-      for (ExpId e = 0; e < n; ++e) ran_out[e] = net::experimentCounters(world, e).overflow > 0;
+      for (ExpId e = 0; e < n; ++e) {
+        ran_out[e] = net::experimentCounters(world, e).overflow > 0;
+        reported[e] = reported[e] || ran_out[e];
+      }
+      report(false);
+      for (ExpId e = 0; e < n; ++e) reported[e] = reported[e] && !ran_out[e];
       return retryWithMoreStorage(experiments, options, on_result, batch, reported, ran_out, wall, r.status,
                                   tableProblems(world, TrainWorld::Archetypes{}), results);
     }
