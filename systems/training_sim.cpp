@@ -382,6 +382,11 @@ TrainingResult collectResult(TrainWorld& world, ExpId e, const TrainingExperimen
         static_cast<double>(x.training.global_batch) * sequenceLength(x.model, x.training) / seconds;
   }
   res.network = net::experimentCounters(world, e);
+  auto& fluid = world.table<net::FluidNet>();  // flow level: its flows and overflows count too
+  for (int64_t r = fluid.expBegin(e); r < fluid.expEnd(e); ++r) {
+    res.network.flows_done += fluid.get<net::FluidNetState>(r).flows_done;
+    res.network.overflow += fluid.get<net::FluidNetState>(r).overflow;
+  }
   if (world.config(e).train.trace != 0) res.chrome_trace = chromeTrace(world, e);
   res.events = tasks + res.network.packet_hops;
   return res;

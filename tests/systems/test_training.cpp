@@ -90,6 +90,8 @@ TEST_CASE("training results do not depend on the thread count, the step or the b
   CHECK(mixed[1].iteration.ps == runOne(dcqcn).iteration.ps);
   CHECK(mixed[2].iteration.ps == runOne(analytical).iteration.ps);
   CHECK(mixed[3].iteration.ps == runOne(flow).iteration.ps);
+  CHECK(mixed[3].network.flows_done == one.network.flows_done);  // the same flows, counted at both levels
+  CHECK(one.network.flows_done > 0);
   CHECK(mixed[3].iteration.ps == runOne(flow, 1, nanoseconds(500)).iteration.ps);
   CHECK(rel(static_cast<double>(mixed[3].iteration.ps), static_cast<double>(one.iteration.ps)) < 0.05);
   // The fidelities agree on an uncongested job.
