@@ -18,6 +18,7 @@
 #include <mutex>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "ecs/policy.hpp"
 #include "experiments/backend.hpp"
@@ -247,7 +248,7 @@ class NetsimWriter {
     const FlowStats fs = flowStats(v, world, e);
     std::filesystem::create_directories(out_ / v.name);
     writeFileAtomically(out_ / v.name / "flows.csv", fs.csv);
-    writeFileAtomically(out_ / v.name / "fct.txt", fctTxt(v, world, e));
+    writeFileAtomically(out_ / v.name / "fct.txt", fs.fct_txt);
     writeFileAtomically(out_ / v.name / "queues.csv", queuesCsv(world, e, first_start_, fs.last));
     if (v.cfg.link_bin_ps > 0) {
       writeFileAtomically(out_ / v.name / "links.csv", "link,bin_start_ps,bytes,utilisation\n" + links);
@@ -275,10 +276,11 @@ class NetsimWriter {
   }
 
  private:
-  /// An experiment's completed flows: flows.csv, their FCT slowdowns (sorted), mean, p99
-  /// and the last finish.
+  /// An experiment's completed flows: flows.csv, fct.txt, their FCT slowdowns (sorted),
+  /// mean, p99 and the last finish.
   struct FlowStats {
     std::string csv;
+    std::string fct_txt;
     std::vector<double> slowdowns;
     double mean = 0;
     double p99 = 0;
@@ -289,13 +291,15 @@ class NetsimWriter {
     FlowStats fs;
     std::ostringstream flows;
     flows << "flow,src,dst,bytes,start_ps,finish_ps,fct_ps,ideal_fct_ps\n";
+    std::vector<std::tuple<int64_t, uint64_t, std::string>> fct_lines;  // (finish, id, line): fct.txt in finish order
     for (int64_t row = records.expBegin(e); row < records.expEnd(e); ++row) {
       const net::FlowResult& f = records.get<net::FlowResult>(row);
       const int64_t packets = (f.bytes + v.cfg.payload_bytes - 1) / v.cfg.payload_bytes;
       const int64_t wire = f.bytes + packets * (net::dataWireBytes(0, v.cfg.cc));
-      const int64_t ideal =
-          idleRtt(in_.topo, routing_, f.src_nic, f.dst_nic, v.cfg.payload_bytes) +
-          serializationTime(Bytes{wire}, BitsPerSecond{bottleneckRate(in_.topo, routing_, f.src_nic, f.dst_nic)}).ps;
+      const int64_t rtt = idleRtt(in_.topo, routing_, f.src_nic, f.dst_nic, v.cfg.payload_bytes);
+      const int64_t bottleneck = bottleneckRate(in_.topo, routing_, f.src_nic, f.dst_nic);
+      const int64_t ideal = rtt + serializationTime(Bytes{wire}, BitsPerSecond{bottleneck}).ps;
+      fct_lines.emplace_back(f.finish_ps, f.id, fctLine(v, f, rtt, bottleneck));
       const int64_t fct = f.finish_ps - f.start_ps;
       flows << f.id << ',' << f.src_nic << ',' << f.dst_nic << ',' << f.bytes << ',' << f.start_ps << ',' << f.finish_ps
             << ',' << fct << ',' << ideal << '\n';
@@ -303,6 +307,8 @@ class NetsimWriter {
       fs.last = std::max(fs.last, f.finish_ps);
     }
     fs.csv = flows.str();
+    std::sort(fct_lines.begin(), fct_lines.end());
+    for (const auto& line : fct_lines) fs.fct_txt += std::get<2>(line);
     std::sort(fs.slowdowns.begin(), fs.slowdowns.end());
     for (double sd : fs.slowdowns) fs.mean += sd;
     if (!fs.slowdowns.empty()) {
@@ -312,38 +318,27 @@ class NetsimWriter {
     return fs;
   }
   /**
-   * fct.txt of experiment e as the ns-3 RDMA reference writes it, one line per completed
-   * flow in finish order: source and destination address (hex, 11.x.y.1 from the node id),
-   * source port (10000 upwards per source host, in flow-list order), destination port, size
-   * (B), start (ns), FCT (ns), and the standalone FCT (ns): idle RTT of the pair plus the
-   * bytes with their headers but no INT at the bottleneck rate.
+   * The fct.txt line of flow `f` as the ns-3 RDMA reference writes it: source and
+   * destination address (hex, 11.x.y.1 from the node id), source port (10000 upwards per
+   * source host, in flow-list order), destination port, size (B), start (ns), FCT (ns), and
+   * the standalone FCT (ns): the pair's idle RTT `rtt_ps` plus the bytes with their headers
+   * but no INT at the bottleneck rate `bottleneck_bps`.
    */
-  std::string fctTxt(const Variant& v, net::NetWorld& world, ExpId e) const {
-    auto& records = world.table<net::FlowRecord>();
-    std::vector<net::FlowResult> done;
-    for (int64_t row = records.expBegin(e); row < records.expEnd(e); ++row) done.push_back(records.get<net::FlowResult>(row));
-    std::sort(done.begin(), done.end(), [](const net::FlowResult& a, const net::FlowResult& b) {
-      return a.finish_ps != b.finish_ps ? a.finish_ps < b.finish_ps : a.id < b.id;
-    });
+  std::string fctLine(const Variant& v, const net::FlowResult& f, int64_t rtt_ps, int64_t bottleneck_bps) const {
     auto address = [&](uint32_t nic) {
       const uint32_t node = in_.topo.nicNode(nic);
       return 0x0b000001u + (node / 256) * 0x10000u + (node % 256) * 0x100u;
     };
-    std::string out;
+    const int64_t packets = (f.bytes + v.cfg.payload_bytes - 1) / v.cfg.payload_bytes;
+    const int64_t standalone_ps =
+        rtt_ps +
+        serializationTimeWholeNs(Bytes{f.bytes + packets * net::kDataHeaderBytes}, BitsPerSecond{bottleneck_bps}).ps;
     char line[192];
-    for (const net::FlowResult& f : done) {
-      const int64_t packets = (f.bytes + v.cfg.payload_bytes - 1) / v.cfg.payload_bytes;
-      const int64_t standalone_ps =
-          idleRtt(in_.topo, routing_, f.src_nic, f.dst_nic, v.cfg.payload_bytes) +
-          serializationTimeWholeNs(Bytes{f.bytes + packets * net::kDataHeaderBytes},
-                                   BitsPerSecond{bottleneckRate(in_.topo, routing_, f.src_nic, f.dst_nic)}).ps;
-      std::snprintf(line, sizeof line, "%08x %08x %u %u %lld %lld %lld %lld\n", address(f.src_nic), address(f.dst_nic),
-                    source_ports_[f.id], in_.flows[f.id].dport, static_cast<long long>(f.bytes),
-                    static_cast<long long>(f.start_ps / 1000), static_cast<long long>((f.finish_ps - f.start_ps) / 1000),
-                    static_cast<long long>(standalone_ps / 1000));
-      out += line;
-    }
-    return out;
+    std::snprintf(line, sizeof line, "%08x %08x %u %u %lld %lld %lld %lld\n", address(f.src_nic), address(f.dst_nic),
+                  source_ports_[f.id], in_.flows[f.id].dport, static_cast<long long>(f.bytes),
+                  static_cast<long long>(f.start_ps / 1000), static_cast<long long>((f.finish_ps - f.start_ps) / 1000),
+                  static_cast<long long>(standalone_ps / 1000));
+    return line;
   }
   /// queues.csv of experiment e: mean occupancy and utilisation over the active period
   /// [first flow start, last finish], so flows that start late do not dilute them.

@@ -194,9 +194,9 @@ bool parseStart(const std::string& s, const char* unit, int64_t& ps) {
 std::string nodeEndpointProblem(const Topology& topo, uint32_t n) {
   if (n >= topo.nodeCount()) {
     return "node id " + std::to_string(n) + " out of range (the topology has " + std::to_string(topo.nodeCount()) +
-           " nodes, 0.." + std::to_string(topo.nodeCount() - 1) + "); flow.txt names node ids, not NIC indices; ";
+           " nodes, 0.." + std::to_string(topo.nodeCount() - 1) + "); flow.txt names node ids, not NIC indices";
   }
-  if (topo.isSwitch(n)) return "node id " + std::to_string(n) + " is a switch, not a host; ";
+  if (topo.isSwitch(n)) return "node id " + std::to_string(n) + " is a switch, not a host";
   return "";
 }
 
@@ -249,9 +249,10 @@ std::vector<FlowLine> readFlowFile(const std::filesystem::path& path, const Topo
       continue;
     }
     if (!csv) {
-      const std::string why = nodeEndpointProblem(topo, fl.src) + nodeEndpointProblem(topo, fl.dst);
-      if (!why.empty()) {
-        fail(i, why.substr(0, why.size() - 2));
+      const std::string src = nodeEndpointProblem(topo, fl.src);
+      const std::string dst = nodeEndpointProblem(topo, fl.dst);
+      if (!src.empty() || !dst.empty()) {
+        fail(i, src + (!src.empty() && !dst.empty() ? "; " : "") + dst);
         continue;
       }
       fl.src = topo.nicIndex(fl.src);

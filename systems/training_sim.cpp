@@ -600,17 +600,6 @@ std::vector<TrainingResult> retryWithMoreStorage(std::span<const TrainingExperim
                                                  const std::vector<bool>& ran_out, double wall, uint32_t status,
                                                  const std::string& tables, std::vector<TrainingResult>& results) {
   const uint32_t other = status & ~net::kStatusPacketPool;
-  std::vector<TrainingExperiment> again;
-  std::vector<size_t> index;  // again[i] is experiments[index[i]]
-  for (size_t e = 0; e < batch.size() && other == 0u; ++e) {
-    if (reported[e]) continue;
-    again.push_back(experiments[batch[e]]);
-    index.push_back(batch[e]);
-    if (ran_out[e] && !net::growPooledStorage(status, again.back().network)) {
-      throw std::runtime_error("the simulation stopped: " + net::pooledStorageMessage(status) +
-                               " (the largest value is reached)");
-    }
-  }
   if (other != 0u) {
     std::string why = net::pooledStorageMessage(status);
     if ((other & net::kStatusFluidPaths) != 0u) {
@@ -619,19 +608,26 @@ std::vector<TrainingResult> retryWithMoreStorage(std::span<const TrainingExperim
     if (!tables.empty()) why += (why.empty() ? "" : "; ") + tables;
     throw std::runtime_error("the simulation stopped: " + why);
   }
-  const std::vector<TrainingResult> retried =
-      simulateTraining(again, options, [&](size_t i, const TrainingResult& r) {
-        TrainingResult& out = results[index[i]];
-        out = r;
-        out.wall_seconds += wall;
-        out.storage_retries += 1;
-        if (on_result) on_result(index[i], out);
-      });
-  for (size_t i = 0; i < again.size(); ++i) {
-    results[index[i]] = retried[i];
-    results[index[i]].wall_seconds += wall;
-    results[index[i]].storage_retries += 1;
+  std::vector<TrainingExperiment> again;
+  std::vector<size_t> index;  // again[i] is experiments[index[i]]
+  for (size_t e = 0; e < batch.size(); ++e) {
+    if (reported[e]) continue;
+    again.push_back(experiments[batch[e]]);
+    index.push_back(batch[e]);
+    if (ran_out[e] && !net::growPooledStorage(status, again.back().network)) {
+      throw std::runtime_error("the simulation stopped: " + net::pooledStorageMessage(status) +
+                               " (the largest value is reached)");
+    }
   }
+  // Every experiment of the new batch is reported through the callback, which stores its
+  // final result here.
+  simulateTraining(again, options, [&](size_t i, const TrainingResult& r) {
+    TrainingResult& out = results[index[i]];
+    out = r;
+    out.wall_seconds += wall;
+    out.storage_retries += 1;
+    if (on_result) on_result(index[i], out);
+  });
   return results;
 }
 
@@ -667,9 +663,11 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
   const CpuExecutor exec(options.threads, options.cpu_block);
   std::vector<bool> reported(n, false);
   double wall = 0;
-  auto report = [&](bool all) {
+  const std::vector<bool> none(n, false);
+  // Reports the experiments done (all, with `all`), except those in `hold`.
+  auto report = [&](bool all, const std::vector<bool>& hold) {
     for (ExpId e = 0; e < n; ++e) {
-      if (reported[e] || !(all || world.clock(e).done())) continue;
+      if (reported[e] || hold[e] || !(all || world.clock(e).done())) continue;
       reported[e] = true;
       TrainingResult& r = results[batch[e]];
       r = collectResult(world, e, experiments[batch[e]]);
@@ -685,19 +683,15 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
       // Experiments done before the error keep their results; one whose storage ran out
       // lost a packet, so it runs again even if its clock says done.
       std::vector<bool> ran_out(n);
-      for (ExpId e = 0; e < n; ++e) {
-        ran_out[e] = net::experimentCounters(world, e).overflow > 0;
-        reported[e] = reported[e] || ran_out[e];
-      }
-      report(false);
-      for (ExpId e = 0; e < n; ++e) reported[e] = reported[e] && !ran_out[e];
+      for (ExpId e = 0; e < n; ++e) ran_out[e] = net::experimentCounters(world, e).overflow > 0;
+      report(false, ran_out);
       return retryWithMoreStorage(experiments, options, on_result, batch, reported, ran_out, wall, r.status,
                                   tableProblems(world, TrainWorld::Archetypes{}), results);
     }
-    report(false);
+    report(false, none);
     if (r.finished || r.steps == 0) break;
   }
-  report(true);
+  report(true, none);
   return results;
 }
 
