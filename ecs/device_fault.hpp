@@ -15,4 +15,11 @@ class DeviceFault : public std::runtime_error {
   explicit DeviceFault(const std::string& what) : std::runtime_error(what) {}
 };
 
+/// The device had not the memory asked for. The device stays usable: a worker that sees
+/// one fails that batch and goes on with its next.
+class DeviceOutOfMemory : public DeviceFault {
+ public:
+  explicit DeviceOutOfMemory(const std::string& what) : DeviceFault(what) {}
+};
+
 }  // namespace mv

@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ecs/entity.hpp"
@@ -235,13 +236,26 @@ class World {
   const std::vector<std::size_t>& pointerFields() const { return fields_; }
   /// Size in bytes of the buffer a view pointer refers to.
   std::size_t bufferBytes(const void* p) const { return buffers_.at(p).bytes; }
-  /// Bytes held by the buffers of table A (columns, compaction and pending areas, indices).
+  /// Byte range [first, second) of the view that table A's fields occupy.
   template <class A>
-  std::size_t tableBytes() const {
+  std::pair<std::size_t, std::size_t> tableSpan() const {
     const auto* view = reinterpret_cast<const std::byte*>(&view_);
     const auto* table = reinterpret_cast<const std::byte*>(&view_.template table<A>());
     const auto lo = static_cast<std::size_t>(table - view);
-    const std::size_t hi = lo + sizeof(TableView<A>);
+    return {lo, lo + sizeof(TableView<A>)};
+  }
+  /// Byte range of the view holding the per-experiment clocks and configuration pointers.
+  std::pair<std::size_t, std::size_t> clockAndConfigSpan() const {
+    const auto* view = reinterpret_cast<const std::byte*>(&view_);
+    const auto lo = static_cast<std::size_t>(reinterpret_cast<const std::byte*>(&view_.clocks) - view);
+    const auto hi = static_cast<std::size_t>(reinterpret_cast<const std::byte*>(&view_.configs) - view);
+    return {std::min(lo, hi), std::max(lo, hi) + sizeof(Config*)};
+  }
+  /// Bytes held by the buffers of table A (columns, compaction and pending areas, indices).
+  template <class A>
+  std::size_t tableBytes() const {
+    const auto [lo, hi] = tableSpan<A>();
+    const auto* view = reinterpret_cast<const std::byte*>(&view_);
     std::size_t n = 0;
     for (std::size_t field : fields_) {
       if (field < lo || field >= hi) continue;

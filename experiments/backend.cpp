@@ -50,6 +50,18 @@ int usableCudaDevices() {
 #endif
 }
 
+int64_t deviceMemoryBudget(const BackendPlan& plan, int worker) {
+#ifdef MV_HAVE_CUDA
+  if (!plan.cuda) return 0;
+  const int64_t free = cudaDeviceFreeBytes(plan.devices.at(static_cast<size_t>(worker)));
+  return free > 0 ? static_cast<int64_t>(static_cast<double>(free) * kDeviceMemoryShare) : 0;
+#else
+  (void)plan;
+  (void)worker;
+  return 0;
+#endif
+}
+
 BackendPlan planBackend(const std::string& backend, int devices, int available, bool built) {
   BackendPlan plan;
   if (devices < 0) {

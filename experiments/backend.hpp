@@ -47,6 +47,17 @@ struct BackendPlan {
   int64_t batchSize(int64_t requested) const;
 };
 
+/// Share of a device's free memory one batch's world may take on the CUDA backend; the rest
+/// is left to the CUDA context, the megakernel's stacks and the transfer staging buffer.
+inline constexpr double kDeviceMemoryShare = 0.9;
+
+/**
+ * Memory one batch of worker `worker` may hold on its device: kDeviceMemoryShare of the
+ * device's free memory when asked, so a CUDA batch is cut to fit its GPU as a CPU batch
+ * is cut to fit the RAM. 0 (no limit) on the CPU or when the device cannot be asked.
+ */
+int64_t deviceMemoryBudget(const BackendPlan& plan, int worker);
+
 /// CUDA devices this process can use: 0 when the build has no CUDA backend or the machine
 /// no GPU.
 int usableCudaDevices();

@@ -27,6 +27,7 @@
 #include "experiments/network_yaml.hpp"
 #include "experiments/results.hpp"
 #include "kernels/cpu/cpu_executor.hpp"
+#include "kernels/cpu/step_session.hpp"
 #include "network/builder.hpp"
 #include "network/network_sim.hpp"
 #include "systems/network_layout.hpp"
@@ -384,19 +385,33 @@ void runNetsimWorld(NetsimWorld& w, const NetsimInput& in, const Routing& routin
     const uint32_t count = w.world->numExperiments();
     w.link_rows.assign(count, std::string());
     std::vector<char> written(count, 0);
+    bool link_bins = false;
+    for (ExpId e = 0; e < count; ++e) link_bins = link_bins || w.world->config(e).net.network.link_bin_ps > 0;
+    // On a device the world stays there between chunks: the host fetches the link samples
+    // it drains, and the whole world only when a variant is written or the run failed.
+    std::unique_ptr<StepSession<net::NetWorld>> session = openStepSession<net::NetGraph>(device, exec, *w.world);
     RunReport r;
     for (;;) {
-      r = device ? device(*w.world, kChunkSteps) : exec.run<net::NetGraph>(w.world->view(), kChunkSteps);
+      r = session->run(kChunkSteps);
       w.report.steps += r.steps;
       w.report.wall_seconds += r.wall_seconds;
       w.report.status = r.status;
+      if (r.status != 0u) session->syncHost();
       std::vector<char> done(count, 0);
+      bool any_done = false;
       for (ExpId e = 0; e < count; ++e) {
         // One whose storage ran out lost a packet: it runs again even if its clock says done.
         const bool lost = r.status != 0u && net::experimentCounters(*w.world, e).overflow > 0;
         done[e] = written[e] == 0 && w.world->clock(e).done() && !lost ? 1 : 0;
+        any_done = any_done || done[e] != 0;
       }
-      drainLinkSamples(*w.world, w.link_rows, done);
+      if (any_done) session->syncHost();
+      if (link_bins) {
+        session->syncTable<net::LinkSample>();
+        session->syncTable<net::Link>();
+        drainLinkSamples(*w.world, w.link_rows, done);
+        session->pushTable<net::LinkSample>();
+      }
       for (ExpId e = 0; e < count; ++e) {
         if (done[e] == 0) continue;
         writer.finished(w.variants[e], *w.world, e, w.link_rows[e], w.report.wall_seconds);
@@ -405,6 +420,7 @@ void runNetsimWorld(NetsimWorld& w, const NetsimInput& in, const Routing& routin
       }
       if (r.finished || r.status != 0u || r.steps == 0) break;
     }
+    session.reset();
     if ((r.status & ~net::kStatusPacketPool) != 0u || (r.status & net::kStatusPacketPool) == 0u) return;
     NetsimWorld again;
     for (ExpId e = 0; e < count; ++e) {

@@ -350,7 +350,8 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
   std::vector<std::vector<std::vector<const Job*>>> work;
   size_t batch_count = 0;
   for (const std::vector<const Job*>& group : splitJobs(mine, workers)) {
-    work.push_back(batches(group, budget, batch_size));
+    const int64_t device = deviceMemoryBudget(plan, static_cast<int>(work.size()));
+    work.push_back(batches(group, device > 0 ? std::min(budget, device) : budget, batch_size));
     batch_count += work.back().size();
   }
   Progress progress(std::cout, detectProgressStyle(STDOUT_FILENO, options.quiet || !shard.root()), jobs.size(),
@@ -407,6 +408,9 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
             reported[i] = true;
             queue.push(recordOf(*batch[i], r, r.error));
           });
+        } catch (const DeviceOutOfMemory& e) {  // the device is fine: go on with the next batch
+          failRest(std::string("the batch does not fit the GPU's memory (") + e.what() +
+                   "); run it with a smaller --batch-size");
         } catch (const DeviceFault& e) {
           device_fault = plan.describe() + " worker " + std::to_string(w) + " failed: " + e.what();
           failRest(e.what());

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 
 #include "ecs/graph.hpp"
 #include "ecs/world.hpp"
@@ -17,7 +18,8 @@
 #include "network/switch_system.hpp"
 
 namespace mv {
-struct RunReport;
+template <class WorldT>
+class StepSession;
 }  // namespace mv
 
 namespace mv::net {
@@ -31,8 +33,8 @@ using NetWorld = WorldOfT<NetSimConfig, NetworkArchetypes>;
 using NetView = NetWorld::View;
 using NetGraph = Graph<System<NicSystem<NetView>>, System<SwitchSystem<NetView>>, CommitAll, AdvanceClocks>;
 
-/// Runs up to `max_steps` steps of a network world on a backend other than the CPU executor
-/// (systems/cuda/network_device.hpp: one CUDA device).
-using NetworkStepRunner = std::function<RunReport(NetWorld& world, int64_t max_steps)>;
+/// Opens a session that runs a network world on a backend other than the CPU executor
+/// (systems/cuda/network_device.hpp: one CUDA device, which keeps the world for the session).
+using NetworkStepRunner = std::function<std::unique_ptr<StepSession<NetWorld>>(NetWorld& world)>;
 
 }  // namespace mv::net

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "kernels/cpu/cpu_executor.hpp"
+#include "kernels/cpu/step_session.hpp"
 #include "network/builder.hpp"
 #include "systems/network_layout.hpp"
 #include "topologies/routing.hpp"
@@ -63,14 +64,8 @@ std::string fingerprint(net::NetWorld& world, const RunReport& r) {
 }  // namespace
 
 RunReport runNetworkToEnd(const net::NetworkStepRunner& device, net::NetWorld& world, int64_t chunk) {
-  int64_t steps = 0;
-  RunReport r;
-  do {
-    r = device(world, chunk);
-    steps += r.steps;
-  } while (!r.finished && r.steps > 0 && r.status == 0u);
-  r.steps = steps;
-  return r;
+  const std::unique_ptr<StepSession<net::NetWorld>> session = device(world);
+  return runSessionToEnd(*session, chunk);
 }
 
 std::string compareBackendWithCpu(const net::NetworkStepRunner& device) {

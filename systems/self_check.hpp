@@ -13,8 +13,9 @@
 
 namespace mv {
 
-/// Calls `device` in chunks of `chunk` steps until the world finishes, stops making
-/// progress or raises an error; the steps add up, the rest is the last call's report.
+/// Opens a session of `device` on `world` and runs it in chunks of `chunk` steps until the
+/// world finishes, stops making progress or raises an error, leaving the host world
+/// current; the steps add up, the rest is the last call's report.
 RunReport runNetworkToEnd(const net::NetworkStepRunner& device, net::NetWorld& world, int64_t chunk);
 
 /// Runs the check world on `device` and on the CPU; returns "" when every flow's result and

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -14,6 +15,7 @@
 #include "ecs/graph.hpp"
 #include "ecs/world.hpp"
 #include "kernels/cpu/cpu_executor.hpp"
+#include "kernels/cpu/step_session.hpp"
 #include "network/builder.hpp"
 #include "network/flow_builder.hpp"
 #include "systems/collective_shapes.hpp"
@@ -661,13 +663,19 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
   sizeForRun(world, rows, options.trace);
 
   const CpuExecutor exec(options.threads, options.cpu_block);
+  std::unique_ptr<StepSession<TrainWorld>> session = openStepSession<TrainGraph>(options.device_runner, exec, world);
   std::vector<bool> reported(n, false);
   double wall = 0;
   const std::vector<bool> none(n, false);
-  // Reports the experiments done (all, with `all`), except those in `hold`.
+  // Reports the experiments done (all, with `all`), except those in `hold`. The clocks are
+  // current after every run; the rest of the world is fetched only when one is reported.
   auto report = [&](bool all, const std::vector<bool>& hold) {
+    const auto due = [&](ExpId e) { return !reported[e] && !hold[e] && (all || world.clock(e).done()); };
+    bool any = false;
+    for (ExpId e = 0; e < n; ++e) any = any || due(e);
+    if (any) session->syncHost();
     for (ExpId e = 0; e < n; ++e) {
-      if (reported[e] || hold[e] || !(all || world.clock(e).done())) continue;
+      if (!due(e)) continue;
       reported[e] = true;
       TrainingResult& r = results[batch[e]];
       r = collectResult(world, e, experiments[batch[e]]);
@@ -676,17 +684,19 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
     }
   };
   for (;;) {
-    const RunReport r = options.device_runner ? options.device_runner(world, kTrainingStepsPerRun)
-                                              : exec.run<TrainGraph>(world.view(), kTrainingStepsPerRun);
+    const RunReport r = session->run(kTrainingStepsPerRun);
     wall += r.wall_seconds;
     if (r.status != 0u) {
       // Experiments done before the error keep their results; one whose storage ran out
       // lost a packet, so it runs again even if its clock says done.
+      session->syncHost();
       std::vector<bool> ran_out(n);
       for (ExpId e = 0; e < n; ++e) ran_out[e] = net::experimentCounters(world, e).overflow > 0;
       report(false, ran_out);
-      return retryWithMoreStorage(experiments, options, on_result, batch, reported, ran_out, wall, r.status,
-                                  tableProblems(world, TrainWorld::Archetypes{}), results);
+      const std::string tables = tableProblems(world, TrainWorld::Archetypes{});
+      session.reset();  // the device's copy of this world is not needed again
+      return retryWithMoreStorage(experiments, options, on_result, batch, reported, ran_out, wall, r.status, tables,
+                                  results);
     }
     report(false, none);
     if (r.finished || r.steps == 0) break;

@@ -9,6 +9,7 @@
 #include <compare>  // ecs/units.hpp uses <=> without including it
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -140,11 +141,14 @@ struct TrainingResult {
 };
 
 struct TrainWorld;
-struct RunReport;
 
-/// Runs up to `max_steps` steps of the training graph on a backend other than the CPU
-/// executor (systems/cuda/training_device.hpp: one CUDA device).
-using TrainingStepRunner = std::function<RunReport(TrainWorld& world, int64_t max_steps)>;
+template <class WorldT>
+class StepSession;
+
+/// Opens a session that runs the training graph on a backend other than the CPU executor
+/// (systems/cuda/training_device.hpp: one CUDA device, which keeps the world for the session;
+/// kernels/cpu/step_session.hpp).
+using TrainingStepRunner = std::function<std::unique_ptr<StepSession<TrainWorld>>(TrainWorld& world)>;
 
 /// Knobs of a simulation run (not of an experiment).
 struct SimulationOptions {

@@ -19,6 +19,7 @@
 
 #include "ecs/graph.hpp"
 #include "kernels/cpu/cpu_executor.hpp"
+#include "kernels/cpu/step_session.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/cuda_policy.cuh"
 #include "kernels/cuda/device_world.cuh"
@@ -47,18 +48,20 @@ class CudaExecutor {
   explicit CudaExecutor(int device = 0, CudaMode mode = CudaMode::kMegakernel, int block_size = 256)
       : device_(device), mode_(mode), block_size_(block_size) {}
 
-  /// Uploads `world`, runs up to `max_steps` steps on the device, downloads the result.
+  int device() const { return device_; }
+
+  /// Uploads `world`, runs up to `max_steps` steps on the device, downloads the whole
+  /// result: one chunk. A loop over chunks keeps the world on the device with a session.
   template <class G, class WorldT>
-  RunReport run(WorldT& world, int64_t max_steps) const {
-    nvtx3::scoped_range range{"mv::CudaExecutor::run"};
-    const auto start = std::chrono::steady_clock::now();
-    MV_CUDA_CHECK(cudaSetDevice(device_));
-    prepareRun(world.view());
-    DeviceWorld<WorldT> dev(world);
-    const int64_t steps = mode_ == CudaMode::kMegakernel ? runMegakernel<G>(dev, max_steps)
-                                                          : runKernelPerNode<G>(dev, world.view(), max_steps);
-    dev.download();
-    return reportRun(world.view(), steps, start);
+  RunReport run(WorldT& world, int64_t max_steps) const;
+
+  /// Runs up to `max_steps` steps of the world `dev` mirrors; `host_view` is its host view,
+  /// current in its counters.
+  template <class G, class WorldT>
+  int64_t runOnDevice(DeviceWorld<WorldT>& dev, const typename WorldT::View& host_view, int64_t max_steps) const {
+    nvtx3::scoped_range range{"mv::CudaExecutor::runOnDevice"};
+    return mode_ == CudaMode::kMegakernel ? runMegakernel<G>(dev, max_steps)
+                                          : runKernelPerNode<G>(dev, host_view, max_steps);
   }
 
  private:
@@ -130,5 +133,53 @@ class CudaExecutor {
   CudaMode mode_;
   int block_size_;
 };
+
+/**
+ * A world kept on one GPU for a whole batch: uploaded once when the session opens; each
+ * `run` copies the view's counters up, runs, and copies back the view, the clocks and the
+ * configuration rows (a few KB, through pinned memory); tables come back only when the
+ * host asks (StepSession).
+ */
+template <class G, class WorldT>
+class CudaStepSession final : public StepSession<WorldT> {
+ public:
+  CudaStepSession(const CudaExecutor& exec, WorldT& world)
+      : StepSession<WorldT>(world), exec_(exec), dev_((selectDevice(exec.device()), world)) {}
+
+  RunReport run(int64_t max_steps) override {
+    const auto start = std::chrono::steady_clock::now();
+    selectDevice(exec_.device());
+    WorldT& world = this->world();
+    prepareRun(world.view());
+    dev_.pushView();
+    dev_.releaseHost();
+    const int64_t steps = exec_.runOnDevice<G>(dev_, world.view(), max_steps);
+    dev_.pullView();
+    const auto [lo, hi] = world.clockAndConfigSpan();
+    dev_.pullFields(lo, hi);
+    return reportRun(world.view(), steps, start);
+  }
+  void syncHost() override { dev_.pullFields(0, sizeof(typename WorldT::View)); }
+  TransferStats transfers() const override { return dev_.transfers(); }
+
+ protected:
+  void syncFields(std::size_t lo, std::size_t hi) override { dev_.pullFields(lo, hi); }
+  void pushFields(std::size_t lo, std::size_t hi) override { dev_.pushFields(lo, hi); }
+
+ private:
+  static void selectDevice(int device) { MV_CUDA_CHECK(cudaSetDevice(device)); }
+
+  CudaExecutor exec_;
+  DeviceWorld<WorldT> dev_;
+};
+
+template <class G, class WorldT>
+RunReport CudaExecutor::run(WorldT& world, int64_t max_steps) const {
+  nvtx3::scoped_range range{"mv::CudaExecutor::run"};
+  CudaStepSession<G, WorldT> session(*this, world);
+  const RunReport r = session.run(max_steps);
+  session.syncHost();
+  return r;
+}
 
 }  // namespace mv

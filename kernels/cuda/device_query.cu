@@ -19,6 +19,16 @@ int cudaDeviceCount() {
   return n;
 }
 
+int64_t cudaDeviceFreeBytes(int device) {
+  std::size_t free = 0;
+  std::size_t total = 0;
+  if (cudaSetDevice(device) != cudaSuccess || cudaMemGetInfo(&free, &total) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return static_cast<int64_t>(free);
+}
+
 std::string describeCudaDevices() {
   int n = 0;
   const cudaError_t err = cudaGetDeviceCount(&n);

@@ -1,22 +1,26 @@
 /**
  * @file device_world.cuh
- * A world's mirror in device memory. Every buffer the host `World` owns gets one
- * `cudaMalloc` twin; the device copy of the view is the host view with each pointer field
- * patched to its twin. Download maps pointers back by value, so pointer swaps done by the
- * device (compaction double buffers) come back right. Plain device memory, no managed
- * memory, no device malloc.
+ * A world's mirror in device memory, kept for a whole run. Every buffer the host `World`
+ * owns gets one `cudaMalloc` twin, uploaded once; the device copy of the view is the host
+ * view with each pointer field patched to its twin. Copies back map pointers by value, so
+ * pointer swaps done by the device (compaction double buffers) come back right. Each host
+ * buffer is either current (equal to its twin) or stale (the device ran since); only
+ * stale buffers are copied back, and only when asked. Plain device memory, no managed
+ * memory, no device malloc; small copies go through a pinned staging buffer.
  */
 #pragma once
 
 #include <cuda_runtime.h>
 #include <nvtx3/nvtx3.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
 
+#include "kernels/cpu/step_session.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 
 namespace mv {
@@ -26,12 +30,19 @@ class DeviceWorld {
  public:
   using View = typename WorldT::View;
 
-  /// Allocates and uploads; on a failure (device memory exhausted) frees what it took and
-  /// rethrows, naming the bytes the world needs.
+  /// Allocates and uploads the whole world; on a failure (device memory exhausted) frees
+  /// what it took and rethrows, naming the bytes the world needs.
   explicit DeviceWorld(WorldT& world) : world_(world) {
     try {
       MV_CUDA_CHECK(cudaMalloc(&device_view_, sizeof(View)));
-      upload();
+      MV_CUDA_CHECK(cudaMallocHost(&staging_, kStagingBytes));
+      pushFields(0, sizeof(View));
+      pushView();
+      ++stats_.full_uploads;
+    } catch (const DeviceOutOfMemory& e) {
+      release();
+      throw DeviceOutOfMemory(std::string(e.what()) + " while uploading a world of " +
+                              std::to_string(world.totalBytes()) + " bytes");
     } catch (const DeviceFault& e) {
       release();
       throw DeviceFault(std::string(e.what()) + " while uploading a world of " + std::to_string(world.totalBytes()) +
@@ -44,44 +55,72 @@ class DeviceWorld {
 
   /// The view in device memory, for kernels.
   View* deviceView() const { return device_view_; }
+  const TransferStats& transfers() const { return stats_; }
 
-  /// Copies every buffer and the view to the device (allocating twins on first sight).
-  void upload() {
-    nvtx3::scoped_range range{"mv::DeviceWorld::upload"};
+  /// Copies the host view (its counters and pointers, patched to the twins) to the device.
+  void pushView() {
     View patched = world_.view();
     for (std::size_t off : world_.pointerFields()) {
       void*& field = fieldAt(patched, off);
-      void* host = field;
-      auto it = to_device_.find(host);
-      if (it == to_device_.end()) {
-        void* dev = nullptr;
-        MV_CUDA_CHECK(cudaMalloc(&dev, world_.bufferBytes(host)));
-        it = to_device_.emplace(host, dev).first;
-        to_host_[dev] = host;
-      }
-      MV_CUDA_CHECK(cudaMemcpy(it->second, host, world_.bufferBytes(host), cudaMemcpyHostToDevice));
-      field = it->second;
+      field = twinAt(field).device;
     }
-    MV_CUDA_CHECK(cudaMemcpy(device_view_, &patched, sizeof(View), cudaMemcpyHostToDevice));
-#ifdef MV_EMULATED_DEVICE
-    // The device owns the world now: a kernel that follows an unpatched host pointer reads
-    // poison. download() overwrites every host buffer.
-    for (const auto& [host, dev] : to_device_) emu::poisonHost(host, world_.bufferBytes(host));
-#endif
+    copy(device_view_, &patched, sizeof(View), cudaMemcpyHostToDevice);
   }
 
-  /// Copies the view and every buffer back to the host world.
-  void download() {
-    nvtx3::scoped_range range{"mv::DeviceWorld::download"};
+  /// Copies the device's view back to the host view, pointers mapped to the host buffers.
+  void pullView() {
     View back;
-    MV_CUDA_CHECK(cudaMemcpy(&back, device_view_, sizeof(View), cudaMemcpyDeviceToHost));
+    copy(&back, device_view_, sizeof(View), cudaMemcpyDeviceToHost);
     for (std::size_t off : world_.pointerFields()) {
       void*& field = fieldAt(back, off);
-      void* host = to_host_.at(field);
-      MV_CUDA_CHECK(cudaMemcpy(host, field, world_.bufferBytes(host), cudaMemcpyDeviceToHost));
-      field = host;
+      field = to_host_.at(field);
     }
     world_.view() = back;
+  }
+
+  /// Uploads the buffers whose pointer fields lie in bytes [lo, hi) of the host view
+  /// (allocating twins on first sight, or again for a buffer whose size changed).
+  void pushFields(std::size_t lo, std::size_t hi) {
+    nvtx3::scoped_range range{"mv::DeviceWorld::push"};
+    const View& v = world_.view();
+    for (std::size_t off : world_.pointerFields()) {
+      if (off < lo || off >= hi) continue;
+      void* host = fieldAt(const_cast<View&>(v), off);
+      Twin& twin = twinOf(host);
+      copy(twin.device, host, twin.bytes, cudaMemcpyHostToDevice);
+      twin.host_current = true;
+    }
+  }
+
+  /// The device is about to run: every host buffer becomes stale. On the emulated device
+  /// they are poisoned, so host code that reads one without a pull reads garbage.
+  void releaseHost() {
+    for (auto& [host, twin] : twins_) {
+#ifdef MV_EMULATED_DEVICE
+      if (twin.host_current) emu::poisonHost(host, twin.bytes);
+#endif
+      twin.host_current = false;
+    }
+  }
+
+  /// Downloads the stale buffers whose pointer fields lie in bytes [lo, hi) of the view.
+  void pullFields(std::size_t lo, std::size_t hi) {
+    nvtx3::scoped_range range{"mv::DeviceWorld::pull"};
+    const View& v = world_.view();
+    for (std::size_t off : world_.pointerFields()) {
+      if (off < lo || off >= hi) continue;
+      void* host = fieldAt(const_cast<View&>(v), off);
+      Twin& twin = twinAt(host);
+      if (twin.host_current) continue;
+      copy(host, twin.device, twin.bytes, cudaMemcpyDeviceToHost);
+      twin.host_current = true;
+    }
+  }
+
+  /// Makes the whole host world current: its view, then every stale buffer.
+  void pullAll() {
+    pullView();
+    pullFields(0, sizeof(View));
   }
 
   /// Reads one scalar member of the device view (e.g. the stop flags) without a full copy.
@@ -94,12 +133,64 @@ class DeviceWorld {
   }
 
  private:
+  /// Copies of at most this many bytes go through pinned memory.
+  static constexpr std::size_t kStagingBytes = std::size_t{1} << 20;
+
+  struct Twin {
+    void* device = nullptr;
+    std::size_t bytes = 0;
+    bool host_current = false;
+  };
+
+  /// The twin of a host buffer already mirrored (a buffer the host made since must be pushed).
+  Twin& twinAt(void* host) {
+    const auto it = twins_.find(host);
+    if (it == twins_.end()) throw std::logic_error("a host buffer of the world has no device twin: push what the host grew");
+    return it->second;
+  }
+
+  /// The twin of a host buffer, allocated on first sight or again when its size changed.
+  Twin& twinOf(void* host) {
+    const std::size_t bytes = world_.bufferBytes(host);
+    Twin& twin = twins_[host];
+    if (twin.device != nullptr && twin.bytes == bytes) return twin;
+    if (twin.device != nullptr) {
+      to_host_.erase(twin.device);
+      MV_CUDA_CHECK(cudaFree(twin.device));
+      twin.device = nullptr;
+    }
+    MV_CUDA_CHECK(cudaMalloc(&twin.device, bytes));
+    twin.bytes = bytes;
+    to_host_[twin.device] = host;
+    return twin;
+  }
+
+  /// One copy, through the pinned staging buffer when it is small enough.
+  void copy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
+    if (kind == cudaMemcpyHostToDevice) {
+      stats_.bytes_up += static_cast<int64_t>(bytes);
+    } else {
+      stats_.bytes_down += static_cast<int64_t>(bytes);
+    }
+    if (bytes > kStagingBytes) {
+      MV_CUDA_CHECK(cudaMemcpy(dst, src, bytes, kind));
+    } else if (kind == cudaMemcpyHostToDevice) {
+      std::memcpy(staging_, src, bytes);
+      MV_CUDA_CHECK(cudaMemcpy(dst, staging_, bytes, kind));
+    } else {
+      MV_CUDA_CHECK(cudaMemcpy(staging_, src, bytes, kind));
+      std::memcpy(dst, staging_, bytes);
+    }
+  }
+
   void release() {
-    for (auto& [host, dev] : to_device_) cudaFree(dev);
-    to_device_.clear();
+    for (auto& [host, twin] : twins_) cudaFree(twin.device);
+    twins_.clear();
     to_host_.clear();
     cudaFree(device_view_);
     device_view_ = nullptr;
+    cudaFreeHost(staging_);
+    staging_ = nullptr;
   }
 
   static void*& fieldAt(View& v, std::size_t offset) {
@@ -108,8 +199,10 @@ class DeviceWorld {
 
   WorldT& world_;
   View* device_view_ = nullptr;
-  std::unordered_map<void*, void*> to_device_;
+  void* staging_ = nullptr;
+  std::unordered_map<void*, Twin> twins_;  ///< by host buffer
   std::unordered_map<void*, void*> to_host_;
+  TransferStats stats_;
 };
 
 }  // namespace mv

@@ -9,9 +9,8 @@
 namespace mv {
 
 net::NetworkStepRunner cudaNetworkRunner(int device) {
-  return [device](net::NetWorld& world, int64_t max_steps) {
-    const CudaExecutor exec(device);
-    return exec.run<net::NetGraph>(world, max_steps);
+  return [device](net::NetWorld& world) -> std::unique_ptr<StepSession<net::NetWorld>> {
+    return std::make_unique<CudaStepSession<net::NetGraph, net::NetWorld>>(CudaExecutor(device), world);
   };
 }
 

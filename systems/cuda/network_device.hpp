@@ -9,8 +9,9 @@
 
 namespace mv {
 
-/// A step runner that runs the network graph on CUDA device `device` (0-based). Throws
-/// std::runtime_error when the device cannot be used.
+/// A session factory that runs the network graph on CUDA device `device` (0-based), the
+/// world kept on the device for the session. Throws DeviceFault when the device cannot be
+/// used.
 net::NetworkStepRunner cudaNetworkRunner(int device);
 
 }  // namespace mv

@@ -10,9 +10,8 @@
 namespace mv {
 
 TrainingStepRunner cudaTrainingRunner(int device) {
-  return [device](TrainWorld& world, int64_t max_steps) {
-    const CudaExecutor exec(device);
-    return exec.run<TrainGraph>(world, max_steps);
+  return [device](TrainWorld& world) -> std::unique_ptr<StepSession<TrainWorld>> {
+    return std::make_unique<CudaStepSession<TrainGraph, TrainWorld>>(CudaExecutor(device), world);
   };
 }
 

@@ -9,8 +9,9 @@
 
 namespace mv {
 
-/// A step runner for SimulationOptions::device_runner that runs the training graph on CUDA
-/// device `device` (0-based). Throws std::runtime_error when the device cannot be used.
+/// A session factory for SimulationOptions::device_runner that runs the training graph on
+/// CUDA device `device` (0-based), the world kept on the device for the session. Throws
+/// DeviceFault when the device cannot be used.
 TrainingStepRunner cudaTrainingRunner(int device);
 
 }  // namespace mv

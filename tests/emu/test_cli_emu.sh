@@ -26,16 +26,35 @@ if [ $fail -eq 0 ]; then
   grep -q ",error," "$tmp/emu/summary.csv" && { echo "FAIL: an experiment failed on the emulated device"; fail=1; }
 fi
 
-run netsim-cpu "$cpu" netsim "$src/examples/netsim/incast.yaml" --backend cpu --out "$tmp/ncpu" --threads 2
-run netsim-emu "$emu" netsim "$src/examples/netsim/incast.yaml" --backend cuda --out "$tmp/nemu" --threads 2
-grep -q "backend cuda" "$tmp/netsim-emu.log" || { echo "FAIL: netsim --backend cuda did not say it runs on cuda"; fail=1; }
-if [ $fail -eq 0 ]; then
-  pairs=("$tmp/ncpu/summary.csv" "$tmp/nemu/summary.csv")
-  for f in "$tmp"/ncpu/*/*.csv; do pairs+=("$f" "$tmp/nemu/${f#"$tmp"/ncpu/}"); done
-  [ ${#pairs[@]} -ge 8 ] || { echo "FAIL: netsim wrote too few result files: ${pairs[*]}"; fail=1; }
-  $compare "${pairs[@]}" > "$tmp/netsim-diff.log" || { cat "$tmp/netsim-diff.log"; fail=1; }
-  echo "netsim: $(( ${#pairs[@]} / 2 )) result files compared"
+for yaml in examples/netsim/incast.yaml tests/emu/data/incast_bins.yaml; do
+  n=$(basename "$yaml" .yaml)
+  run "netsim-cpu-$n" "$cpu" netsim "$src/$yaml" --backend cpu --out "$tmp/ncpu-$n" --threads 2 || continue
+  run "netsim-emu-$n" "$emu" netsim "$src/$yaml" --backend cuda --out "$tmp/nemu-$n" --threads 2 || continue
+  grep -q "backend cuda" "$tmp/netsim-emu-$n.log" || { echo "FAIL: netsim --backend cuda did not say it runs on cuda"; fail=1; }
+  pairs=("$tmp/ncpu-$n/summary.csv" "$tmp/nemu-$n/summary.csv")
+  for f in "$tmp/ncpu-$n"/*/*.csv; do pairs+=("$f" "$tmp/nemu-$n/${f#"$tmp/ncpu-$n"/}"); done
+  [ ${#pairs[@]} -ge 8 ] || { echo "FAIL: netsim $n wrote too few result files: ${pairs[*]}"; fail=1; }
+  $compare "${pairs[@]}" > "$tmp/netsim-diff-$n.log" || { cat "$tmp/netsim-diff-$n.log"; fail=1; }
+  echo "netsim $n: $(( ${#pairs[@]} / 2 )) result files compared"
+done
+ls "$tmp/nemu-incast_bins"/*/links.csv > /dev/null 2>&1 || { echo "FAIL: netsim with link_bin wrote no links.csv"; fail=1; }
+# Device memory: a GPU of 24 MiB (90 % of it for a batch) takes the 6 experiments (27 MiB by
+# the estimates) in two batches, results unchanged; on a GPU of 4 MiB no batch fits, and
+# each one fails with the bytes it needed while the worker goes on with the next.
+MV_EMU_MEMORY=25165824 run small-gpu "$emu" --backend cuda --experiments "$src/tests/emu/data/sweep.yaml" \
+  --out "$tmp/small" --threads 2
+grep -q "; 2 batches;" "$tmp/small-gpu.log" || { echo "FAIL: a 24 MiB GPU did not cut the sweep in 2 batches"; head -1 "$tmp/small-gpu.log"; fail=1; }
+[ -f "$tmp/small/summary.csv" ] && { $compare "$tmp/cpu/summary.csv" "$tmp/small/summary.csv" || fail=1; }
+MV_EMU_MEMORY=4194304 "$emu" --backend cuda --experiments "$src/tests/emu/data/sweep.yaml" --out "$tmp/tiny" --threads 2 \
+  > "$tmp/tiny.log" 2>&1
+rc=$?
+too_big=$(grep -c "does not fit the GPU's memory (CUDA error cudaErrorMemoryAllocation.*while uploading a world of [0-9]* bytes)" "$tmp/tiny.log")
+if [ $rc -ne 1 ] || [ "$too_big" != 6 ] || grep -q "not run" "$tmp/tiny.log"; then
+  echo "FAIL: batches larger than the GPU: exit $rc, $too_big of 6 reported with their bytes"; tail -8 "$tmp/tiny.log"; fail=1
+else
+  echo "ok: batches cut to the GPU's memory; one that does not fit fails alone, with its bytes"
 fi
+
 # --backend auto trusts the emulated GPU only after its self-check; a device whose launches
 # fail (MV_EMU_FAIL_LAUNCH=0) is dropped for the CPU with a warning, results unchanged.
 run auto-emu "$emu" --backend auto --experiments "$src/tests/emu/data/sweep.yaml" --out "$tmp/auto" --threads 2

@@ -137,8 +137,10 @@ TEST_CASE("the device mirror poisons the host world while the device owns it", "
   {
     DeviceWorld<demo::DemoWorld> dev(world);
     const auto* bytes = reinterpret_cast<const unsigned char*>(walkers.template column<demo::Position>());
+    CHECK(std::memcmp(bytes, before.data(), before.size() * sizeof(demo::Position)) == 0);  // current after upload
+    dev.releaseHost();
     for (std::size_t i = 0; i < before.size() * sizeof(demo::Position); ++i) REQUIRE(bytes[i] == 0xA5);
-    dev.download();
+    dev.pullAll();
   }
   const std::vector<demo::Position> after(walkers.template column<demo::Position>(),
                                           walkers.template column<demo::Position>() + walkers.rows);
