@@ -18,22 +18,24 @@
 #include "ecs/graph.hpp"
 #include "ecs/policy.hpp"
 #include "kernels/cpu/block_search.hpp"
+#include "kernels/cpu/step_barrier.hpp"
 
 namespace mv {
 
-/// OpenMP execution policy; only valid inside the executor's parallel region.
+/// OpenMP execution policy; only valid inside the executor's parallel region, whose
+/// threads share `barrier` (its count set to the team's size).
 class CpuPolicy {
  public:
-  CpuPolicy() : rank_(omp_get_thread_num()), count_(omp_get_num_threads()) {}
+  explicit CpuPolicy(StepBarrier& barrier)
+      : rank_(omp_get_thread_num()), count_(omp_get_num_threads()), barrier_(&barrier) {}
   int64_t rank() const { return rank_; }
   int64_t count() const { return count_; }
-  void barrier() const {
-#pragma omp barrier
-  }
+  void barrier() const { barrier_->arriveAndWait(); }
 
  private:
   int64_t rank_;
   int64_t count_;
+  StepBarrier* barrier_;
 };
 
 /// What one call of a backend's `run` did.
@@ -279,9 +281,12 @@ class CpuExecutor {
     const auto start = std::chrono::steady_clock::now();
     prepareRun(world);
     int64_t steps = 0;
+    StepBarrier barrier;
 #pragma omp parallel num_threads(threads_)
     {
-      const CpuPolicy policy;
+#pragma omp single
+      barrier.setCount(omp_get_num_threads());  // the team may be smaller than asked
+      const CpuPolicy policy(barrier);
       const int64_t k = mv::runSteps<G>(policy, world, max_steps);
       if (policy.rank() == 0) steps = k;
     }
