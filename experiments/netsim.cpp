@@ -75,6 +75,7 @@ NetsimInput readInput(const std::filesystem::path& yaml, Diagnostics& diags) {
     diags.add(Diagnostic{yaml.string(), e.mark.line + 1, "", "YAML syntax error: " + e.msg});
     return in;
   }
+  reportDuplicateKeys(root, yaml.string(), diags);
   if (!root.IsMap()) {
     diags.add(Diagnostic{yaml.string(), 1, "", "expected a mapping with topology, network, flows"});
     return in;

@@ -643,6 +643,7 @@ class Expander {
       report(e.mark.line + 1, "", "YAML syntax error: " + e.msg);
       return false;
     }
+    reportDuplicateKeys(root_, file_, diags_);
     if (!root_.IsMap()) {
       report(lineOf(root_), "", "expected a mapping with base: and optionally sweep:, zip:, constraints:");
       return false;

@@ -170,6 +170,33 @@ TEST_CASE("unknown top-level keys, a missing base and YAML syntax errors", "[swe
   CHECK(has(unreadable, 0, "", "cannot open the file"));
 }
 
+TEST_CASE("a key written twice in one mapping is an error at the repeat", "[sweep]") {
+  Diagnostics d;
+  expand(R"(base:
+  workload: {model: gpt3-13b, global_batch: 16, model: gpt3-175b}
+  parallelism: {tp: 8}
+  parallelism: {tp: 4}
+  cluster: &c {gpu: a100-80gb}
+  name: x
+sweep:
+  seed: [1, 2]
+  seed: [3]
+zip:
+  - {network.cc: [hpcc], network.cc: [dcqcn]}
+)",
+         d);
+  CHECK(has(d, 2, "base.workload.model", "duplicate key (first at line 2"));
+  CHECK(has(d, 4, "base.parallelism", "duplicate key (first at line 3"));
+  CHECK(has(d, 9, "sweep.seed", "duplicate key (first at line 8"));
+  CHECK(has(d, 11, "zip[0].network.cc", "duplicate key (first at line 11"));
+  CHECK_FALSE(has(d, 0, "base.parallelism.tp", "duplicate"));  // one key in each of two mappings
+
+  Diagnostics aliased;  // a mapping reached twice through an alias is reported once
+  expand("base:\n  workload: &w {model: gpt3-13b, model: x}\n  copy: *w\n", aliased);
+  REQUIRE(aliased.items().size() == 1);
+  CHECK(has(aliased, 2, "base.workload.model", "duplicate key"));
+}
+
 TEST_CASE("an axis may set a whole mapping and keys the base does not have", "[sweep]") {
   const Sweep s = expandOk(kBase + R"(sweep:
   topology:
