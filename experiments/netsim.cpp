@@ -26,6 +26,7 @@
 #include "experiments/config_reader.hpp"
 #include "experiments/network_yaml.hpp"
 #include "experiments/results.hpp"
+#include "experiments/sweep.hpp"
 #include "kernels/cpu/cpu_executor.hpp"
 #include "network/builder.hpp"
 #include "network/network_sim.hpp"
@@ -83,7 +84,7 @@ NetsimInput readInput(const std::filesystem::path& yaml, Diagnostics& diags) {
   const std::filesystem::path dir = yaml.parent_path();
   const ConfigReader r(root, yaml.string(), "", diags);
   r.allowOnly({"name", "seed", "topology", "network", "flows", "experiments", "lookahead"});
-  in.name = r.text("name", yaml.stem().string());
+  in.name = safeName(r.text("name", yaml.stem().string()));  // a folder name: never a path
   const auto seed = static_cast<uint64_t>(r.integer("seed", 1, 0, INT64_MAX));
   in.lookahead_ps = r.has("lookahead") ? r.durationPs("lookahead", 0) : 0;
   if (!r.has("topology")) r.error("topology", "missing: the network to simulate");
@@ -116,9 +117,11 @@ NetsimInput readInput(const std::filesystem::path& yaml, Diagnostics& diags) {
         continue;
       }
       v.allowOnly({"name", "network", "seed"});
-      Variant var{v.text("name", "exp" + std::to_string(i)), readNetworkConfig(v.child("network"), base),
+      Variant var{safeName(v.text("name", "exp" + std::to_string(i))), readNetworkConfig(v.child("network"), base),
                   static_cast<uint64_t>(v.integer("seed", static_cast<int64_t>(seed), 0, INT64_MAX))};
-      if (!names.insert(var.name).second) v.error("name", "duplicate experiment name '" + var.name + "'");
+      if (!names.insert(var.name).second) {
+        v.error("name", "duplicate experiment name '" + var.name + "' (names are made safe as folder names)");
+      }
       in.variants.push_back(var);
     }
   }
@@ -451,6 +454,8 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
     std::cerr << diags.format();
     return kExitUsageError;
   }
+  const std::filesystem::path out = options.out.empty() ? std::filesystem::path("results") / in.name : options.out;
+  const FolderLock lock(out);  // throws FolderBusy when another run writes there: exit 1
   const Routing routing = computeRouting(in.topo);
   const auto workers = static_cast<uint32_t>(plan.workers());
   std::vector<NetsimWorld> worlds(workers);
@@ -465,8 +470,6 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
     std::cout << "netsim " << in.name << ": " << in.topo.name() << ", " << in.flows.size() << " flows, " << n
               << " experiment(s); backend " << plan.describe() << "\n";
   }
-  const std::filesystem::path out = options.out.empty() ? std::filesystem::path("results") / in.name : options.out;
-  std::filesystem::create_directories(out);
   NetsimWriter writer(in, routing, out, options.quiet);
   std::vector<std::thread> threads;
   for (uint32_t k = 0; k < workers; ++k) {

@@ -28,4 +28,47 @@ YAML
 expect 2 "dup_sweep.yaml:4: base.parallelism: duplicate key (first at line 3" validate "$tmp/dup_sweep.yaml"
 expect 2 "dup_sweep.yaml:4: base.parallelism: duplicate key" --experiments "$tmp/dup_sweep.yaml" --out "$tmp/dup_run"
 
+# Names become folder names: a netsim experiment named like a path stays inside --out, and
+# the file's name (the default results/<name>) inside results/.
+cat > "$tmp/escape.yaml" <<YAML
+name: ../../top
+topology: {kind: star, nics: 4}
+flows: flows.csv
+experiments:
+  - {name: ../../x}
+  - {name: $tmp/abs}
+YAML
+expect 0 "2 experiment(s)" netsim "$tmp/escape.yaml" --out "$tmp/a/b" --threads 1
+[ -s "$tmp/a/b/x/flows.csv" ] || { echo "FAIL: ../../x was not written as $tmp/a/b/x"; fail=1; }
+[ ! -e "$tmp/x" ] && [ ! -e "$tmp/abs" ] || { echo "FAIL: netsim wrote outside --out"; fail=1; }
+[ "$(find "$tmp/a/b" -name flows.csv | wc -l)" -eq 2 ] || { echo "FAIL: the absolute name is not under --out"; fail=1; }
+mkdir -p "$tmp/cwd/sub"
+expect_cmd 0 "results in results/top" env -C "$tmp/cwd/sub" "$exe" netsim "$tmp/escape.yaml" --threads 1
+[ ! -e "$tmp/cwd/top" ] || { echo "FAIL: netsim's default folder left results/"; fail=1; }
+cat > "$tmp/clash.yaml" <<'YAML'
+topology: {kind: star, nics: 4}
+flows: flows.csv
+experiments:
+  - {name: a/b}
+  - {name: a_b}
+YAML
+expect 2 "clash.yaml:5: experiments[1].name: duplicate experiment name 'a_b'" netsim "$tmp/clash.yaml" --out "$tmp/clash"
+
+# Two runs into one folder: the second is refused (exit 1) while the first holds the lock.
+cat > "$tmp/small.yaml" <<'YAML'
+base:
+  workload: {model: {layers: 2, hidden: 256, heads: 4, vocab: 512, seq: 256}, global_batch: 4}
+  parallelism: {dp: 4}
+  cluster: {gpus: 4, gpus_per_server: 4, nics_per_server: 4}
+  network: {fidelity: analytical}
+YAML
+mkdir -p "$tmp/busy"
+busy="is being written by another multiverse run (it holds $tmp/busy/.lock)"
+expect_cmd 1 "$busy" flock "$tmp/busy/.lock" "$exe" --experiments "$tmp/small.yaml" --out "$tmp/busy"
+expect_cmd 1 "$busy" flock "$tmp/busy/.lock" "$exe" --experiments "$tmp/small.yaml" --out "$tmp/busy" --resume
+expect_cmd 1 "$busy" flock "$tmp/busy/.lock" "$exe" netsim "$tmp/escape.yaml" --out "$tmp/busy"
+[ ! -e "$tmp/busy/summary.csv" ] || { echo "FAIL: a refused run wrote results"; fail=1; }
+expect 0 "results in $tmp/busy" --experiments "$tmp/small.yaml" --out "$tmp/busy"
+expect 0 "1 already done" --experiments "$tmp/small.yaml" --out "$tmp/busy" --resume
+
 exit $fail
