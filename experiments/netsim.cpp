@@ -96,7 +96,7 @@ NetsimInput readInput(const std::filesystem::path& yaml, Diagnostics& diags) {
     in.flows = readFlowFile(dir / r.text("flows", ""), in.topo, diags);
     if (in.flows.empty() && diags.empty()) r.error("flows", "the flow list is empty");
   }
-  if (in.topo.nicCount() > 0) {
+  if (in.topo.nodeCount() > 0) {  // a topology was built: it must have NICs, each on a switch
     try {
       validateTopology(in.topo, 2);
     } catch (const TopologyError& e) {

@@ -71,4 +71,19 @@ expect_cmd 1 "$busy" flock "$tmp/busy/.lock" "$exe" netsim "$tmp/escape.yaml" --
 expect 0 "results in $tmp/busy" --experiments "$tmp/small.yaml" --out "$tmp/busy"
 expect 0 "1 already done" --experiments "$tmp/small.yaml" --out "$tmp/busy" --resume
 
+# A topology.txt whose nodes are all switches, or with a host on no switch: an error at the
+# file's line (it was a division by zero in the run).
+printf '2 2 1\n0 1\n0 1 100Gbps 1us 0\n' > "$tmp/switches.txt"
+printf '3 1 1\n2\n0 2 100Gbps 1us 0\n' > "$tmp/lonely.txt"
+printf '3 1 2\n2\n0 1 100Gbps 1us 0\n1 2 100Gbps 1us 0\n' > "$tmp/hosts.txt"
+for t in switches lonely hosts; do
+  printf 'topology: {kind: file, path: %s.txt}\nflows: flows.csv\n' "$t" > "$tmp/topo_$t.yaml"
+done
+expect 2 "switches.txt:1: every node is a switch: no NICs" netsim "$tmp/topo_switches.yaml" --out "$tmp/topo"
+expect 2 "lonely.txt:1: node 1 is a host (not listed as a switch) with no link" netsim "$tmp/topo_lonely.yaml" --out "$tmp/topo"
+expect 2 "hosts.txt:3: link between hosts '0' and '1'" netsim "$tmp/topo_hosts.yaml" --out "$tmp/topo"
+cat "$tmp/small.yaml" > "$tmp/switches_sweep.yaml"
+printf '  topology: {kind: file, path: switches.txt}\n' >> "$tmp/switches_sweep.yaml"
+expect 2 "switches.txt:1: every node is a switch" validate "$tmp/switches_sweep.yaml"
+
 exit $fail
