@@ -86,4 +86,12 @@ cat "$tmp/small.yaml" > "$tmp/switches_sweep.yaml"
 printf '  topology: {kind: file, path: switches.txt}\n' >> "$tmp/switches_sweep.yaml"
 expect 2 "switches.txt:1: every node is a switch" validate "$tmp/switches_sweep.yaml"
 
+# Two combinations with one configuration (here a repeated seed) would be one experiment
+# run twice: an error at the axis, for validate and for a run.
+cat "$tmp/small.yaml" > "$tmp/seeds.yaml"
+printf 'sweep:\n  seed: [1, 1]\n' >> "$tmp/seeds.yaml"
+same="seeds.yaml:7: sweep.seed: experiments 'seeds-seed1' and 'seeds-seed1-2' have the same configuration"
+expect 2 "$same" validate "$tmp/seeds.yaml"
+expect 2 "$same" --experiments "$tmp/seeds.yaml" --out "$tmp/seeds"
+
 exit $fail

@@ -402,6 +402,22 @@ zip:
   CHECK(canonicalText(YAML::Load("{b: 'x:y', a: {}}")) == "{1:a{}1:b3=x:y}");
 }
 
+TEST_CASE("combinations with one configuration are an error at the axis", "[sweep][ids]") {
+  Diagnostics repeated;
+  expand(kBase + "sweep:\n  seed: [1, 2, 1, 2]\n", repeated);
+  REQUIRE(repeated.items().size() == 1);
+  CHECK(has(repeated, 6, "sweep.seed",
+            "experiments 'inline-seed1' and 'inline-seed1-2' have the same configuration (2 pairs in all)"));
+
+  Diagnostics overridden;  // both values of `network` lose their cc to the deeper axis
+  expand(kBase + "sweep:\n  network: [{cc: hpcc}, {cc: dcqcn}]\n  network.cc: [dctcp]\n", overridden);
+  CHECK(has(overridden, 6, "sweep.network", "have the same configuration"));
+
+  Diagnostics zipped;
+  expand(kBase + "zip:\n  - {seed: [3, 3], parallelism.pp: [1, 1]}\n", zipped);
+  CHECK(has(zipped, 6, "zip[0]", "have the same configuration"));
+}
+
 // ----------------------------------------------------------------------------------------
 // Reading experiments
 
