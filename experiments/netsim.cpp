@@ -20,6 +20,7 @@
 #include <thread>
 #include <tuple>
 
+#include "ecs/input_file.hpp"
 #include "ecs/policy.hpp"
 #include "experiments/backend.hpp"
 #include "experiments/cli.hpp"
@@ -66,12 +67,14 @@ const char* ccName(net::CcKind cc) {
 /// Reads and checks the whole input; every problem goes to `diags`.
 NetsimInput readInput(const std::filesystem::path& yaml, Diagnostics& diags) {
   NetsimInput in;
+  const InputFile input = readInputFile(yaml);
+  if (!input.ok()) {
+    diags.add(Diagnostic{yaml.string(), 0, "", "cannot open the file: " + input.problem});
+    return in;
+  }
   YAML::Node root;
   try {
-    root = YAML::LoadFile(yaml.string());
-  } catch (const YAML::BadFile&) {
-    diags.add(Diagnostic{yaml.string(), 0, "", "cannot open the file"});
-    return in;
+    root = YAML::Load(input.text);
   } catch (const YAML::ParserException& e) {
     diags.add(Diagnostic{yaml.string(), e.mark.line + 1, "", "YAML syntax error: " + e.msg});
     return in;

@@ -8,14 +8,14 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <fstream>
 #include <initializer_list>
-#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string_view>
 #include <unordered_set>
+
+#include "ecs/input_file.hpp"
 
 namespace mv {
 
@@ -1056,15 +1056,14 @@ Sweep parseSweep(const std::string& text, const std::filesystem::path& file, Dia
 }
 
 Sweep readSweep(const std::filesystem::path& file, Diagnostics& diags) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    diags.add(Diagnostic{file.string(), 0, "", "cannot open the file"});
+  const InputFile input = readInputFile(file);
+  if (!input.ok()) {
+    diags.add(Diagnostic{file.string(), 0, "", "cannot open the file: " + input.problem});
     Sweep sweep;
     sweep.file = file;
     return sweep;
   }
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return parseSweep(text, file, diags);
+  return parseSweep(input.text, file, diags);
 }
 
 }  // namespace mv

@@ -6,7 +6,6 @@
 #include <array>
 #include <charconv>
 #include <cstdint>
-#include <fstream>
 #include <limits>
 #include <span>
 #include <sstream>
@@ -14,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ecs/input_file.hpp"
 #include "ecs/quantity.hpp"
 #include "topologies/generators.hpp"
 
@@ -31,8 +31,9 @@ struct Line {
 class Ns3Reader {
  public:
   explicit Ns3Reader(const std::filesystem::path& path) : file_(path.string()) {
-    std::ifstream in(path);
-    if (!in) throw TopologyError(file_ + ": cannot open the topology file");
+    const InputFile input = readInputFile(path);
+    if (!input.ok()) throw TopologyError(file_ + ": cannot open the topology file: " + input.problem);
+    std::istringstream in(input.text);
     std::string text;
     uint32_t number = 0;
     while (std::getline(in, text)) {
@@ -42,7 +43,6 @@ class Ns3Reader {
       for (std::string token; fields >> token;) line.tokens.push_back(std::move(token));
       if (!line.tokens.empty()) lines_.push_back(std::move(line));
     }
-    if (in.bad()) throw TopologyError(file_ + ": read error");
     last_line_ = number;
   }
 

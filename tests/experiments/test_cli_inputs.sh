@@ -94,4 +94,25 @@ same="seeds.yaml:7: sweep.seed: experiments 'seeds-seed1' and 'seeds-seed1-2' ha
 expect 2 "$same" validate "$tmp/seeds.yaml"
 expect 2 "$same" --experiments "$tmp/seeds.yaml" --out "$tmp/seeds"
 
+# A directory where a file is expected: exit 2 naming the path, for every kind of input.
+isdir="it is a directory, not a file"
+mkdir -p "$tmp/dir.yaml" "$tmp/flows_dir" "$tmp/topo_dir" "$tmp/traces/job.0.et"
+expect 2 "dir.yaml: cannot open the file: $isdir" validate "$tmp/dir.yaml"
+expect 2 "dir.yaml: cannot open the file: $isdir" --experiments "$tmp/dir.yaml" --out "$tmp/dir_run"
+expect 2 "dir.yaml: cannot open the file: $isdir" netsim "$tmp/dir.yaml" --out "$tmp/dir_run"
+printf 'topology: {kind: star, nics: 4}\nflows: flows_dir\n' > "$tmp/flows_dir.yaml"
+expect 2 "flows_dir: cannot open the flow list: $isdir" netsim "$tmp/flows_dir.yaml" --out "$tmp/dir_run"
+printf 'topology: {kind: file, path: topo_dir}\nflows: flows.csv\n' > "$tmp/topo_dir.yaml"
+expect 2 "topo_dir: cannot open the topology file: $isdir" netsim "$tmp/topo_dir.yaml" --out "$tmp/dir_run"
+cat "$tmp/small.yaml" > "$tmp/topo_dir_sweep.yaml"
+printf '  topology: {kind: file, path: topo_dir}\n' >> "$tmp/topo_dir_sweep.yaml"
+expect 2 "topo_dir: cannot open the topology file: $isdir" validate "$tmp/topo_dir_sweep.yaml"
+cat > "$tmp/chakra_dir.yaml" <<'YAML'
+base:
+  workload: {model: gpt3-13b, chakra: traces/job, global_batch: 1}
+  parallelism: {dp: 1}
+  cluster: {gpus_per_server: 1, nics_per_server: 1}
+YAML
+expect 2 "traces/job.0.et: it is a directory, not a trace file" validate "$tmp/chakra_dir.yaml"
+
 exit $fail

@@ -679,6 +679,10 @@ TEST_CASE("Chakra traces are found relative to the sweep file, one per rank", "[
   std::ofstream(dir / "traces" / "run.0.et").put('x');
   const Diagnostics missing = readIn(&xs);
   CHECK(has(missing, 2, "workload.chakra", "no trace for rank 1"));
+  std::filesystem::create_directories(dir / "traces" / "run.1.et");
+  const Diagnostics folder = readIn(&xs);
+  CHECK(has(folder, 2, "workload.chakra", "traces/run.1.et: it is a directory, not a trace file"));
+  std::filesystem::remove(dir / "traces" / "run.1.et");
   std::ofstream(dir / "traces" / "run.1.json").put('x');
   const Diagnostics found = readIn(&xs);
   INFO(found.format());

@@ -138,4 +138,8 @@ TEST_CASE("topology.txt: each malformed input names file, line and token", "[top
 TEST_CASE("topology.txt: a missing file is a TopologyError naming it", "[topology][ns3]") {
   CHECK_THAT(topologyErrorOf([&] { loadNs3Topology("/nonexistent/mv/topology.txt"); }),
              Contains("/nonexistent/mv/topology.txt: cannot open"));
+  const TempDir dir;
+  std::filesystem::create_directories(dir.path("topology.txt"));
+  CHECK_THAT(topologyErrorOf([&] { loadNs3Topology(dir.path("topology.txt")); }),
+             Contains("topology.txt: cannot open the topology file: it is a directory, not a file"));
 }
