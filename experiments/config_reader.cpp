@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "ecs/quantity.hpp"
@@ -26,6 +28,46 @@ std::string Diagnostics::format() const {
   std::string out;
   for (const Diagnostic& d : items_) out += d.format() + "\n";
   return out;
+}
+
+namespace {
+
+/// Walks a document for reportDuplicateKeys, each mapping and sequence once.
+class DuplicateKeyFinder {
+ public:
+  DuplicateKeyFinder(const std::string& file, Diagnostics& diags) : file_(file), diags_(diags) {}
+
+  void walk(const YAML::Node& node, const std::string& path) {
+    if (!node.IsMap() && !node.IsSequence()) return;
+    if (node.Mark().pos >= 0 && !visited_.insert(node.Mark().pos).second) return;  // an alias of a walked node
+    if (node.IsSequence()) {
+      for (size_t i = 0; i < node.size(); ++i) walk(node[i], path + "[" + std::to_string(i) + "]");
+      return;
+    }
+    std::map<std::string, int> first_line;
+    for (const auto& kv : node) {
+      if (!kv.first.IsScalar()) continue;
+      const std::string key = path.empty() ? kv.first.Scalar() : path + "." + kv.first.Scalar();
+      const int line = kv.first.Mark().line + 1;
+      const auto [it, fresh] = first_line.emplace(kv.first.Scalar(), line);
+      if (!fresh) {
+        diags_.add(Diagnostic{file_, line, key,
+                              "duplicate key (first at line " + std::to_string(it->second) + "; remove one of them)"});
+      }
+      walk(kv.second, key);
+    }
+  }
+
+ private:
+  const std::string& file_;
+  Diagnostics& diags_;
+  std::set<int> visited_;  ///< source positions of the collections walked
+};
+
+}  // namespace
+
+void reportDuplicateKeys(const YAML::Node& root, const std::string& file, Diagnostics& diags) {
+  DuplicateKeyFinder(file, diags).walk(root, "");
 }
 
 std::string nearestKey(std::string_view key, const std::vector<std::string>& valid) {

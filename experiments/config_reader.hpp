@@ -39,6 +39,14 @@ class Diagnostics {
   std::vector<Diagnostic> items_;
 };
 
+/**
+ * Reports every key written twice in one mapping of `root` (yaml-cpp keeps both and reads
+ * the first, so the second would be ignored without a word), at the repeat's line, with
+ * the dotted key path and the line of the first. A node reached again through an alias is
+ * not walked again.
+ */
+void reportDuplicateKeys(const YAML::Node& root, const std::string& file, Diagnostics& diags);
+
 /// The valid key closest to `key` by edit distance, or "" when none is close.
 std::string nearestKey(std::string_view key, const std::vector<std::string>& valid);
 

@@ -348,11 +348,16 @@ class ExperimentReader {
     if (!t_.chakra.empty()) checkChakraFiles();
   }
 
-  /// Every rank has a trace file `<chakra>.<rank>.et` or `.json` (their contents are read
-  /// when the run starts).
+  /// Every rank has a trace file `<chakra>.<rank>.et` or `.json`, not a directory (their
+  /// contents are read when the run starts).
   void checkChakraFiles() {
     for (uint32_t rank = 0; rank < t_.cluster.gpus; ++rank) {
       const std::string stem = t_.chakra + "." + std::to_string(rank);
+      for (const std::string& path : {stem + ".et", stem + ".json"}) {
+        if (!std::filesystem::is_directory(path)) continue;
+        problem("workload.chakra", path + ": it is a directory, not a trace file");
+        return;
+      }
       if (std::filesystem::exists(stem + ".et") || std::filesystem::exists(stem + ".json")) continue;
       problem("workload.chakra", "no trace for rank " + num(rank) + " (looked for " + stem + ".et and .json)");
       return;

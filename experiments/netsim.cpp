@@ -20,12 +20,14 @@
 #include <thread>
 #include <tuple>
 
+#include "ecs/input_file.hpp"
 #include "ecs/policy.hpp"
 #include "experiments/backend.hpp"
 #include "experiments/cli.hpp"
 #include "experiments/config_reader.hpp"
 #include "experiments/network_yaml.hpp"
 #include "experiments/results.hpp"
+#include "experiments/sweep.hpp"
 #include "kernels/cpu/cpu_executor.hpp"
 #include "kernels/cpu/step_session.hpp"
 #include "network/builder.hpp"
@@ -66,16 +68,19 @@ const char* ccName(net::CcKind cc) {
 /// Reads and checks the whole input; every problem goes to `diags`.
 NetsimInput readInput(const std::filesystem::path& yaml, Diagnostics& diags) {
   NetsimInput in;
+  const InputFile input = readInputFile(yaml);
+  if (!input.ok()) {
+    diags.add(Diagnostic{yaml.string(), 0, "", "cannot open the file: " + input.problem});
+    return in;
+  }
   YAML::Node root;
   try {
-    root = YAML::LoadFile(yaml.string());
-  } catch (const YAML::BadFile&) {
-    diags.add(Diagnostic{yaml.string(), 0, "", "cannot open the file"});
-    return in;
+    root = YAML::Load(input.text);
   } catch (const YAML::ParserException& e) {
     diags.add(Diagnostic{yaml.string(), e.mark.line + 1, "", "YAML syntax error: " + e.msg});
     return in;
   }
+  reportDuplicateKeys(root, yaml.string(), diags);
   if (!root.IsMap()) {
     diags.add(Diagnostic{yaml.string(), 1, "", "expected a mapping with topology, network, flows"});
     return in;
@@ -83,7 +88,7 @@ NetsimInput readInput(const std::filesystem::path& yaml, Diagnostics& diags) {
   const std::filesystem::path dir = yaml.parent_path();
   const ConfigReader r(root, yaml.string(), "", diags);
   r.allowOnly({"name", "seed", "topology", "network", "flows", "experiments", "lookahead"});
-  in.name = r.text("name", yaml.stem().string());
+  in.name = safeName(r.text("name", yaml.stem().string()));  // a folder name: never a path
   const auto seed = static_cast<uint64_t>(r.integer("seed", 1, 0, INT64_MAX));
   in.lookahead_ps = r.has("lookahead") ? r.durationPs("lookahead", 0) : 0;
   if (!r.has("topology")) r.error("topology", "missing: the network to simulate");
@@ -95,7 +100,7 @@ NetsimInput readInput(const std::filesystem::path& yaml, Diagnostics& diags) {
     in.flows = readFlowFile(dir / r.text("flows", ""), in.topo, diags);
     if (in.flows.empty() && diags.empty()) r.error("flows", "the flow list is empty");
   }
-  if (in.topo.nicCount() > 0) {
+  if (in.topo.nodeCount() > 0) {  // a topology was built: it must have NICs, each on a switch
     try {
       validateTopology(in.topo, 2);
     } catch (const TopologyError& e) {
@@ -116,9 +121,11 @@ NetsimInput readInput(const std::filesystem::path& yaml, Diagnostics& diags) {
         continue;
       }
       v.allowOnly({"name", "network", "seed"});
-      Variant var{v.text("name", "exp" + std::to_string(i)), readNetworkConfig(v.child("network"), base),
+      Variant var{safeName(v.text("name", "exp" + std::to_string(i))), readNetworkConfig(v.child("network"), base),
                   static_cast<uint64_t>(v.integer("seed", static_cast<int64_t>(seed), 0, INT64_MAX))};
-      if (!names.insert(var.name).second) v.error("name", "duplicate experiment name '" + var.name + "'");
+      if (!names.insert(var.name).second) {
+        v.error("name", "duplicate experiment name '" + var.name + "' (names are made safe as folder names)");
+      }
       in.variants.push_back(var);
     }
   }
@@ -466,6 +473,8 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
     std::cerr << diags.format();
     return kExitUsageError;
   }
+  const std::filesystem::path out = options.out.empty() ? std::filesystem::path("results") / in.name : options.out;
+  const FolderLock lock(out);  // throws FolderBusy when another run writes there: exit 1
   const Routing routing = computeRouting(in.topo);
   const auto workers = static_cast<uint32_t>(plan.workers());
   std::vector<NetsimWorld> worlds(workers);
@@ -480,8 +489,6 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
     std::cout << "netsim " << in.name << ": " << in.topo.name() << ", " << in.flows.size() << " flows, " << n
               << " experiment(s); backend " << plan.describe() << "\n";
   }
-  const std::filesystem::path out = options.out.empty() ? std::filesystem::path("results") / in.name : options.out;
-  std::filesystem::create_directories(out);
   NetsimWriter writer(in, routing, out, options.quiet);
   std::vector<std::thread> threads;
   for (uint32_t k = 0; k < workers; ++k) {

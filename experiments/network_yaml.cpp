@@ -5,9 +5,9 @@
 #include "experiments/network_yaml.hpp"
 
 #include <charconv>
-#include <fstream>
 #include <sstream>
 
+#include "ecs/input_file.hpp"
 #include "ecs/quantity.hpp"
 #include "topologies/generators.hpp"
 
@@ -205,12 +205,13 @@ std::string nodeEndpointProblem(const Topology& topo, uint32_t n) {
 std::vector<FlowLine> readFlowFile(const std::filesystem::path& path, const Topology& topo, Diagnostics& diags) {
   std::vector<FlowLine> flows;
   const uint32_t nics = topo.nicCount();
-  std::ifstream in(path);
   const std::string file = path.string();
-  if (!in) {
-    diags.add(Diagnostic{file, 0, "", "cannot open the flow list"});
+  const InputFile input = readInputFile(path);
+  if (!input.ok()) {
+    diags.add(Diagnostic{file, 0, "", "cannot open the flow list: " + input.problem});
     return flows;
   }
+  std::istringstream in(input.text);
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   const bool csv = !lines.empty() && lines[0].find(',') != std::string::npos;

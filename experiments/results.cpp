@@ -5,13 +5,17 @@
  */
 #include "experiments/results.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -505,6 +509,27 @@ ExperimentRecord parseManifest(const std::string& text) {
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(std::string("not a Multiverse manifest: ") + e.what());
   }
+}
+
+// --- FolderLock ----------------------------------------------------------------------------
+
+FolderLock::FolderLock(const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path file = dir / ".lock";
+  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw std::runtime_error("cannot create " + file.string() + ": " + std::strerror(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
+  const int error = errno;
+  ::close(fd_);
+  if (error == EWOULDBLOCK) {
+    throw FolderBusy(dir.string() + " is being written by another multiverse run (it holds " + file.string() +
+                     "); wait for that run to end or choose another output folder");
+  }
+  throw std::runtime_error("cannot lock " + file.string() + ": " + std::strerror(error));
+}
+
+FolderLock::~FolderLock() {
+  ::close(fd_);  // releases the lock
 }
 
 // --- ResultsWriter -------------------------------------------------------------------------

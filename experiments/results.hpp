@@ -15,6 +15,7 @@
 #include <iosfwd>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -58,6 +59,31 @@ struct ExperimentRecord {
 /// Writes `text` to `path` through `<path>.tmp` and a rename, so a reader (or a resume after
 /// a kill) never sees half a file.
 void writeFileAtomically(const std::filesystem::path& path, const std::string& text);
+
+/// Thrown by FolderLock when another run holds the folder.
+class FolderBusy : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/**
+ * An exclusive lock on a results folder, held while the object lives: an advisory
+ * `flock` on `<dir>/.lock` (created with the folder when needed, left in place
+ * afterwards, so that a run never locks a file another run is about to remove). Two runs,
+ * sweeps (`--resume` included) or netsim, cannot write one folder at once. Throws
+ * FolderBusy when another process holds the lock, std::runtime_error when the folder or
+ * the lock file cannot be created.
+ */
+class FolderLock {
+ public:
+  explicit FolderLock(const std::filesystem::path& dir);
+  ~FolderLock();
+  FolderLock(const FolderLock&) = delete;
+  FolderLock& operator=(const FolderLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 
 /// The id as 16 lower-case hex digits (file names, manifests, summaries).
 std::string formatExperimentId(uint64_t id);

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -314,9 +315,14 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
   const std::filesystem::path out =
       options.out.empty() ? std::filesystem::path("results") / file.stem() : options.out;
   ResultsWriter writer;
+  std::optional<FolderLock> lock;  // held by rank 0, the writer, until the run ends
   if (shard.root()) {
     try {
+      lock.emplace(out);
       writer.open(out, options.resume ? OpenMode::kResume : options.force ? OpenMode::kOverwrite : OpenMode::kCreate);
+    } catch (const FolderBusy& e) {
+      std::cerr << "multiverse: " << e.what() << "\n";
+      return kExitRunError;
     } catch (const std::exception& e) {
       std::cerr << "multiverse: " << e.what() << "\n";
       return kExitUsageError;

@@ -8,14 +8,14 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <fstream>
 #include <initializer_list>
-#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string_view>
 #include <unordered_set>
+
+#include "ecs/input_file.hpp"
 
 namespace mv {
 
@@ -582,6 +582,7 @@ std::vector<YAML::Node> valuesOf(const YAML::Node& list) {
 /// One axis of the product: a `sweep:` key, or a `zip:` group of keys varying together.
 struct Axis {
   int line = 0;
+  std::string path;  ///< "sweep.<key>" or "zip[g]": where its problems are reported
   std::vector<std::string> keys;
   std::vector<std::vector<std::string>> paths;
   /// values[k][i]: value i of key k.
@@ -643,6 +644,7 @@ class Expander {
       report(e.mark.line + 1, "", "YAML syntax error: " + e.msg);
       return false;
     }
+    reportDuplicateKeys(root_, file_, diags_);
     if (!root_.IsMap()) {
       report(lineOf(root_), "", "expected a mapping with base: and optionally sweep:, zip:, constraints:");
       return false;
@@ -698,6 +700,7 @@ class Expander {
     for (const auto& kv : *sweep) {
       Axis axis;
       axis.line = lineOf(kv.first);
+      axis.path = "sweep." + kv.first.Scalar();
       addAxisKey(axis, kv.first, kv.second, "sweep");
       if (axis.keys.empty()) continue;
       axis.size = axis.values[0].size();
@@ -721,6 +724,7 @@ class Expander {
       }
       Axis axis;
       axis.line = lineOf(group);
+      axis.path = where;
       for (const auto& kv : group) addAxisKey(axis, kv.first, kv.second, where);
       if (axis.keys.size() != group.size()) continue;
       axis.size = axis.values[0].size();
@@ -843,6 +847,37 @@ class Expander {
     readNameTemplate();
     for (const std::vector<size_t>& combination : kept) sweep_.experiments.push_back(materialize(combination));
     makeNamesUnique();
+    reportRepeatedConfigurations(kept);
+  }
+
+  /// The first axis whose value differs between two combinations (they always differ).
+  static size_t firstDifferingAxis(const std::vector<size_t>& a, const std::vector<size_t>& b) {
+    size_t axis = 0;
+    while (a[axis] == b[axis]) ++axis;
+    return axis;
+  }
+
+  /// Two combinations with one configuration (a value repeated in an axis, or one another
+  /// axis overrides) would be one experiment run twice under two names: an input error,
+  /// reported once per axis at the first where the two differ, with the first such pair.
+  void reportRepeatedConfigurations(const std::vector<std::vector<size_t>>& kept) {
+    std::unordered_map<uint64_t, size_t> first_with_id;
+    std::map<size_t, std::pair<std::string, size_t>> per_axis;  // axis -> (first pair, pairs)
+    for (size_t i = 0; i < sweep_.experiments.size(); ++i) {
+      const auto [it, fresh] = first_with_id.emplace(sweep_.experiments[i].id, i);
+      if (fresh) continue;
+      auto& [pair, count] = per_axis[firstDifferingAxis(kept[it->second], kept[i])];
+      if (count++ == 0)
+        pair = "experiments '" + sweep_.experiments[it->second].name + "' and '" + sweep_.experiments[i].name + "'";
+    }
+    for (const auto& [axis, repeat] : per_axis) {
+      const auto& [pair, count] = repeat;
+      report(axes_[axis].line, axes_[axis].path,
+             pair + " have the same configuration" +
+                 (count > 1 ? " (" + std::to_string(count) + " pairs in all)" : std::string()) +
+                 ": a value is repeated, or another axis overrides it; every combination must be a different "
+                 "experiment");
+    }
   }
 
   void readNameTemplate() {
@@ -1021,15 +1056,14 @@ Sweep parseSweep(const std::string& text, const std::filesystem::path& file, Dia
 }
 
 Sweep readSweep(const std::filesystem::path& file, Diagnostics& diags) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    diags.add(Diagnostic{file.string(), 0, "", "cannot open the file"});
+  const InputFile input = readInputFile(file);
+  if (!input.ok()) {
+    diags.add(Diagnostic{file.string(), 0, "", "cannot open the file: " + input.problem});
     Sweep sweep;
     sweep.file = file;
     return sweep;
   }
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return parseSweep(text, file, diags);
+  return parseSweep(input.text, file, diags);
 }
 
 }  // namespace mv

@@ -6,7 +6,6 @@
 #include <array>
 #include <charconv>
 #include <cstdint>
-#include <fstream>
 #include <limits>
 #include <span>
 #include <sstream>
@@ -14,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ecs/input_file.hpp"
 #include "ecs/quantity.hpp"
 #include "topologies/generators.hpp"
 
@@ -31,8 +31,9 @@ struct Line {
 class Ns3Reader {
  public:
   explicit Ns3Reader(const std::filesystem::path& path) : file_(path.string()) {
-    std::ifstream in(path);
-    if (!in) throw TopologyError(file_ + ": cannot open the topology file");
+    const InputFile input = readInputFile(path);
+    if (!input.ok()) throw TopologyError(file_ + ": cannot open the topology file: " + input.problem);
+    std::istringstream in(input.text);
     std::string text;
     uint32_t number = 0;
     while (std::getline(in, text)) {
@@ -42,7 +43,6 @@ class Ns3Reader {
       for (std::string token; fields >> token;) line.tokens.push_back(std::move(token));
       if (!line.tokens.empty()) lines_.push_back(std::move(line));
     }
-    if (in.bad()) throw TopologyError(file_ + ": read error");
     last_line_ = number;
   }
 
@@ -166,6 +166,10 @@ Topology loadNs3Topology(const std::filesystem::path& path) {
     }
   }
 
+  if (switches == nodes) {
+    reader.fail(header.number, "every node is a switch: no NICs (the hosts are the nodes not listed as switches)");
+  }
+
   Topology topo;
   topo.setName(path.filename().string());
   for (uint64_t n = 0, server = 0; n < nodes; ++n) {
@@ -195,6 +199,10 @@ Topology loadNs3Topology(const std::filesystem::path& path) {
     const uint32_t src = reader.nodeId(line, t[0], kLinkFields[0], nodes);
     const uint32_t dst = reader.nodeId(line, t[1], kLinkFields[1], nodes);
     if (src == dst) reader.fail(line.number, "link from node '" + t[0] + "' to itself");
+    if (!is_switch[src] && !is_switch[dst]) {
+      reader.fail(line.number, "link between hosts '" + t[0] + "' and '" + t[1] +
+                                   "' (nodes not listed as switches): every host attaches to a switch");
+    }
     const BitsPerSecond rate = reader.rate(line, t[2]);
     const Picoseconds delay = reader.delay(line, t[3]);
     reader.errorRate(line, t[4]);
@@ -204,6 +212,12 @@ Topology loadNs3Topology(const std::filesystem::path& path) {
   if (loaded < links) {
     reader.fail(reader.lastLine(),
                 "file ends after " + std::to_string(loaded) + " of " + std::to_string(links) + " links" + announced);
+  }
+  for (const uint32_t nic : topo.nics()) {
+    if (topo.ports(nic).empty()) {
+      reader.fail(header.number, "node " + std::to_string(nic) +
+                                     " is a host (not listed as a switch) with no link: every host attaches to a switch");
+    }
   }
   return topo;
 }

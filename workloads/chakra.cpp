@@ -20,6 +20,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "ecs/input_file.hpp"
+
 namespace mv {
 
 namespace {
@@ -1348,11 +1350,9 @@ TraceFormat formatOf(const std::filesystem::path& path) {
 }
 
 std::string readWholeFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw WorkloadError(path.string() + ": cannot open Chakra trace");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  InputFile input = readInputFile(path);
+  if (!input.ok()) throw WorkloadError(path.string() + ": cannot open Chakra trace: " + input.problem);
+  return std::move(input.text);
 }
 
 }  // namespace

@@ -5,20 +5,7 @@
 set -u
 exe="$1"
 fail=0
-expect() {  # expect <exit code> <text expected in output> <args...>
-  local code="$1" text="$2"
-  shift 2
-  local out rc
-  out=$("$exe" "$@" 2>&1)
-  rc=$?
-  if [ "$rc" -ne "$code" ]; then
-    echo "FAIL: multiverse $* exited $rc, expected $code"; echo "$out"; fail=1
-  elif ! grep -qF -- "$text" <<<"$out"; then
-    echo "FAIL: multiverse $* did not print '$text'"; echo "$out"; fail=1
-  else
-    echo "ok: multiverse $* -> $rc"
-  fi
-}
+source "$(dirname "$0")/cli_expect.sh"
 expect 0 "Usage: multiverse" --help
 expect 0 "multiverse 0." --version
 expect 2 "--bogus" --bogus

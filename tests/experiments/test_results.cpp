@@ -359,6 +359,17 @@ TEST_CASE("a folder with results is not overwritten by accident", "[experiments]
   }
 }
 
+TEST_CASE("a results folder is locked while one run writes it", "[experiments][results]") {
+  TempDir tmp("lock");
+  {
+    const FolderLock first(tmp.path / "out");
+    CHECK(fs::exists(tmp.path / "out" / ".lock"));
+    CHECK_THROWS_AS(FolderLock(tmp.path / "out"), FolderBusy);
+    CHECK_THROWS_WITH(FolderLock(tmp.path / "out"), contains((tmp.path / "out").string() + " is being written"));
+  }
+  CHECK_NOTHROW(FolderLock(tmp.path / "out"));  // released with its holder; the file stays
+}
+
 TEST_CASE("manifest: identity, configuration, version and the whole result", "[experiments][results]") {
   TempDir tmp("manifest");
   ResultsWriter writer;

@@ -170,6 +170,33 @@ TEST_CASE("unknown top-level keys, a missing base and YAML syntax errors", "[swe
   CHECK(has(unreadable, 0, "", "cannot open the file"));
 }
 
+TEST_CASE("a key written twice in one mapping is an error at the repeat", "[sweep]") {
+  Diagnostics d;
+  expand(R"(base:
+  workload: {model: gpt3-13b, global_batch: 16, model: gpt3-175b}
+  parallelism: {tp: 8}
+  parallelism: {tp: 4}
+  cluster: &c {gpu: a100-80gb}
+  name: x
+sweep:
+  seed: [1, 2]
+  seed: [3]
+zip:
+  - {network.cc: [hpcc], network.cc: [dcqcn]}
+)",
+         d);
+  CHECK(has(d, 2, "base.workload.model", "duplicate key (first at line 2"));
+  CHECK(has(d, 4, "base.parallelism", "duplicate key (first at line 3"));
+  CHECK(has(d, 9, "sweep.seed", "duplicate key (first at line 8"));
+  CHECK(has(d, 11, "zip[0].network.cc", "duplicate key (first at line 11"));
+  CHECK_FALSE(has(d, 0, "base.parallelism.tp", "duplicate"));  // one key in each of two mappings
+
+  Diagnostics aliased;  // a mapping reached twice through an alias is reported once
+  expand("base:\n  workload: &w {model: gpt3-13b, model: x}\n  copy: *w\n", aliased);
+  REQUIRE(aliased.items().size() == 1);
+  CHECK(has(aliased, 2, "base.workload.model", "duplicate key"));
+}
+
 TEST_CASE("an axis may set a whole mapping and keys the base does not have", "[sweep]") {
   const Sweep s = expandOk(kBase + R"(sweep:
   topology:
@@ -373,6 +400,22 @@ zip:
   CHECK(configId(YAML::Load("{a: 1, b: [x, y]}")) == configId(YAML::Load("{b: [x, y], a: 1, name: n}")));
   CHECK(configId(YAML::Load("{a: [x, y]}")) != configId(YAML::Load("{a: [y, x]}")));
   CHECK(canonicalText(YAML::Load("{b: 'x:y', a: {}}")) == "{1:a{}1:b3=x:y}");
+}
+
+TEST_CASE("combinations with one configuration are an error at the axis", "[sweep][ids]") {
+  Diagnostics repeated;
+  expand(kBase + "sweep:\n  seed: [1, 2, 1, 2]\n", repeated);
+  REQUIRE(repeated.items().size() == 1);
+  CHECK(has(repeated, 6, "sweep.seed",
+            "experiments 'inline-seed1' and 'inline-seed1-2' have the same configuration (2 pairs in all)"));
+
+  Diagnostics overridden;  // both values of `network` lose their cc to the deeper axis
+  expand(kBase + "sweep:\n  network: [{cc: hpcc}, {cc: dcqcn}]\n  network.cc: [dctcp]\n", overridden);
+  CHECK(has(overridden, 6, "sweep.network", "have the same configuration"));
+
+  Diagnostics zipped;
+  expand(kBase + "zip:\n  - {seed: [3, 3], parallelism.pp: [1, 1]}\n", zipped);
+  CHECK(has(zipped, 6, "zip[0]", "have the same configuration"));
 }
 
 // ----------------------------------------------------------------------------------------
@@ -636,6 +679,10 @@ TEST_CASE("Chakra traces are found relative to the sweep file, one per rank", "[
   std::ofstream(dir / "traces" / "run.0.et").put('x');
   const Diagnostics missing = readIn(&xs);
   CHECK(has(missing, 2, "workload.chakra", "no trace for rank 1"));
+  std::filesystem::create_directories(dir / "traces" / "run.1.et");
+  const Diagnostics folder = readIn(&xs);
+  CHECK(has(folder, 2, "workload.chakra", "traces/run.1.et: it is a directory, not a trace file"));
+  std::filesystem::remove(dir / "traces" / "run.1.et");
   std::ofstream(dir / "traces" / "run.1.json").put('x');
   const Diagnostics found = readIn(&xs);
   INFO(found.format());

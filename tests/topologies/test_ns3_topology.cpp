@@ -119,6 +119,11 @@ TEST_CASE("topology.txt: each malformed input names file, line and token", "[top
       {"too many switch ids", "3 1 2\n2 1\n0 2 100Gbps 1us 0\n1 2 100Gbps 1us 0\n",
        "topology.txt:2: unexpected token '1' after the 1 switch ids"},
       {"empty file", "\n  \n", "topology.txt:1: empty file"},
+      {"only switches", "2 2 1\n0 1\n0 1 100Gbps 1us 0\n", "topology.txt:1: every node is a switch: no NICs"},
+      {"host without a link", "3 1 1\n2\n0 2 100Gbps 1us 0\n",
+       "topology.txt:1: node 1 is a host (not listed as a switch) with no link"},
+      {"link between hosts", "3 1 2\n2\n0 1 100Gbps 1us 0\n1 2 100Gbps 1us 0\n",
+       "topology.txt:3: link between hosts '0' and '1'"},
   };
   const TempDir dir;
   for (const auto& c : cases) {
@@ -133,4 +138,8 @@ TEST_CASE("topology.txt: each malformed input names file, line and token", "[top
 TEST_CASE("topology.txt: a missing file is a TopologyError naming it", "[topology][ns3]") {
   CHECK_THAT(topologyErrorOf([&] { loadNs3Topology("/nonexistent/mv/topology.txt"); }),
              Contains("/nonexistent/mv/topology.txt: cannot open"));
+  const TempDir dir;
+  std::filesystem::create_directories(dir.path("topology.txt"));
+  CHECK_THAT(topologyErrorOf([&] { loadNs3Topology(dir.path("topology.txt")); }),
+             Contains("topology.txt: cannot open the topology file: it is a directory, not a file"));
 }

@@ -691,6 +691,9 @@ TEST_CASE("per-rank trace sets and file errors", "[workloads][chakra]") {
              Contains(prefix + ".2.et: missing rank file (rank 2 of 3; no job.2.json either)"));
   CHECK_THAT(errorOf([&] { readChakraTraces(prefix, 0); }), Contains("at least one rank"));
   CHECK_THAT(errorOf([&] { readChakraFile(dir.path("nothing.et")); }), Contains("nothing.et: cannot open"));
+  std::filesystem::create_directories(dir.path("folder.et"));
+  CHECK_THAT(errorOf([&] { readChakraFile(dir.path("folder.et")); }),
+             Contains("folder.et: cannot open Chakra trace: it is a directory, not a file"));
   CHECK_THAT(errorOf([&] { readChakraFile(dir.write("trace.txt", "x")); }),
              Contains("trace.txt: unknown Chakra trace extension '.txt'"));
   CHECK_THAT(errorOf([&] { writeChakraFile(dir.path("trace.pb"), rank0); }),
