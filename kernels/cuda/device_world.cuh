@@ -82,14 +82,11 @@ class DeviceWorld {
   /// (allocating twins on first sight, or again for a buffer whose size changed).
   void pushFields(std::size_t lo, std::size_t hi) {
     nvtx3::scoped_range range{"mv::DeviceWorld::push"};
-    const View& v = world_.view();
-    for (std::size_t off : world_.pointerFields()) {
-      if (off < lo || off >= hi) continue;
-      void* host = fieldAt(const_cast<View&>(v), off);
+    forBuffersIn(lo, hi, [&](void* host) {
       Twin& twin = twinOf(host);
       copy(twin.device, host, twin.bytes, cudaMemcpyHostToDevice);
       twin.host_current = true;
-    }
+    });
   }
 
   /// The device is about to run: every host buffer becomes stale. On the emulated device
@@ -106,15 +103,12 @@ class DeviceWorld {
   /// Downloads the stale buffers whose pointer fields lie in bytes [lo, hi) of the view.
   void pullFields(std::size_t lo, std::size_t hi) {
     nvtx3::scoped_range range{"mv::DeviceWorld::pull"};
-    const View& v = world_.view();
-    for (std::size_t off : world_.pointerFields()) {
-      if (off < lo || off >= hi) continue;
-      void* host = fieldAt(const_cast<View&>(v), off);
+    forBuffersIn(lo, hi, [&](void* host) {
       Twin& twin = twinAt(host);
-      if (twin.host_current) continue;
+      if (twin.host_current) return;
       copy(host, twin.device, twin.bytes, cudaMemcpyDeviceToHost);
       twin.host_current = true;
-    }
+    });
   }
 
   /// Makes the whole host world current: its view, then every stale buffer.
@@ -141,6 +135,14 @@ class DeviceWorld {
     std::size_t bytes = 0;
     bool host_current = false;
   };
+
+  /// Calls f(host buffer) for every pointer field of the host view in bytes [lo, hi).
+  template <class F>
+  void forBuffersIn(std::size_t lo, std::size_t hi, F&& f) {
+    for (std::size_t off : world_.pointerFields()) {
+      if (off >= lo && off < hi) f(fieldAt(world_.view(), off));
+    }
+  }
 
   /// The twin of a host buffer already mirrored (a buffer the host made since must be pushed).
   Twin& twinAt(void* host) {
