@@ -38,7 +38,7 @@ class StepSession {
   /// rows are current; other buffers only after a sync.
   virtual RunReport run(int64_t max_steps) = 0;
   /// Makes every buffer of the host world current.
-  virtual void syncHost() = 0;
+  void syncHost() { syncFields(0, sizeof(typename WorldT::View)); }
   /// Makes table A current on the host.
   template <class A>
   void syncTable() {
@@ -70,7 +70,6 @@ class CpuStepSession final : public StepSession<WorldT> {
  public:
   CpuStepSession(const CpuExecutor& exec, WorldT& world) : StepSession<WorldT>(world), exec_(exec) {}
   RunReport run(int64_t max_steps) override { return exec_.run<G>(this->world().view(), max_steps); }
-  void syncHost() override {}
 
  protected:
   void syncFields(std::size_t, std::size_t) override {}

@@ -159,7 +159,6 @@ class CudaStepSession final : public StepSession<WorldT> {
     dev_.pullFields(lo, hi);
     return reportRun(world.view(), steps, start);
   }
-  void syncHost() override { dev_.pullFields(0, sizeof(typename WorldT::View)); }
   TransferStats transfers() const override { return dev_.transfers(); }
 
  protected:

@@ -18,7 +18,6 @@ class FakeSession final : public StepSession<net::NetWorld> {
  public:
   FakeSession(net::NetWorld& world, RunFn run) : StepSession(world), run_(std::move(run)) {}
   RunReport run(int64_t max_steps) override { return run_(world(), max_steps); }
-  void syncHost() override {}
 
  protected:
   void syncFields(std::size_t, std::size_t) override {}
