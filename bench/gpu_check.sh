@@ -11,8 +11,9 @@
 #   sweep     a sweep (examples/quickstart.yaml) and a netsim batch (examples/netsim/
 #             incast.yaml) on --backend cpu and cuda; every results CSV compared without
 #             its timing columns (scripts/compare_results.py): they must be identical
-#   bench     mv_bench_network --backend cuda: packet-hops/s of the k=8 fat-tree at 1 and
-#             64 experiments, and the time per experiment at 64 against one alone
+#   bench     mv_bench_network --backend cuda: packet-hops/s of the k=8 fat-tree at 1 to
+#             1,024 experiments, the time per experiment at 64 against one alone, and the
+#             megakernel's time per graph phase at 64 (MV_CUDA_PROFILE, docs/engine.md)
 #   profile   ncu on the megakernel (one launch, full set) and nsys, when those tools exist
 #
 # Usage: bench/gpu_check.sh [--out DIR] [--build-dir DIR] [--steps a,b,...] [--timeout S]
@@ -55,7 +56,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 report=$out/report.md
 failed=0
-gpu_tests=(kernels/mv_test_kernels_cuda kernels/mv_test_cuda_network kernels/mv_test_cuda_training)
+gpu_tests=(tests/kernels/mv_test_kernels_cuda tests/kernels/mv_test_cuda_network tests/kernels/mv_test_cuda_training)
 
 wants() { [[ ",$steps," == *",$1,"* ]]; }
 say() { echo "$@" | tee -a "$report"; }
@@ -175,10 +176,13 @@ fi
 
 if wants bench; then
   say "## network benchmark on the GPU (k=8 fat-tree, DCQCN)"
-  run bench-cuda "$(bin bench/mv_bench_network)" --backend cuda --only permutation --batches 1 64 256
+  MV_CUDA_PROFILE="$out/profile-permutation-64.txt" run bench-cuda-64 "$(bin bench/mv_bench_network)" --backend cuda --only permutation --batches 64
+  verdict "per-phase GPU profile of the permutation at 64 experiments (MV_CUDA_PROFILE)" $?
+  excerpt "$out/profile-permutation-64.txt" 30 >> "$report"
+  run bench-cuda "$(bin bench/mv_bench_network)" --backend cuda --only permutation --batches 1 64 256 1024
   rc=$?
-  verdict "mv_bench_network --backend cuda --only permutation --batches 1 64 256" $rc
-  excerpt "$out/bench-cuda.log" 8 >> "$report"
+  verdict "mv_bench_network --backend cuda --only permutation --batches 1 64 256 1024" $rc
+  excerpt "$out/bench-cuda.log" 9 >> "$report"
   run bench-cuda-a2a "$(bin bench/mv_bench_network)" --backend cuda --only all-to-all --batches 1 64
   rc=$?
   verdict "mv_bench_network --backend cuda --only all-to-all --batches 1 64" $rc

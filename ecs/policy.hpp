@@ -52,6 +52,35 @@ MV_HD MV_INLINE void parallelFor(const Policy& policy, int64_t n, F&& f) {
   }
 }
 
+/// Threads of a CUDA warp: they issue together, so lanes on different code paths wait
+/// for each other.
+inline constexpr int64_t kWarpLanes = 32;
+
+/// Runs f(i) for i in [0, n) where each i is a unit of long, divergent work (a system's
+/// row: a switch's event loop). On the CPU as parallelFor. Under a CUDA policy the rows are
+/// shared over all the grid's warps before a warp takes a second one: with W warps, each
+/// warp runs L = ceil(n / W) consecutive rows on its first L lanes (L = 32 once n fills the
+/// grid, which is then parallelFor's grid-stride loop). Lanes of a warp on different paths
+/// take turns, so 32 busy rows in one warp cost about the sum of their paths; spread out,
+/// each warp pays for its own L rows only. Every row still runs exactly once.
+MV_EXEC_CHECK_DISABLE
+template <class Policy, class F>
+MV_HD MV_INLINE void parallelForUnits(const Policy& policy, int64_t n, F&& f) {
+  const int64_t count = policy.count();
+  if constexpr (kGridStrideOf<Policy>) {
+    if (count % kWarpLanes == 0) {
+      const int64_t warps = count / kWarpLanes;
+      const int64_t per_warp = n >= count ? kWarpLanes : (n + warps - 1) / warps;
+      const int64_t lane = policy.rank() % kWarpLanes;
+      if (lane >= per_warp) return;
+      const int64_t stride = warps * per_warp;
+      for (int64_t i = policy.rank() / kWarpLanes * per_warp + lane; i < n; i += stride) f(i);
+      return;
+    }
+  }
+  parallelFor(policy, n, static_cast<F&&>(f));
+}
+
 /// One thread that runs everything, with a barrier that does nothing. Used on the host for
 /// set-up (committing rows created before a run) and in tests.
 struct SerialPolicy {

@@ -121,7 +121,7 @@ struct System {
       TableView<A>& t = world.template table<A>();
       const int64_t first = world.run_first < world.num_exps ? t.expBegin(world.run_first) : t.rows;
       const int64_t end = world.run_end < world.num_exps ? t.expBegin(world.run_end) : t.rows;
-      parallelFor(policy, end > first ? end - first : 0, [&](int64_t i) {
+      parallelForUnits(policy, end > first ? end - first : 0, [&](int64_t i) {
         const int64_t row = first + i;
         const ExpId e = t.exp[row];
         if (e == kGapRow) return;

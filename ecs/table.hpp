@@ -596,22 +596,23 @@ struct TableView {
       return;
     }
     const uint32_t* sorted = sortedPending();
-    parallelFor(policy, blockCount(), [&](int64_t b) {
-      for (int64_t r = blockBegin(b); r < blockEnd(b); ++r) {
-        const ExpId e = exp[r];
-        if (e == kGapRow) continue;
-        if (dead[r] != 0u) {
-          dead[r] = 0u;
-          continue;
-        }
-        const int64_t dest = exp_begin_alt[e] + (alive_before[r] - alive_before[exp_begin[e]]) +
-                             newRowsBelow(sorted, e, key[r]);
-        copyRow(Components{}, r, dest);
-        entity_alt[dest] = entity[r];
-        exp_alt[dest] = e;
-        key_alt[dest] = key[r];
-        slot_row[entity[r].index] = static_cast<uint32_t>(dest);
+    // One row per iteration: a row's place depends only on counts settled before, so a
+    // GPU spreads the rows over the grid instead of one thread walking a block.
+    parallelFor(policy, commit_end - commit_first, [&](int64_t i) {
+      const int64_t r = commit_first + i;
+      const ExpId e = exp[r];
+      if (e == kGapRow) return;
+      if (dead[r] != 0u) {
+        dead[r] = 0u;
+        return;
       }
+      const int64_t dest = exp_begin_alt[e] + (alive_before[r] - alive_before[exp_begin[e]]) +
+                           newRowsBelow(sorted, e, key[r]);
+      copyRow(Components{}, r, dest);
+      entity_alt[dest] = entity[r];
+      exp_alt[dest] = e;
+      key_alt[dest] = key[r];
+      slot_row[entity[r].index] = static_cast<uint32_t>(dest);
     });
     parallelFor(policy, pendingCount(), [&](int64_t j) {
       const uint32_t s = sorted[j];

@@ -20,6 +20,7 @@
 #include <thread>
 #include <tuple>
 
+#include "ecs/device_fault.hpp"
 #include "ecs/input_file.hpp"
 #include "ecs/policy.hpp"
 #include "experiments/backend.hpp"
@@ -219,6 +220,36 @@ std::unique_ptr<net::NetWorld> buildNetsimWorld(const NetsimInput& in, const Rou
   for (ExpId e = 0; e < count; ++e) links_total += world->table<net::Link>().expRows(e);
   world->grow<net::LinkSample>(TableCapacity{links_total * (kChunkSteps + 1), links_total});
   return world;
+}
+
+/**
+ * Variants [first, end) cut into consecutive batches whose worlds fit `budget` bytes each:
+ * each variant's world is built alone to measure it, and a batch takes variants while
+ * their sum fits (a variant larger than the budget is a batch of its own, which fails when
+ * it does not fit the device). One batch when `budget` is 0 (no device memory to fit).
+ * The worlds are built when their batch runs.
+ */
+std::vector<NetsimWorld> cutToBudget(const NetsimInput& in, const Routing& routing, uint32_t first, uint32_t end,
+                                     int64_t budget) {
+  std::vector<NetsimWorld> batches;
+  int64_t used = 0;
+  for (uint32_t x = first; x < end; ++x) {
+    int64_t bytes = 0;
+    if (budget > 0) {
+      NetsimWorld one;
+      one.variants = {x};
+      one.cfgs = {in.variants[x].cfg};
+      bytes = static_cast<int64_t>(buildNetsimWorld(in, routing, one)->totalBytes());
+    }
+    if (batches.empty() || (budget > 0 && used + bytes > budget)) {
+      batches.emplace_back();
+      used = 0;
+    }
+    batches.back().variants.push_back(x);
+    batches.back().cfgs.push_back(in.variants[x].cfg);
+    used += bytes;
+  }
+  return batches;
 }
 
 /**
@@ -477,42 +508,61 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
   const FolderLock lock(out);  // throws FolderBusy when another run writes there: exit 1
   const Routing routing = computeRouting(in.topo);
   const auto workers = static_cast<uint32_t>(plan.workers());
-  std::vector<NetsimWorld> worlds(workers);
+  // Each worker's variants, in batches that fit its device (one batch on the CPU).
+  std::vector<std::vector<NetsimWorld>> work(workers);
+  size_t batch_count = 0;
   for (uint32_t k = 0; k < workers; ++k) {
-    for (auto x = static_cast<uint32_t>(partBegin(n, workers, k)); x < partBegin(n, workers, k + 1); ++x) {
-      worlds[k].variants.push_back(x);
-      worlds[k].cfgs.push_back(in.variants[x].cfg);
-    }
-    worlds[k].world = buildNetsimWorld(in, routing, worlds[k]);
+    work[k] = cutToBudget(in, routing, static_cast<uint32_t>(partBegin(n, workers, k)),
+                          static_cast<uint32_t>(partBegin(n, workers, k + 1)),
+                          deviceMemoryBudget(plan, static_cast<int>(k)));
+    batch_count += work[k].size();
   }
   if (!options.quiet) {
     std::cout << "netsim " << in.name << ": " << in.topo.name() << ", " << in.flows.size() << " flows, " << n
-              << " experiment(s); backend " << plan.describe() << "\n";
+              << " experiment(s); backend " << plan.describe();
+    if (batch_count > workers) std::cout << "; " << batch_count << " batches to fit the GPU's memory";
+    std::cout << "\n";
   }
   NetsimWriter writer(in, routing, out, options.quiet);
   std::vector<std::thread> threads;
   for (uint32_t k = 0; k < workers; ++k) {
     threads.emplace_back([&, k] {
-      try {
-        runNetsimWorld(worlds[k], in, routing, plan.threadsOf(static_cast<int>(k), options.threads), options.cpu_block,
-                       networkStepRunner(plan, static_cast<int>(k)), writer);
-      } catch (const std::exception& e) {  // a device fault, or results that cannot be written
-        worlds[k].error = e.what();
+      for (NetsimWorld& w : work[k]) {
+        try {
+          w.world = buildNetsimWorld(in, routing, w);
+          runNetsimWorld(w, in, routing, plan.threadsOf(static_cast<int>(k), options.threads), options.cpu_block,
+                         networkStepRunner(plan, static_cast<int>(k)), writer);
+          w.world.reset();
+        } catch (const DeviceOutOfMemory& e) {  // this batch only: the device is still usable
+          w.error = e.what();
+          w.world.reset();
+        } catch (const std::exception& e) {  // a device fault, or results that cannot be written
+          w.error = e.what();
+          return;
+        }
       }
     });
   }
   for (std::thread& t : threads) t.join();
-  for (const NetsimWorld& w : worlds) {
-    if (w.error.empty()) continue;
-    std::cerr << "multiverse: a batch of netsim variants stopped: " << w.error
-              << " (the results of the variants that finished are in " << out.string() << ")\n";
-    return kExitRunError;
+  bool stopped = false;
+  for (const std::vector<NetsimWorld>& batches : work) {
+    for (const NetsimWorld& w : batches) {
+      if (w.error.empty()) continue;
+      std::cerr << "multiverse: a batch of netsim variants stopped: " << w.error
+                << " (the results of the variants that finished are in " << out.string() << ")\n";
+      stopped = true;
+    }
   }
+  if (stopped) return kExitRunError;
   RunReport report;
-  for (const NetsimWorld& w : worlds) {
-    report.steps += w.report.steps;
-    report.wall_seconds = std::max(report.wall_seconds, w.report.wall_seconds);
-    report.status |= w.report.status;
+  for (const std::vector<NetsimWorld>& batches : work) {
+    double worker_seconds = 0;
+    for (const NetsimWorld& w : batches) {
+      report.steps += w.report.steps;
+      worker_seconds += w.report.wall_seconds;
+      report.status |= w.report.status;
+    }
+    report.wall_seconds = std::max(report.wall_seconds, worker_seconds);
   }
   if (report.status != 0u) {
     std::string why = net::pooledStorageMessage(report.status);

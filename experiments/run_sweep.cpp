@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -387,6 +388,7 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
     }
   };
   RecordQueue queue;
+  std::atomic<bool> cannot_write{false};  // results stopped being written: run no more batches
   std::vector<std::thread> threads;
   for (int w = 0; w < workers; ++w) {
     threads.emplace_back([&, w] {
@@ -405,6 +407,10 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
         };
         if (!device_fault.empty()) {
           failRest("not run: " + device_fault + " in an earlier batch of this worker (run again with --resume)");
+          continue;
+        }
+        if (cannot_write) {
+          failRest("not run: the results could not be written");
           continue;
         }
         std::vector<TrainingExperiment> xs;
@@ -427,15 +433,34 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
       queue.workerDone();
     });
   }
-  // This thread alone writes results and talks MPI, as experiments finish.
+  // This thread alone writes results and talks MPI, as experiments finish. When a write
+  // fails (a full disk), the workers finish the batches they hold and start no other; the
+  // run then stops with the error, every result written before it kept.
   std::vector<ExperimentRecord> ready;
+  std::string write_error;
   while (queue.take(workers, ready)) {
     for (const ExperimentRecord& r : ready) {
-      if (!r.result.chrome_trace.empty()) writeTrace(out, r.name, r.result.chrome_trace);
-      deliver(r);
+      if (!write_error.empty()) continue;
+      try {
+        if (!r.result.chrome_trace.empty()) writeTrace(out, r.name, r.result.chrome_trace);
+        deliver(r);
+      } catch (const std::exception& e) {
+        write_error = e.what();
+        cannot_write = true;
+      }
     }
   }
   for (std::thread& t : threads) t.join();
+  if (!write_error.empty()) {
+    std::cerr << "multiverse: results could not be written to " << out.string() << ": " << write_error
+              << "; stopped (the results written before are kept: run again with --resume)\n";
+    if (shard.root()) {
+      shard.receive(true, [](const ExperimentRecord&) {});  // other ranks finish and are not left waiting
+    } else {
+      shard.sendDone();
+    }
+    return kExitRunError;
+  }
   if (!shard.root()) {
     shard.sendDone();
     return kExitOk;

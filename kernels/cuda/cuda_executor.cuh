@@ -15,6 +15,9 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "ecs/graph.hpp"
@@ -29,6 +32,9 @@ namespace mv {
 template <class G, class WV>
 __global__ void megakernel(WV* world, int64_t max_steps, int64_t* steps_out) {
   const CudaGridPolicy policy;
+#ifndef MV_EMULATED_DEVICE
+  if (policy.rank() == 0) cuda_profile::startLaunch();
+#endif
   const int64_t k = runSteps<G>(policy, *world, max_steps);
   if (policy.rank() == 0) *steps_out = k;
 }
@@ -45,8 +51,26 @@ enum class CudaMode { kMegakernel, kKernelPerNode };
 /// Runs a world's graph on one GPU.
 class CudaExecutor {
  public:
-  explicit CudaExecutor(int device = 0, CudaMode mode = CudaMode::kMegakernel, int block_size = 256)
+  explicit CudaExecutor(int device = 0, CudaMode mode = CudaMode::kMegakernel, int block_size = defaultBlockSize())
       : device_(device), mode_(mode), block_size_(block_size) {}
+
+  /// Threads per block: 256, or MV_CUDA_BLOCK_SIZE (a multiple of 32 from 32 to 1024; a
+  /// tuning variable for developers, docs/engine.md). The megakernel's grid is as many
+  /// blocks of that size as fit on the device at once.
+  static int defaultBlockSize() {
+    static const int size = [] {
+      const char* text = std::getenv("MV_CUDA_BLOCK_SIZE");
+      if (text == nullptr) return 256;
+      char* end = nullptr;
+      const long v = std::strtol(text, &end, 10);
+      if (end == text || *end != '\0' || v < 32 || v > 1024 || v % 32 != 0) {
+        throw std::invalid_argument(std::string("MV_CUDA_BLOCK_SIZE='") + text +
+                                    "': expected a multiple of 32 from 32 to 1024");
+      }
+      return static_cast<int>(v);
+    }();
+    return size;
+  }
 
   int device() const { return device_; }
 
@@ -79,11 +103,22 @@ class CudaExecutor {
     MV_CUDA_CHECK(cudaMalloc(&steps_dev, sizeof(int64_t)));
     WV* view = dev.deviceView();
     void* args[] = {&view, &max_steps, &steps_dev};
+#ifndef MV_EMULATED_DEVICE
+    const bool profile = !cuda_profile::outputPath().empty();
+    if (profile) cuda_profile::armDevice();
+#endif
+    const auto start = std::chrono::steady_clock::now();
     MV_CUDA_CHECK(cudaLaunchCooperativeKernel(megakernel<G, WV>, grid, block, args, 0, nullptr));
     MV_CUDA_CHECK(cudaDeviceSynchronize());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     int64_t steps = 0;
     MV_CUDA_CHECK(cudaMemcpy(&steps, steps_dev, sizeof(int64_t), cudaMemcpyDeviceToHost));
     MV_CUDA_CHECK(cudaFree(steps_dev));
+#ifndef MV_EMULATED_DEVICE
+    if (profile) cuda_profile::collectDevice(steps, seconds);
+#else
+    (void)seconds;
+#endif
     return steps;
   }
 

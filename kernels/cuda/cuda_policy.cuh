@@ -11,6 +11,8 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/phase_profile.cuh"
+
 namespace mv {
 
 /// One persistent cooperative grid; barrier = grid.sync().
@@ -19,16 +21,17 @@ struct CudaGridPolicy {
   __device__ int64_t rank() const { return int64_t{blockIdx.x} * blockDim.x + threadIdx.x; }
   __device__ int64_t count() const { return int64_t{gridDim.x} * blockDim.x; }
   __device__ void barrier() const { cooperative_groups::this_grid().sync(); }
-  /// The barrier after phase `phase` of graph node `node`: the emulated device's profile
-  /// files the work before it under that name; on a GPU, a plain grid sync.
+  /// The barrier after phase `phase` of graph node `node`: a grid sync whose round the
+  /// profile (MV_EMU_PROFILE on the emulated device, MV_CUDA_PROFILE on a GPU) files under
+  /// that name.
   __device__ void barrier(const char* node, int phase) const {
 #ifdef MV_EMULATED_DEVICE
     emu::nameRound(node, phase);
-#else
-    (void)node;
-    (void)phase;
-#endif
     barrier();
+#else
+    barrier();
+    if (rank() == 0) cuda_profile::endRound(node, phase);
+#endif
   }
 };
 

@@ -37,6 +37,26 @@ for yaml in examples/netsim/incast.yaml tests/emu/data/incast_bins.yaml; do
   $compare "${pairs[@]}" > "$tmp/netsim-diff-$n.log" || { cat "$tmp/netsim-diff-$n.log"; fail=1; }
   echo "netsim $n: $(( ${#pairs[@]} / 2 )) result files compared"
 done
+# netsim on a GPU of 32 MiB: its three variants' worlds (10, 18 and 10 MB alone) do not
+# fit 90 % of it together, so they run in two batches, results unchanged; on 1 MiB none
+# fits: each variant fails alone with its bytes, exit 1.
+if MV_EMU_MEMORY=33554432 run netsim-small-gpu "$emu" netsim "$src/examples/netsim/incast.yaml" --backend cuda \
+    --out "$tmp/nsmall" --threads 2; then
+  grep -q "; 2 batches to fit the GPU's memory" "$tmp/netsim-small-gpu.log" ||
+    { echo "FAIL: a 32 MiB GPU did not cut netsim in 2 batches"; head -1 "$tmp/netsim-small-gpu.log"; fail=1; }
+  pairs=("$tmp/ncpu-incast/summary.csv" "$tmp/nsmall/summary.csv")
+  for f in "$tmp/ncpu-incast"/*/*.csv; do pairs+=("$f" "$tmp/nsmall/${f#"$tmp/ncpu-incast"/}"); done
+  $compare "${pairs[@]}" > "$tmp/netsim-small-diff.log" || { cat "$tmp/netsim-small-diff.log"; fail=1; }
+fi
+MV_EMU_MEMORY=1048576 "$emu" netsim "$src/examples/netsim/incast.yaml" --backend cuda --out "$tmp/ntiny" --threads 2 \
+  > "$tmp/ntiny.log" 2>&1
+rc=$?
+too_big=$(grep -c "stopped: CUDA error cudaErrorMemoryAllocation.*while uploading a world of [0-9]* bytes" "$tmp/ntiny.log")
+if [ $rc -ne 1 ] || [ "$too_big" != 3 ]; then
+  echo "FAIL: netsim variants larger than the GPU: exit $rc, $too_big of 3 reported with their bytes"; cat "$tmp/ntiny.log"; fail=1
+else
+  echo "ok: netsim batches cut to the GPU's memory; a variant that does not fit fails alone, with its bytes"
+fi
 ls "$tmp/nemu-incast_bins"/*/links.csv > /dev/null 2>&1 || { echo "FAIL: netsim with link_bin wrote no links.csv"; fail=1; }
 # Device memory: a GPU of 24 MiB (90 % of it for a batch) takes the 6 experiments (27 MiB by
 # the estimates) in two batches, results unchanged; on a GPU of 4 MiB no batch fits, and

@@ -71,6 +71,12 @@ expect_cmd 1 "$busy" flock "$tmp/busy/.lock" "$exe" netsim "$tmp/escape.yaml" --
 expect 0 "results in $tmp/busy" --experiments "$tmp/small.yaml" --out "$tmp/busy"
 expect 0 "1 already done" --experiments "$tmp/small.yaml" --out "$tmp/busy" --resume
 
+# Results that cannot be written (here a file where the traces' folder goes, as a full
+# disk would fail a write): exit 1 naming the folder and the cause, no crash.
+mkdir -p "$tmp/unwritable"
+: > "$tmp/unwritable/experiments"
+expect 1 "results could not be written to $tmp/unwritable:" --experiments "$tmp/small.yaml" --out "$tmp/unwritable" --trace --resume
+
 # A topology.txt whose nodes are all switches, or with a host on no switch: an error at the
 # file's line (it was a division by zero in the run).
 printf '2 2 1\n0 1\n0 1 100Gbps 1us 0\n' > "$tmp/switches.txt"
