@@ -10,7 +10,9 @@
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <vector>
 
+#include "experiments/config_reader.hpp"
 #include "experiments/estimate.hpp"
 #include "experiments/experiment_yaml.hpp"
 #include "experiments/netsim.hpp"
@@ -130,8 +132,9 @@ int runCli(int argc, char** argv) {
   std::string max_memory;
   app.add_option("--experiments", sweep_file, "Run every experiment of a sweep file (see docs/sweep.md)");
   app.add_option("--out", sweep.out, "Results folder (default results/<sweep file name>)");
-  app.add_flag("--resume", sweep.resume, "Keep the experiments the results folder already holds; run the rest");
-  app.add_flag("--force", sweep.force, "Replace the results the folder already holds");
+  CLI::Option* resume =
+      app.add_flag("--resume", sweep.resume, "Keep the experiments the results folder already holds; run the rest");
+  app.add_flag("--force", sweep.force, "Replace the results the folder already holds")->excludes(resume);
   app.add_option("--threads", sweep.threads, "CPU threads per process (default: all cores)")->check(CLI::Range(1, 1024));
   addExperimentCountOption(app, sweep.cpu_block, "--cpu-block", kCpuBlockHelp);
   addExperimentCountOption(app, sweep.batch_size, "--batch-size", kBatchSizeHelp);
@@ -164,6 +167,19 @@ int runCli(int argc, char** argv) {
   app.footer(
       "Backends in this build: " + std::string(kBackends) +
       "\nExit codes: 0 success, 1 simulation error, 2 bad command line or input.");
+  // The only words the top level takes are its commands: a misspelt one gets a hint.
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::vector<std::string> commands{"netsim", "validate"};
+    const std::string word = argv[1];
+    if (std::find(commands.begin(), commands.end(), word) == commands.end()) {
+      const std::string hint = nearestKey(word, commands);
+      std::cerr << "multiverse: error: unknown command '" << word << "'"
+                << (hint.empty() ? " (commands: netsim, validate; a sweep runs with --experiments FILE)"
+                                 : " (did you mean '" + hint + "'?)")
+                << "\nRun 'multiverse --help' for the options.\n";
+      return kExitUsageError;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -77,6 +77,12 @@ mkdir -p "$tmp/unwritable"
 : > "$tmp/unwritable/experiments"
 expect 1 "results could not be written to $tmp/unwritable:" --experiments "$tmp/small.yaml" --out "$tmp/unwritable" --trace --resume
 
+# A misspelt command gets the nearest one; --resume and --force together are refused.
+expect 2 "unknown command 'valdate' (did you mean 'validate'?)" valdate "$tmp/small.yaml"
+expect 2 "unknown command 'frob' (commands: netsim, validate;" frob
+expect 2 "--resume excludes --force" --experiments "$tmp/small.yaml" --out "$tmp/both" --resume --force
+[ ! -e "$tmp/both" ] || { echo "FAIL: a refused command line created its results folder"; fail=1; }
+
 # A topology.txt whose nodes are all switches, or with a host on no switch: an error at the
 # file's line (it was a division by zero in the run).
 printf '2 2 1\n0 1\n0 1 100Gbps 1us 0\n' > "$tmp/switches.txt"
