@@ -319,31 +319,57 @@ int64_t buildTraining(TrainWorld& world, ExpId e, const TrainingExperiment& x, c
   return colls.firstWaveFlows() + 2 * int64_t{gpus};
 }
 
-/// Chrome trace JSON of experiment e's recorded tasks: a process per rank, a thread per stream.
+/// The "args" object of a task's trace event: what it computed or moved.
+std::string traceArgs(const TaskDef& t) {
+  static const char* const kGroups[] = {"none", "tp", "pp", "dp", "ep", "expert_dp"};
+  char buf[160];
+  if (t.kind == TaskKind::kCompute) {
+    std::snprintf(buf, sizeof(buf), "{\"compute_us\":%.3f,\"tp_us\":%.3f}", static_cast<double>(t.compute_ps) * 1e-6,
+                  static_cast<double>(t.tp_ps) * 1e-6);
+  } else if (t.kind == TaskKind::kCollective) {
+    std::snprintf(buf, sizeof(buf), "{\"bytes\":%lld,\"group\":\"%s\",\"seq\":%u}", static_cast<long long>(t.bytes),
+                  kGroups[static_cast<int>(t.comm)], t.seq);
+  } else {
+    std::snprintf(buf, sizeof(buf), "{\"bytes\":%lld,\"peer_stage\":%u}", static_cast<long long>(t.bytes), t.peer_stage);
+  }
+  return buf;
+}
+
+/**
+ * Chrome trace JSON of experiment e's recorded tasks: a process per rank (pid rank + 1:
+ * Perfetto treats pid 0 as the idle process), named with its stage, TP and DP indices; a
+ * thread per stream; each task a complete event whose args say what it computed or moved.
+ */
 std::string chromeTrace(TrainWorld& world, ExpId e) {
   static const char* const kStreamNames[kStreams] = {"compute", "pp send", "pp recv", "dp"};
   auto& spans = world.table<TaskSpan>();
   auto& ranks = world.table<Rank>();
   auto& tasks = world.table<ProgramTask>();
   std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
-  char buf[256];
+  char buf[320];
   bool first = true;
   for (int64_t r = ranks.expBegin(e); r < ranks.expEnd(e); ++r) {
-    const uint32_t rank = ranks.get<RankInfo>(r).rank;
+    const RankInfo& info = ranks.get<RankInfo>(r);
+    const uint32_t pid = info.rank + 1;
+    std::snprintf(buf, sizeof(buf),
+                  "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%u,\"args\":{\"name\":\"rank %u (stage %u, tp %u, "
+                  "dp %u)\"}},\n{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%u,\"args\":{\"sort_index\":%u}}",
+                  first ? "" : ",\n", pid, info.rank, info.stage, info.tp_index, info.dp_index, pid, info.rank);
+    out += buf;
+    first = false;
     for (int s = 0; s < kStreams; ++s) {
-      std::snprintf(buf, sizeof(buf), "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%u,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
-                    first ? "" : ",\n", rank, s, kStreamNames[s]);
+      std::snprintf(buf, sizeof(buf), ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%u,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
+                    pid, s, kStreamNames[s]);
       out += buf;
-      first = false;
     }
   }
   for (int64_t row = spans.expBegin(e); row < spans.expEnd(e); ++row) {
     const TaskSpanData& d = spans.get<TaskSpanData>(row);
     const RankInfo& info = ranks.get<RankInfo>(ranks.expBegin(e) + d.rank);
     const TaskDef& t = tasks.get<TaskDef>(tasks.expBegin(e) + info.program_base + d.task);
-    std::snprintf(buf, sizeof(buf), ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%.6f,\"dur\":%.6f}",
-                  taskName(t).c_str(), d.rank, unsigned{t.stream}, static_cast<double>(d.start_ps) * 1e-6,
-                  static_cast<double>(d.end_ps - d.start_ps) * 1e-6);
+    std::snprintf(buf, sizeof(buf), ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%.6f,\"dur\":%.6f,\"args\":%s}",
+                  taskName(t).c_str(), d.rank + 1, unsigned{t.stream}, static_cast<double>(d.start_ps) * 1e-6,
+                  static_cast<double>(d.end_ps - d.start_ps) * 1e-6, traceArgs(t).c_str());
     out += buf;
   }
   out += "\n]}\n";

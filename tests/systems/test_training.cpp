@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <vector>
@@ -235,6 +236,24 @@ TEST_CASE("a Chrome trace has one complete event per task of every rank, within 
   }
   CHECK(events == static_cast<size_t>(f.rank_tasks));
   CHECK(r.chrome_trace.find("\"name\":\"compute fwd mb0 chunk0\"") != std::string::npos);
+  // Valid JSON; one named process per rank, none with pid 0 (Perfetto's idle process); every
+  // task says what it computed or moved.
+  const nlohmann::json trace = nlohmann::json::parse(r.chrome_trace);
+  size_t processes = 0;
+  size_t with_args = 0;
+  for (const nlohmann::json& ev : trace.at("traceEvents")) {
+    CHECK(ev.at("pid").get<int>() >= 1);
+    if (ev.at("name") == "process_name") {
+      ++processes;
+      CHECK(ev.at("args").at("name").get<std::string>().rfind("rank ", 0) == 0);
+    }
+    if (ev.at("ph") == "X") {
+      const nlohmann::json& args = ev.at("args");
+      with_args += args.contains("compute_us") || args.at("bytes").get<int64_t>() > 0 ? 1 : 0;
+    }
+  }
+  CHECK(processes == static_cast<size_t>(x.cluster.gpus));
+  CHECK(with_args == events);
   // Tracing does not change the result.
   SimulationOptions plain = o;
   plain.trace = false;
