@@ -13,7 +13,8 @@
 #             its timing columns (scripts/compare_results.py): they must be identical
 #   bench     mv_bench_network --backend cuda: packet-hops/s of the k=8 fat-tree at 1 to
 #             1,024 experiments, the time per experiment at 64 against one alone, and the
-#             megakernel's time per graph phase at 64 (MV_CUDA_PROFILE, docs/engine.md)
+#             megakernel's time per graph phase at 64 (MV_CUDA_PROFILE, docs/engine.md),
+#             and 1 and 64 again with rows on the grid-stride loop (MV_CUDA_SPREAD_ROWS=0)
 #   profile   ncu on the megakernel (one launch, full set) and nsys, when those tools exist
 #
 # Usage: bench/gpu_check.sh [--out DIR] [--build-dir DIR] [--steps a,b,...] [--timeout S]
@@ -183,6 +184,10 @@ if wants bench; then
   rc=$?
   verdict "mv_bench_network --backend cuda --only permutation --batches 1 64 256 1024" $rc
   excerpt "$out/bench-cuda.log" 9 >> "$report"
+  MV_CUDA_SPREAD_ROWS=0 run bench-cuda-grid-stride "$(bin bench/mv_bench_network)" --backend cuda --only permutation \
+    --batches 1 64
+  verdict "the same at 1 and 64 with systems' rows on the grid-stride loop (MV_CUDA_SPREAD_ROWS=0)" $?
+  excerpt "$out/bench-cuda-grid-stride.log" 4 >> "$report"
   run bench-cuda-a2a "$(bin bench/mv_bench_network)" --backend cuda --only all-to-all --batches 1 64
   rc=$?
   verdict "mv_bench_network --backend cuda --only all-to-all --batches 1 64" $rc

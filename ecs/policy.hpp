@@ -62,13 +62,16 @@ inline constexpr int64_t kWarpLanes = 32;
 /// warp runs L = ceil(n / W) consecutive rows on its first L lanes (L = 32 once n fills the
 /// grid, which is then parallelFor's grid-stride loop). Lanes of a warp on different paths
 /// take turns, so 32 busy rows in one warp cost about the sum of their paths; spread out,
-/// each warp pays for its own L rows only. Every row still runs exactly once.
+/// each warp pays for its own L rows only. Every row still runs exactly once. A policy
+/// whose spreadRows() is false keeps the grid-stride loop.
 MV_EXEC_CHECK_DISABLE
 template <class Policy, class F>
 MV_HD MV_INLINE void parallelForUnits(const Policy& policy, int64_t n, F&& f) {
   const int64_t count = policy.count();
   if constexpr (kGridStrideOf<Policy>) {
-    if (count % kWarpLanes == 0) {
+    bool spread = true;
+    if constexpr (requires { policy.spreadRows(); }) spread = policy.spreadRows();
+    if (spread && count % kWarpLanes == 0) {
       const int64_t warps = count / kWarpLanes;
       const int64_t per_warp = n >= count ? kWarpLanes : (n + warps - 1) / warps;
       const int64_t lane = policy.rank() % kWarpLanes;

@@ -30,8 +30,8 @@
 namespace mv {
 
 template <class G, class WV>
-__global__ void megakernel(WV* world, int64_t max_steps, int64_t* steps_out) {
-  const CudaGridPolicy policy;
+__global__ void megakernel(WV* world, int64_t max_steps, int64_t* steps_out, bool spread_rows) {
+  const CudaGridPolicy policy{spread_rows};
 #ifndef MV_EMULATED_DEVICE
   if (policy.rank() == 0) cuda_profile::startLaunch();
 #endif
@@ -58,18 +58,30 @@ class CudaExecutor {
   /// tuning variable for developers, docs/engine.md). The megakernel's grid is as many
   /// blocks of that size as fit on the device at once.
   static int defaultBlockSize() {
-    static const int size = [] {
-      const char* text = std::getenv("MV_CUDA_BLOCK_SIZE");
-      if (text == nullptr) return 256;
-      char* end = nullptr;
-      const long v = std::strtol(text, &end, 10);
-      if (end == text || *end != '\0' || v < 32 || v > 1024 || v % 32 != 0) {
-        throw std::invalid_argument(std::string("MV_CUDA_BLOCK_SIZE='") + text +
-                                    "': expected a multiple of 32 from 32 to 1024");
-      }
-      return static_cast<int>(v);
-    }();
+    static const int size = static_cast<int>(tuningVariable("MV_CUDA_BLOCK_SIZE", 256, 32, 1024, 32));
     return size;
+  }
+
+  /// Whether the megakernel spreads a system's rows over the warps (parallelForUnits):
+  /// yes, unless MV_CUDA_SPREAD_ROWS=0 (a tuning variable, to time both on one build).
+  static bool spreadRows() {
+    static const bool spread = tuningVariable("MV_CUDA_SPREAD_ROWS", 1, 0, 1, 1) != 0;
+    return spread;
+  }
+
+  /// The whole number in environment variable `name`, `fallback` when it is not set; one
+  /// outside [lo, hi] or not a multiple of `step` is an error naming the variable.
+  static long tuningVariable(const char* name, long fallback, long lo, long hi, long step) {
+    const char* text = std::getenv(name);
+    if (text == nullptr) return fallback;
+    char* end = nullptr;
+    const long v = std::strtol(text, &end, 10);
+    if (end == text || *end != '\0' || v < lo || v > hi || v % step != 0) {
+      throw std::invalid_argument(std::string(name) + "='" + text + "': expected a whole number from " +
+                                  std::to_string(lo) + " to " + std::to_string(hi) +
+                                  (step > 1 ? ", a multiple of " + std::to_string(step) : std::string()));
+    }
+    return v;
   }
 
   int device() const { return device_; }
@@ -102,7 +114,8 @@ class CudaExecutor {
     int64_t* steps_dev = nullptr;
     MV_CUDA_CHECK(cudaMalloc(&steps_dev, sizeof(int64_t)));
     WV* view = dev.deviceView();
-    void* args[] = {&view, &max_steps, &steps_dev};
+    bool spread = spreadRows();
+    void* args[] = {&view, &max_steps, &steps_dev, &spread};
 #ifndef MV_EMULATED_DEVICE
     const bool profile = !cuda_profile::outputPath().empty();
     if (profile) cuda_profile::armDevice();

@@ -18,8 +18,12 @@ namespace mv {
 /// One persistent cooperative grid; barrier = grid.sync().
 struct CudaGridPolicy {
   static constexpr bool kGridStride = true;
+  /// Whether a system's rows are spread over the warps (parallelForUnits); off, they take
+  /// the grid-stride loop (MV_CUDA_SPREAD_ROWS=0, to compare the two on one build).
+  bool spread_rows = true;
   __device__ int64_t rank() const { return int64_t{blockIdx.x} * blockDim.x + threadIdx.x; }
   __device__ int64_t count() const { return int64_t{gridDim.x} * blockDim.x; }
+  __device__ bool spreadRows() const { return spread_rows; }
   __device__ void barrier() const { cooperative_groups::this_grid().sync(); }
   /// The barrier after phase `phase` of graph node `node`: a grid sync whose round the
   /// profile (MV_EMU_PROFILE on the emulated device, MV_CUDA_PROFILE on a GPU) files under

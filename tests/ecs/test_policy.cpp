@@ -45,17 +45,19 @@ struct GridThread {
   static constexpr bool kGridStride = true;
   int64_t r;
   int64_t threads;
+  bool spread = true;
   int64_t rank() const { return r; }
   int64_t count() const { return threads; }
+  bool spreadRows() const { return spread; }
   void barrier() const {}
 };
 
 /// Runs parallelForUnits for every thread of a grid of `threads`; per row, the thread
 /// that ran it (-1: none; a row run twice fails the test).
-std::vector<int64_t> unitOwners(int64_t threads, int64_t n) {
+std::vector<int64_t> unitOwners(int64_t threads, int64_t n, bool spread = true) {
   std::vector<int64_t> owner(static_cast<size_t>(n), -1);
   for (int64_t r = 0; r < threads; ++r) {
-    parallelForUnits(GridThread{r, threads}, n, [&](int64_t i) {
+    parallelForUnits(GridThread{r, threads, spread}, n, [&](int64_t i) {
       REQUIRE(i >= 0);
       REQUIRE(i < n);
       REQUIRE(owner[static_cast<size_t>(i)] == -1);
@@ -94,6 +96,9 @@ TEST_CASE("a grid shares a system's rows over all its warps before a warp takes 
   // A grid whose size is not a whole number of warps falls back to the grid-stride loop.
   const std::vector<int64_t> odd = unitOwners(48, 5);
   CHECK(odd == std::vector<int64_t>{0, 1, 2, 3, 4});
+  // So does a policy that turns spreading off (MV_CUDA_SPREAD_ROWS=0).
+  const std::vector<int64_t> off = unitOwners(threads, 5, false);
+  CHECK(off == std::vector<int64_t>{0, 1, 2, 3, 4});
 }
 
 TEST_CASE("on the CPU a system's rows are the contiguous parts of parallelFor", "[policy]") {

@@ -37,6 +37,16 @@ for yaml in examples/netsim/incast.yaml tests/emu/data/incast_bins.yaml; do
   $compare "${pairs[@]}" > "$tmp/netsim-diff-$n.log" || { cat "$tmp/netsim-diff-$n.log"; fail=1; }
   echo "netsim $n: $(( ${#pairs[@]} / 2 )) result files compared"
 done
+# Systems' rows on the grid-stride loop instead of spread over the warps: same results; a
+# value other than 0 or 1 is an error naming the variable.
+if MV_CUDA_SPREAD_ROWS=0 run netsim-grid-stride "$emu" netsim "$src/examples/netsim/incast.yaml" --backend cuda \
+    --out "$tmp/nstride" --threads 2; then
+  $compare "$tmp/ncpu-incast/summary.csv" "$tmp/nstride/summary.csv" || fail=1
+fi
+MV_CUDA_SPREAD_ROWS=2 "$emu" netsim "$src/examples/netsim/incast.yaml" --backend cuda --out "$tmp/nbad" > "$tmp/nbad.log" 2>&1
+grep -q "MV_CUDA_SPREAD_ROWS='2': expected a whole number from 0 to 1" "$tmp/nbad.log" ||
+  { echo "FAIL: MV_CUDA_SPREAD_ROWS=2 was not refused by name"; cat "$tmp/nbad.log"; fail=1; }
+
 # netsim on a GPU of 32 MiB: its three variants' worlds (10, 18 and 10 MB alone) do not
 # fit 90 % of it together, so they run in two batches, results unchanged; on 1 MiB none
 # fits: each variant fails alone with its bytes, exit 1.
