@@ -160,6 +160,7 @@ int runCli(int argc, char** argv) {
   net->add_option("--backend", netsim.backend, "auto, cpu or cuda (default auto: cuda when a GPU is usable, else cpu)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   net->add_flag("--quiet", netsim.quiet, "Print nothing but errors");
+  net->add_flag("--force", netsim.force, "Replace the results the folder already holds");
   std::string validate_file;
   CLI::App* validate = app.add_subcommand(
       "validate", "Expand a sweep file and check every experiment without running it (see docs/sweep.md)");

@@ -506,6 +506,16 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
   }
   const std::filesystem::path out = options.out.empty() ? std::filesystem::path("results") / in.name : options.out;
   const FolderLock lock(out);  // throws FolderBusy when another run writes there: exit 1
+  if (std::filesystem::exists(out / "summary.csv")) {
+    if (!options.force) {
+      std::cerr << "multiverse: " << out.string()
+                << " already holds netsim results (summary.csv); use --force to replace them, or choose another "
+                   "output folder\n";
+      return kExitUsageError;
+    }
+    std::filesystem::remove(out / "summary.csv");
+    for (const Variant& v : in.variants) std::filesystem::remove_all(out / v.name);
+  }
   const Routing routing = computeRouting(in.topo);
   const auto workers = static_cast<uint32_t>(plan.workers());
   // Each worker's variants, in batches that fit its device (one batch on the CPU).

@@ -20,6 +20,7 @@ struct NetsimOptions {
   /// "auto" (CUDA when a GPU is usable, else the CPU), "cpu" or "cuda" (one batch per device).
   std::string backend = "auto";
   bool quiet = false;
+  bool force = false;  ///< replace the results a folder already holds (else such a folder is refused)
 };
 
 /// Runs the description in `yaml`; returns the process exit code (2 for bad input).

@@ -43,6 +43,16 @@ order=$("$exe" netsim "$src_dir/examples/netsim/incast.yaml" --out "$tmp/ok2" --
 [ "$(cut -d, -f1 "$tmp/ok2/summary.csv" | tr '\n' ' ')" = "experiment dcqcn hpcc dctcp " ] ||
   { echo "FAIL: netsim's summary is not in file order"; fail=1; }
 
+# A folder that holds netsim results is refused (exit 2, nothing touched); --force replaces
+# its results, and a stale variant folder of this input goes with them.
+before=$(md5sum < "$tmp/ok/summary.csv")
+expect 2 "already holds netsim results (summary.csv); use --force" netsim "$src_dir/examples/netsim/incast.yaml" --out "$tmp/ok"
+[ "$(md5sum < "$tmp/ok/summary.csv")" = "$before" ] || { echo "FAIL: a refused netsim run changed the results"; fail=1; }
+: > "$tmp/ok/hpcc/stale.txt"
+expect 0 "backend cpu" netsim "$src_dir/examples/netsim/incast.yaml" --out "$tmp/ok" --threads 2 --force
+[ ! -e "$tmp/ok/hpcc/stale.txt" ] && [ -s "$tmp/ok/hpcc/flows.csv" ] ||
+  { echo "FAIL: netsim --force did not replace the variant's folder"; fail=1; }
+
 # Packet storage too small for the incast: the variants start again with it doubled until
 # they fit, and give the results of the run with the default storage.
 sed 's/pfc: {enabled: true, buffer: 32MB}/pfc: {enabled: true, buffer: 32MB}\n  switch_pool_slots: 64\n  link_ring_factor: 1/' \
