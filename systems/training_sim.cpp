@@ -321,14 +321,13 @@ int64_t buildTraining(TrainWorld& world, ExpId e, const TrainingExperiment& x, c
 
 /// The "args" object of a task's trace event: what it computed or moved.
 std::string traceArgs(const TaskDef& t) {
-  static const char* const kGroups[] = {"none", "tp", "pp", "dp", "ep", "expert_dp"};
   char buf[160];
   if (t.kind == TaskKind::kCompute) {
     std::snprintf(buf, sizeof(buf), "{\"compute_us\":%.3f,\"tp_us\":%.3f}", static_cast<double>(t.compute_ps) * 1e-6,
                   static_cast<double>(t.tp_ps) * 1e-6);
   } else if (t.kind == TaskKind::kCollective) {
     std::snprintf(buf, sizeof(buf), "{\"bytes\":%lld,\"group\":\"%s\",\"seq\":%u}", static_cast<long long>(t.bytes),
-                  kGroups[static_cast<int>(t.comm)], t.seq);
+                  processGroupName(t.comm), t.seq);
   } else {
     std::snprintf(buf, sizeof(buf), "{\"bytes\":%lld,\"peer_stage\":%u}", static_cast<long long>(t.bytes), t.peer_stage);
   }

@@ -21,18 +21,6 @@ std::optional<int64_t> intOf(const ChakraNode& n, std::string_view name) {
   return a != nullptr ? a->integer() : std::nullopt;
 }
 
-/// Process-group name of a collective's group kind in the traces ("dp", "ep", "expert_dp").
-const char* processGroupName(CommKind comm) {
-  switch (comm) {
-    case CommKind::kEp:
-      return "ep";
-    case CommKind::kExpertDp:
-      return "expert_dp";
-    default:
-      return "dp";
-  }
-}
-
 ChakraCollectiveType chakraType(CollectiveOp op) {
   switch (op) {
     case CollectiveOp::kAllGather:

@@ -34,6 +34,17 @@ uint32_t& collectiveCount(StageProgram& program, CommKind comm) {
   }
 }
 
+const char* processGroupName(CommKind comm) {
+  switch (comm) {
+    case CommKind::kEp:
+      return "ep";
+    case CommKind::kExpertDp:
+      return "expert_dp";
+    default:
+      return "dp";
+  }
+}
+
 std::string taskName(const TaskDef& t) {
   static const char* const kKinds[] = {"compute", "send", "recv", "collective"};
   std::string name = kKinds[static_cast<int>(t.kind)];

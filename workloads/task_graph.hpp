@@ -137,6 +137,10 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
 /// A readable name: "compute fwd mb3 chunk0", "send bwd mb1 chunk0", "collective".
 std::string taskName(const TaskDef& task);
 
+/// Process-group name of a collective's group kind ("dp", "ep", "expert_dp"), as Chakra
+/// traces and Chrome traces name it.
+const char* processGroupName(CommKind comm);
+
 /// Adds the edges (from, to) to `program` (successor lists and dependency counts); each
 /// edge is a cross-stream wait of `to` on `from`.
 void linkProgram(StageProgram& program, std::vector<std::pair<uint32_t, uint32_t>> edges);
