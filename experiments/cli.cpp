@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -170,12 +171,17 @@ int runCli(int argc, char** argv) {
       "\nExit codes: 0 success, 1 simulation error, 2 bad command line or input.");
   // The only words the top level takes are its commands: a misspelt one gets a hint.
   if (argc > 1 && argv[1][0] != '-') {
-    const std::vector<std::string> commands{"netsim", "validate"};
+    std::vector<std::string> commands;
+    std::string listed;
+    for (const CLI::App* sub : app.get_subcommands(std::function<bool(CLI::App*)>())) {
+      commands.push_back(sub->get_name());
+      listed += (listed.empty() ? "" : ", ") + sub->get_name();
+    }
     const std::string word = argv[1];
     if (std::find(commands.begin(), commands.end(), word) == commands.end()) {
       const std::string hint = nearestKey(word, commands);
       std::cerr << "multiverse: error: unknown command '" << word << "'"
-                << (hint.empty() ? " (commands: netsim, validate; a sweep runs with --experiments FILE)"
+                << (hint.empty() ? " (commands: " + listed + "; a sweep runs with --experiments FILE)"
                                  : " (did you mean '" + hint + "'?)")
                 << "\nRun 'multiverse --help' for the options.\n";
       return kExitUsageError;
