@@ -67,7 +67,7 @@ inline constexpr int32_t kReferenceGpus = 8;
 /// Largest GPU count the intra-server model accepts.
 inline constexpr int32_t kMaxServerGpus = 8;
 /// Largest per-rank buffer `collectiveTime` accepts (16 TiB; keeps the exact arithmetic in 128 bits).
-inline constexpr int64_t kMaxCollectiveBytes = int64_t{1} << 44;
+inline constexpr int64_t kMaxCollectiveBytes = kMaxInputBytes;
 /// Capacity of a reference curve.
 inline constexpr int kMaxCurvePoints = 16;
 

@@ -8,6 +8,8 @@
 
 #include <array>
 #include <charconv>
+#include <cstdio>
+#include <iterator>
 #include <limits>
 #include <span>
 
@@ -67,8 +69,8 @@ QuantityStatus parseScaled(std::string_view token, std::span<const Unit> units, 
   return QuantityStatus::kOk;
 }
 
-constexpr std::array<Unit, 4> kSizeUnits{{{"B", 0}, {"KB", 3}, {"MB", 6}, {"GB", 9}}};
-constexpr std::array<Unit, 3> kBinarySizeUnits{{{"KiB", 10}, {"MiB", 20}, {"GiB", 30}}};
+constexpr std::array<Unit, 5> kSizeUnits{{{"B", 0}, {"KB", 3}, {"MB", 6}, {"GB", 9}, {"TB", 12}}};
+constexpr std::array<Unit, 4> kBinarySizeUnits{{{"KiB", 10}, {"MiB", 20}, {"GiB", 30}, {"TiB", 40}}};
 
 }  // namespace
 
@@ -102,7 +104,7 @@ QuantityStatus parseSize(std::string_view token, int64_t& bytes) {
 }
 
 std::string quantityError(QuantityStatus status, std::string_view token, std::string_view what) {
-  std::string units = "B, KB, MB, GB, KiB, MiB or GiB";
+  std::string units = "B, KB, MB, GB, TB, KiB, MiB, GiB or TiB";
   std::string finest = "one byte";
   if (what == "rate") {
     units = "bps, Kbps, Mbps, Gbps or Tbps";
@@ -123,6 +125,59 @@ std::string quantityError(QuantityStatus status, std::string_view token, std::st
       break;
   }
   return "bad " + std::string(what) + " '" + t + "' (expected a number with " + units + ")";
+}
+
+namespace {
+struct Scale {
+  int64_t factor;
+  const char* name;
+};
+
+/// `v` in the first of `units` (largest first) that divides it; the last unit always does.
+template <size_t N>
+std::string formatExact(int64_t v, const Scale (&units)[N]) {
+  for (const Scale& u : units) {
+    if (v % u.factor == 0) return std::to_string(v / u.factor) + u.name;
+  }
+  return std::to_string(v);
+}
+}  // namespace
+
+std::string formatDuration(int64_t ps) {
+  static constexpr Scale kUnits[] = {
+      {1'000'000'000'000, "s"}, {1'000'000'000, "ms"}, {1'000'000, "us"}, {1'000, "ns"}, {1, "ps"}};
+  return ps == 0 ? "0s" : formatExact(ps, kUnits);
+}
+
+std::string formatRate(int64_t bps) {
+  static constexpr Scale kUnits[] = {
+      {1'000'000'000'000, "Tbps"}, {1'000'000'000, "Gbps"}, {1'000'000, "Mbps"}, {1'000, "Kbps"}, {1, "bps"}};
+  return bps == 0 ? "0bps" : formatExact(bps, kUnits);
+}
+
+std::string formatSize(int64_t bytes) {
+  static constexpr Scale kUnits[] = {{int64_t{1} << 40, "TiB"}, {int64_t{1} << 30, "GiB"}, {int64_t{1} << 20, "MiB"},
+                                    {int64_t{1} << 10, "KiB"}, {1'000'000'000'000, "TB"}, {1'000'000'000, "GB"},
+                                    {1'000'000, "MB"},         {1'000, "KB"},              {1, "B"}};
+  return bytes == 0 ? "0B" : formatExact(bytes, kUnits);
+}
+
+std::string formatBytes(int64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (v >= 1024 && unit + 1 < std::size(kUnits)) {
+    v /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", v, kUnits[unit]);
+  return text;
+}
+
+std::string outOfRange(std::string_view token, int64_t v, int64_t lo, int64_t hi, std::string (*format)(int64_t)) {
+  if (v >= lo && v <= hi) return {};
+  return std::string(token) + " is out of range [" + format(lo) + ", " + format(hi) + "]";
 }
 
 }  // namespace mv

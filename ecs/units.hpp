@@ -53,6 +53,25 @@ MV_HD constexpr Picoseconds milliseconds(int64_t v) { return Picoseconds{v * 100
 MV_HD constexpr Picoseconds minTime(Picoseconds a, Picoseconds b) { return a < b ? a : b; }
 MV_HD constexpr Picoseconds maxTime(Picoseconds a, Picoseconds b) { return a < b ? b : a; }
 
+/**
+ * The engine's time horizon: every experiment's clock stops here (Outcome::kTimeLimit)
+ * unless it ends sooner. 10^17 ps is 100,000 s (about 27.8 h) of simulated time, 1/92 of
+ * int64's range, so an instant before the horizon plus any duration an input may hold
+ * (each at most the horizon, docs/sweep.md "Input limits") never wraps.
+ */
+inline constexpr int64_t kTimeHorizonPs = 100'000LL * 1000 * 1000 * 1000 * 1000;
+
+/// The longest time one compute task (an operator, a Chakra node) may take: 1,000 s.
+inline constexpr int64_t kMaxTaskPs = 1000LL * 1000 * 1000 * 1000 * 1000;
+
+/// The shortest link delay: 1 ns (the lookahead is the smallest link delay, so a shorter
+/// one makes every experiment of its batch take more, shorter steps).
+inline constexpr int64_t kMinLinkDelayPs = 1000;
+
+/// The longest latency of one step, kernel launch or link: 1 s. Link rings hold a link's
+/// rate × delay in packets, so long delays are also bounded by the memory budget.
+inline constexpr int64_t kMaxLatencyPs = 1000LL * 1000 * 1000 * 1000;
+
 /// A number of bytes.
 struct Bytes {
   int64_t count = 0;
@@ -95,6 +114,16 @@ MV_HD constexpr BitsPerSecond megabitsPerSecond(int64_t v) { return BitsPerSecon
 MV_HD constexpr BitsPerSecond gigabitsPerSecond(int64_t v) {
   return BitsPerSecond{v * 1000 * 1000 * 1000};
 }
+
+/// Link and NIC rates an input may give: 1 Mb/s to 100 Tb/s (a packet takes at least a
+/// few picoseconds on the wire, and a 16 TiB flow at the slowest rate ends inside int64).
+inline constexpr int64_t kMinRateBps = 1000LL * 1000;
+inline constexpr int64_t kMaxRateBps = 100LL * 1000 * 1000 * 1000 * 1000;
+
+/// The largest size an input may give for one transfer, flow or collective: 16 TiB
+/// (2^44 B; its bits times any in-range picoseconds per bit fit 128-bit arithmetic, and its
+/// bytes stay far inside int64 when summed over a collective's chunks).
+inline constexpr int64_t kMaxInputBytes = int64_t{1} << 44;
 
 /// Bit-picoseconds per second per byte: 8 bits/byte × 1e12 ps/s.
 inline constexpr int64_t kBitPsPerSecond = 8LL * 1000 * 1000 * 1000 * 1000;

@@ -41,7 +41,7 @@ enum class Outcome : uint32_t {
 struct ExperimentClock {
   int64_t now_ps = 0;
   int64_t lookahead_ps = 1;
-  int64_t end_ps = INT64_MAX;       ///< stop when the clock reaches this time
+  int64_t end_ps = kTimeHorizonPs;  ///< stop when the clock reaches this time
   int64_t next_wake_ps = INT64_MAX; ///< earliest pending event reported during this step
   int64_t steps = 0;
   uint64_t seed = 0;                ///< root of the experiment's random streams
@@ -170,7 +170,9 @@ class World {
     if (t.pending_capacity != 0) throw std::logic_error(std::string("table ") + A::kName + " is not static");
     if (t.rows != t.exp_begin[view_.num_exps]) throw std::logic_error("static table out of sync");
     if (t.rows > t.exp_begin[e + 1]) throw std::logic_error("static rows must be appended in experiment order");
-    if (t.rows + count > t.capacity) grow<A>(TableCapacity{(t.rows + count) * 2, 0});
+    // At least double (appends stay amortised O(1)), but no more than needed: a first large
+    // append (one experiment's packet storage) gets exactly its rows, not twice them.
+    if (t.rows + count > t.capacity) grow<A>(TableCapacity{std::max(t.rows + count, 2 * t.capacity), 0});
     const int64_t first = t.rows;
     const int64_t local0 = first - t.exp_begin[e];
     for (int64_t i = 0; i < count; ++i) {

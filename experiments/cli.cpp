@@ -30,16 +30,17 @@ namespace {
 
 /// `multiverse validate`: expands the sweep, reads every experiment, reports every problem
 /// (exit 2) or the experiment count and a memory estimate (exit 0).
-int runValidate(const std::filesystem::path& file) {
+int runValidate(const std::filesystem::path& file, int64_t max_memory) {
   Diagnostics diags;
   const Sweep sweep = readSweep(file, diags);
   std::vector<TrainingExperiment> xs;
   if (diags.empty()) readExperiments(sweep, diags, [&](TrainingExperiment&& x) { xs.push_back(std::move(x)); });
-  MemoryMeter meter;
+  const int64_t budget = max_memory > 0 ? max_memory : defaultMemoryBudget();
+  MemoryMeter meter(false, budget);
   int64_t total = 0;
   int64_t largest = 0;
   if (diags.empty()) {
-    for (const MemoryEstimate& m : measureSweep(sweep, xs, meter, diags)) {
+    for (const MemoryEstimate& m : measureSweep(sweep, xs, meter, budget, diags)) {
       total += m.total;
       largest = std::max(largest, m.total);
     }
@@ -101,6 +102,25 @@ CLI::Validator autoOrCount(int64_t lo, int64_t hi, const std::string& what) {
       "auto|" + std::to_string(lo) + ".." + std::to_string(hi));
 }
 
+/// Help text of `--max-memory`.
+constexpr const char* kMaxMemoryHelp =
+    "Simulation memory of the batches in memory at once, e.g. 8GiB (default: half the RAM); one experiment that "
+    "needs more is refused";
+
+/// Adds `--max-memory SIZE` to `app`, parsed into `bytes` (checked: a positive size).
+void addMaxMemoryOption(CLI::App& app, int64_t& bytes) {
+  app.add_option_function<std::string>(
+         "--max-memory", [&bytes](const std::string& v) { parseSize(v, bytes); }, kMaxMemoryHelp)
+      ->check(
+          [](const std::string& v) {
+            int64_t b = 0;
+            const QuantityStatus st = parseSize(v, b);
+            if (st != QuantityStatus::kOk) return quantityError(st, v, "size");
+            return b > 0 ? std::string() : std::string("must be positive");
+          },
+          "SIZE");
+}
+
 /// -1 for "auto", else the number (already checked by autoOrCount).
 int64_t autoOrCountValue(const std::string& v) {
   return v == "auto" ? -1 : std::stoll(v);
@@ -130,7 +150,6 @@ int runCli(int argc, char** argv) {
       ->check(CLI::IsMember({"text", "dot"}));
   std::string sweep_file;
   SweepOptions sweep;
-  std::string max_memory;
   app.add_option("--experiments", sweep_file, "Run every experiment of a sweep file (see docs/sweep.md)");
   app.add_option("--out", sweep.out, "Results folder (default results/<sweep file name>)");
   CLI::Option* resume =
@@ -144,7 +163,7 @@ int runCli(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_option("--devices", sweep.devices, "CUDA devices to spread the experiments over (default: all usable)")
       ->check(CLI::Range(1, 1024));
-  app.add_option("--max-memory", max_memory, "Simulation memory per batch, e.g. 8GiB (default: half the RAM)");
+  addMaxMemoryOption(app, sweep.max_memory);
   app.add_option("--top", sweep.top, "Rows of the closing table (0 = all; default 10)")->check(CLI::Range(0, 1000000));
   app.add_option("--rank-by", sweep.rank_by, "Closing table order: iteration, mfu, tokens or memory")
       ->check(CLI::IsMember({"iteration", "mfu", "tokens", "memory"}));
@@ -162,10 +181,13 @@ int runCli(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   net->add_flag("--quiet", netsim.quiet, "Print nothing but errors");
   net->add_flag("--force", netsim.force, "Replace the results the folder already holds");
+  addMaxMemoryOption(*net, netsim.max_memory);
   std::string validate_file;
   CLI::App* validate = app.add_subcommand(
       "validate", "Expand a sweep file and check every experiment without running it (see docs/sweep.md)");
   validate->add_option("sweep", validate_file, "sweep.yaml: base, sweep, zip, constraints")->required();
+  int64_t validate_memory = 0;
+  addMaxMemoryOption(*validate, validate_memory);
   app.footer(
       "Backends in this build: " + std::string(kBackends) +
       "\nExit codes: 0 success, 1 simulation error, 2 bad command line or input.");
@@ -203,14 +225,6 @@ int runCli(int argc, char** argv) {
     std::cout << describeTrainingGraph(dump_graph == "dot");
     return kExitOk;
   }
-  if (!max_memory.empty()) {
-    const QuantityStatus st = parseSize(max_memory, sweep.max_memory);
-    if (st != QuantityStatus::kOk || sweep.max_memory <= 0) {
-      std::cerr << "multiverse: error: --max-memory: "
-                << (st != QuantityStatus::kOk ? quantityError(st, max_memory, "size") : "must be positive") << "\n";
-      return kExitUsageError;
-    }
-  }
   if (!sweep_file.empty()) {
     try {
       return runSweep(sweep_file, sweep);
@@ -221,7 +235,7 @@ int runCli(int argc, char** argv) {
   }
   if (validate->parsed() || net->parsed()) {
     try {
-      return validate->parsed() ? runValidate(validate_file) : runNetsim(netsim_file, netsim);
+      return validate->parsed() ? runValidate(validate_file, validate_memory) : runNetsim(netsim_file, netsim);
     } catch (const std::exception& e) {
       std::cerr << "multiverse: error: " << e.what() << "\n";
       return kExitRunError;

@@ -196,9 +196,11 @@ int ConfigReader::choice(const std::string& key, int fallback, const std::vector
 }
 
 namespace {
+/// The quantity at `key` (parsed by `parse`, written back by `format`), checked against
+/// [lo, hi]; `fallback` when absent or wrong, with a diagnostic when wrong.
 template <class Parse>
 int64_t quantity(const ConfigReader& r, bool found, const std::string& key, const std::string& s, int64_t fallback,
-                 const char* what, Parse parse) {
+                 const char* what, int64_t lo, int64_t hi, Parse parse, std::string (*format)(int64_t)) {
   if (!found) return fallback;
   int64_t v = 0;
   const QuantityStatus status = parse(s, v);
@@ -206,31 +208,40 @@ int64_t quantity(const ConfigReader& r, bool found, const std::string& key, cons
     r.error(key, quantityError(status, s, what));
     return fallback;
   }
-  if (v <= 0) {
+  if (v <= 0 && lo > 0) {
     r.error(key, std::string(what) + " must be positive");
+    return fallback;
+  }
+  if (const std::string range = outOfRange(s, v, lo, hi, format); !range.empty()) {
+    r.error(key, range);
     return fallback;
   }
   return v;
 }
 }  // namespace
 
-int64_t ConfigReader::rateBps(const std::string& key, int64_t fallback) const {
+int64_t ConfigReader::rateBps(const std::string& key, int64_t fallback, int64_t lo, int64_t hi) const {
   std::string s;
   const bool found = scalar(key, s);
-  return quantity(*this, found, key, s, fallback, "rate", [](std::string_view t, int64_t& v) { return parseRate(t, v); });
+  return quantity(
+      *this, found, key, s, fallback, "rate", lo, hi, [](std::string_view t, int64_t& v) { return parseRate(t, v); },
+      formatRate);
 }
 
-int64_t ConfigReader::durationPs(const std::string& key, int64_t fallback) const {
+int64_t ConfigReader::durationPs(const std::string& key, int64_t fallback, int64_t lo, int64_t hi) const {
   std::string s;
   const bool found = scalar(key, s);
-  return quantity(*this, found, key, s, fallback, "time",
-                  [](std::string_view t, int64_t& v) { return parseDuration(t, v); });
+  return quantity(
+      *this, found, key, s, fallback, "time", lo, hi,
+      [](std::string_view t, int64_t& v) { return parseDuration(t, v); }, formatDuration);
 }
 
-int64_t ConfigReader::sizeBytes(const std::string& key, int64_t fallback) const {
+int64_t ConfigReader::sizeBytes(const std::string& key, int64_t fallback, int64_t lo, int64_t hi) const {
   std::string s;
   const bool found = scalar(key, s);
-  return quantity(*this, found, key, s, fallback, "size", [](std::string_view t, int64_t& v) { return parseSize(t, v); });
+  return quantity(
+      *this, found, key, s, fallback, "size", lo, hi, [](std::string_view t, int64_t& v) { return parseSize(t, v); },
+      formatSize);
 }
 
 }  // namespace mv

@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ecs/units.hpp"
+
 namespace mv {
 
 /// One problem in an input file.
@@ -68,9 +70,12 @@ class ConfigReader {
   std::string text(const std::string& key, const std::string& fallback) const;
   /// One of `choices`; returns its index (fallback index when absent).
   int choice(const std::string& key, int fallback, const std::vector<std::string>& choices) const;
-  int64_t rateBps(const std::string& key, int64_t fallback) const;
-  int64_t durationPs(const std::string& key, int64_t fallback) const;
-  int64_t sizeBytes(const std::string& key, int64_t fallback) const;
+  /// A rate in [lo, hi] b/s (the engine's rate range by default).
+  int64_t rateBps(const std::string& key, int64_t fallback, int64_t lo = kMinRateBps, int64_t hi = kMaxRateBps) const;
+  /// A time in [lo, hi] ps ("must be positive" when lo > 0 and it is 0).
+  int64_t durationPs(const std::string& key, int64_t fallback, int64_t lo, int64_t hi) const;
+  /// A size in [lo, hi] bytes ("must be positive" when lo > 0 and it is 0).
+  int64_t sizeBytes(const std::string& key, int64_t fallback, int64_t lo, int64_t hi) const;
 
   /// Records a problem at `key` (or at this mapping when key is empty).
   void error(const std::string& key, const std::string& message) const;

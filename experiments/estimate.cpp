@@ -4,8 +4,7 @@
  */
 #include "experiments/estimate.hpp"
 
-#include <cstdio>
-#include <iterator>
+#include <unistd.h>
 
 #include "systems/training_sim.hpp"
 
@@ -17,6 +16,7 @@ MemoryEstimate MemoryMeter::measure(const ExpandedExperiment& expanded, const Tr
   if (fresh) {
     SimulationOptions options;
     options.trace = trace_;
+    options.memory_budget = budget_;
     const TrainingFootprint f = measureFootprint(x, options);
     it->second = MemoryEstimate{
         .training = static_cast<int64_t>(f.program_bytes + f.rank_bytes + f.collective_bytes),
@@ -29,7 +29,7 @@ MemoryEstimate MemoryMeter::measure(const ExpandedExperiment& expanded, const Tr
 }
 
 std::vector<MemoryEstimate> measureSweep(const Sweep& sweep, const std::vector<TrainingExperiment>& xs,
-                                         MemoryMeter& meter, Diagnostics& diags) {
+                                         MemoryMeter& meter, int64_t budget, Diagnostics& diags) {
   std::vector<MemoryEstimate> out(xs.size());
   for (size_t i = 0; i < xs.size(); ++i) {
     try {
@@ -37,21 +37,20 @@ std::vector<MemoryEstimate> measureSweep(const Sweep& sweep, const std::vector<T
     } catch (const TrainingError& e) {
       diags.add(Diagnostic{sweep.file.string(), 0, "", e.what()});
     }
+    if (budget > 0 && out[i].total > budget) {
+      diags.add(Diagnostic{sweep.file.string(), 0, "",
+                           "experiment '" + xs[i].name + "' needs " + formatBytes(out[i].total) +
+                               " of simulation memory, more than the memory budget of " + formatBytes(budget) +
+                               " (--max-memory; default half the RAM)"});
+    }
   }
   return out;
 }
 
-std::string formatBytes(int64_t bytes) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double v = static_cast<double>(bytes);
-  size_t unit = 0;
-  while (v >= 1024 && unit + 1 < std::size(kUnits)) {
-    v /= 1024;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", v, kUnits[unit]);
-  return text;
+int64_t defaultMemoryBudget() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page / 2 : int64_t{4} << 30;
 }
 
 }  // namespace mv

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ecs/quantity.hpp"
 #include "experiments/config_reader.hpp"
 #include "experiments/sweep.hpp"
 #include "systems/training_spec.hpp"
@@ -30,8 +31,10 @@ struct MemoryEstimate {
 /// Measures experiments, one build per distinct configuration (sizingKey).
 class MemoryMeter {
  public:
-  /// `trace`: the run records Chrome traces (their spans are counted).
-  explicit MemoryMeter(bool trace = false) : trace_(trace) {}
+  /// `trace`: the run records Chrome traces (their spans are counted). `budget`: the bytes
+  /// one experiment may take (--max-memory); a packet network whose storage alone needs
+  /// more is refused before it is built (0: no limit).
+  explicit MemoryMeter(bool trace = false, int64_t budget = 0) : trace_(trace), budget_(budget) {}
 
   /// The memory of `x`, read from `expanded`; zero when it does not fit in its GPUs'
   /// memory (it is reported as out of memory, not simulated).
@@ -42,19 +45,21 @@ class MemoryMeter {
 
  private:
   bool trace_;
+  int64_t budget_;
   int64_t builds_ = 0;
   std::unordered_map<std::string, MemoryEstimate> by_key_;
 };
 
 /**
  * Measures experiment i of `xs`, read from `sweep.experiments[i]`, for every i. A build
- * that fails (a limit only building finds, such as tasks per stage) becomes a diagnostic
- * on the sweep file naming the experiment, and its estimate stays zero.
+ * that fails (a limit only building finds, such as tasks per stage) and an experiment that
+ * needs more than `budget` bytes (when positive) become diagnostics on the sweep file
+ * naming the experiment; a failed build's estimate stays zero.
  */
 std::vector<MemoryEstimate> measureSweep(const Sweep& sweep, const std::vector<TrainingExperiment>& xs,
-                                         MemoryMeter& meter, Diagnostics& diags);
+                                         MemoryMeter& meter, int64_t budget, Diagnostics& diags);
 
-/// `bytes` for people: "512 B", "3.2 KiB", "1.5 GiB".
-std::string formatBytes(int64_t bytes);
+/// The default memory budget: half the machine's RAM.
+int64_t defaultMemoryBudget();
 
 }  // namespace mv

@@ -23,9 +23,11 @@
 #include "ecs/device_fault.hpp"
 #include "ecs/input_file.hpp"
 #include "ecs/policy.hpp"
+#include "ecs/quantity.hpp"
 #include "experiments/backend.hpp"
 #include "experiments/cli.hpp"
 #include "experiments/config_reader.hpp"
+#include "experiments/estimate.hpp"
 #include "experiments/network_yaml.hpp"
 #include "experiments/results.hpp"
 #include "experiments/sweep.hpp"
@@ -54,6 +56,8 @@ struct NetsimInput {
   std::vector<FlowLine> flows;
   std::vector<Variant> variants;
   int64_t lookahead_ps = 0;
+  Routing routing;            ///< of `topo`, once it is valid
+  int64_t memory_budget = 0;  ///< bytes one variant's world may take (--max-memory)
 };
 
 const char* ccName(net::CcKind cc) {
@@ -66,9 +70,35 @@ const char* ccName(net::CcKind cc) {
   return "?";
 }
 
-/// Reads and checks the whole input; every problem goes to `diags`.
-NetsimInput readInput(const std::filesystem::path& yaml, Diagnostics& diags) {
+/// The lookahead of every experiment of `in`: the smallest link delay, or the file's
+/// `lookahead` when smaller.
+int64_t lookaheadOf(const NetsimInput& in) {
+  int64_t min_delay = INT64_MAX;
+  for (const TopoLink& l : in.topo.links()) min_delay = std::min(min_delay, l.delay.ps);
+  return in.lookahead_ps > 0 ? std::min(in.lookahead_ps, min_delay) : min_delay;
+}
+
+/// Why variant `v` cannot be built within `in.memory_budget` with configuration `cfg` (its
+/// packet storage, counted before anything is allocated), or "".
+std::string storageProblem(const NetsimInput& in, const Variant& v, const net::NetworkConfig& cfg) {
+  const net::NetworkLayout layout = makeNetworkLayout(in.topo, in.routing, cfg.payload_bytes);
+  const net::PacketStorage st = net::packetStorage(layout, cfg, lookaheadOf(in));
+  const int64_t bytes = net::packetStorageBytes<net::NetWorld>(st, cfg);
+  if (st.link_slots <= net::kMaxLinkSlots && bytes <= in.memory_budget) return "";
+  return "experiment '" + v.name + "': its packet storage would take " + formatBytes(bytes) + " (" +
+         std::to_string(st.link_slots) + " link-ring slots: every link holds rate x delay in packets, times " +
+         "link_ring_factor " + std::to_string(cfg.link_ring_factor) + ")" +
+         (st.link_slots > net::kMaxLinkSlots
+              ? ", more slots than 2^32 - 1"
+              : ", more than the memory budget of " + formatBytes(in.memory_budget) + " (--max-memory)") +
+         "; shorten the link delays or slow the links";
+}
+
+/// Reads and checks the whole input; every problem goes to `diags`. `budget`: the bytes one
+/// variant's world may take.
+NetsimInput readInput(const std::filesystem::path& yaml, int64_t budget, Diagnostics& diags) {
   NetsimInput in;
+  in.memory_budget = budget;
   const InputFile input = readInputFile(yaml);
   if (!input.ok()) {
     diags.add(Diagnostic{yaml.string(), 0, "", "cannot open the file: " + input.problem});
@@ -91,7 +121,7 @@ NetsimInput readInput(const std::filesystem::path& yaml, Diagnostics& diags) {
   r.allowOnly({"name", "seed", "topology", "network", "flows", "experiments", "lookahead"});
   in.name = safeName(r.text("name", yaml.stem().string()));  // a folder name: never a path
   const auto seed = static_cast<uint64_t>(r.integer("seed", 1, 0, INT64_MAX));
-  in.lookahead_ps = r.has("lookahead") ? r.durationPs("lookahead", 0) : 0;
+  in.lookahead_ps = r.has("lookahead") ? r.durationPs("lookahead", 0, 1, kMaxLatencyPs) : 0;
   if (!r.has("topology")) r.error("topology", "missing: the network to simulate");
   in.topo = readTopology(r.child("topology"), dir);
   const net::NetworkConfig base = readNetworkConfig(r.child("network"), net::NetworkConfig{});
@@ -101,9 +131,12 @@ NetsimInput readInput(const std::filesystem::path& yaml, Diagnostics& diags) {
     in.flows = readFlowFile(dir / r.text("flows", ""), in.topo, diags);
     if (in.flows.empty() && diags.empty()) r.error("flows", "the flow list is empty");
   }
+  bool routed = false;
   if (in.topo.nodeCount() > 0) {  // a topology was built: it must have NICs, each on a switch
     try {
       validateTopology(in.topo, 2);
+      in.routing = computeRouting(in.topo);
+      routed = true;
     } catch (const TopologyError& e) {
       r.error("topology", e.what());
     }
@@ -133,12 +166,21 @@ NetsimInput readInput(const std::filesystem::path& yaml, Diagnostics& diags) {
   if (in.topo.linkCount() > 0) {
     int64_t min_delay = INT64_MAX;
     for (const TopoLink& l : in.topo.links()) min_delay = std::min(min_delay, l.delay.ps);
-    const int64_t lookahead = in.lookahead_ps > 0 ? std::min(in.lookahead_ps, min_delay) : min_delay;
+    if (in.lookahead_ps > min_delay) {
+      r.error("lookahead", formatDuration(in.lookahead_ps) + " is longer than the smallest link delay (" +
+                               formatDuration(min_delay) + "): packets would arrive inside the step that sent them");
+    }
+    const int64_t lookahead = lookaheadOf(in);
     for (const Variant& v : in.variants) {
       if (v.cfg.link_bin_ps > 0 && v.cfg.link_bin_ps < lookahead) {
         r.error("network", "experiment '" + v.name + "': link_bin must be at least the lookahead (" +
                                std::to_string(lookahead) + " ps)");
       }
+    }
+  }
+  if (routed) {
+    for (const Variant& v : in.variants) {
+      if (const std::string problem = storageProblem(in, v, v.cfg); !problem.empty()) r.error("topology", problem);
     }
   }
   return in;
@@ -194,16 +236,25 @@ constexpr int64_t kChunkSteps = 256;
 std::unique_ptr<net::NetWorld> buildNetsimWorld(const NetsimInput& in, const Routing& routing, const NetsimWorld& w) {
   const auto count = static_cast<uint32_t>(w.variants.size());
   auto world = std::make_unique<net::NetWorld>(count, TableCapacity{1024, 1024});
+  const int64_t lookahead = lookaheadOf(in);
+  std::vector<net::NetworkLayout> layouts;
+  net::PacketStorage all;
+  net::PacketStorage hpcc;
+  for (ExpId e = 0; e < count; ++e) {
+    layouts.push_back(makeNetworkLayout(in.topo, routing, w.cfgs[e].payload_bytes));
+    const net::PacketStorage st = net::packetStorage(layouts.back(), w.cfgs[e], lookahead);
+    all += st;
+    if (w.cfgs[e].cc == net::CcKind::kHpcc) hpcc += st;
+  }
+  net::reservePacketStorage(*world, all, false);
+  net::reservePacketStorage(*world, hpcc, true);
   for (ExpId e = 0; e < count; ++e) {
     const Variant& v = in.variants[w.variants[e]];
-    const net::NetworkLayout layout = makeNetworkLayout(in.topo, routing, v.cfg.payload_bytes);
-    const int64_t lookahead =
-        in.lookahead_ps > 0 ? std::min(in.lookahead_ps, layout.min_delay_ps) : layout.min_delay_ps;
-    world->config(e).net = net::pathQuantities(layout, w.cfgs[e]);
+    world->config(e).net = net::pathQuantities(layouts[e], w.cfgs[e]);
     world->clock(e).lookahead_ps = lookahead;
     world->clock(e).seed = v.seed;
     world->clock(e).stable_id = w.variants[e];  // the variant's index: its random streams do not depend on the worker
-    net::buildNetwork(*world, e, layout, w.cfgs[e], lookahead);
+    net::buildNetwork(*world, e, layouts[e], w.cfgs[e], lookahead);
   }
   for (ExpId e = 0; e < count; ++e) {
     for (uint32_t i = 0; i < in.flows.size(); ++i) {
@@ -310,6 +361,10 @@ class NetsimWriter {
                   v.name.c_str(), ccName(v.cfg.cc), fs.slowdowns.size(), in_.flows.size(),
                   static_cast<double>(fs.last) * 1e-6, fs.mean, fs.p99, static_cast<long>(c.drops),
                   static_cast<long>(c.pauses));
+      if (world.clock(e).outcome == Outcome::kTimeLimit) {
+        std::printf("  %-16s stopped at the engine's time horizon (%s simulated) with flows unfinished\n",
+                    v.name.c_str(), formatDuration(kTimeHorizonPs).c_str());
+      }
       std::fflush(stdout);
     }
   }
@@ -466,6 +521,9 @@ void runNetsimWorld(NetsimWorld& w, const NetsimInput& in, const Routing& routin
       net::NetworkConfig cfg = w.cfgs[e];
       const bool ran_out = net::experimentCounters(*w.world, e).overflow > 0;
       if (ran_out && !net::growPooledStorage(r.status, cfg)) return;  // at a limit: the error stands
+      if (const std::string problem = storageProblem(in, in.variants[w.variants[e]], cfg); !problem.empty()) {
+        throw std::runtime_error("its packet storage ran out, and doubling it is refused: " + problem);
+      }
       again.variants.push_back(w.variants[e]);
       again.cfgs.push_back(cfg);
     }
@@ -487,7 +545,7 @@ std::string describeNetworkGraph(bool dot) {
 
 int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
   Diagnostics diags;
-  const NetsimInput in = readInput(yaml, diags);
+  const NetsimInput in = readInput(yaml, options.max_memory > 0 ? options.max_memory : defaultMemoryBudget(), diags);
   const auto n = static_cast<uint32_t>(in.variants.size());
   BackendPlan plan = planBackend(options.backend, 0, usableCudaDevices(), cudaBackendBuilt());
   if (!plan.error.empty()) diags.add(Diagnostic{"", 0, "--backend", plan.error});
@@ -516,7 +574,7 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
     std::filesystem::remove(out / "summary.csv");
     for (const Variant& v : in.variants) std::filesystem::remove_all(out / v.name);
   }
-  const Routing routing = computeRouting(in.topo);
+  const Routing& routing = in.routing;
   const auto workers = static_cast<uint32_t>(plan.workers());
   // Each worker's variants, in batches that fit its device (one batch on the CPU).
   std::vector<std::vector<NetsimWorld>> work(workers);

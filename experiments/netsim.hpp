@@ -21,6 +21,9 @@ struct NetsimOptions {
   std::string backend = "auto";
   bool quiet = false;
   bool force = false;  ///< replace the results a folder already holds (else such a folder is refused)
+  /// Bytes one variant's world may take (0: half the RAM); a variant whose packet storage
+  /// needs more is refused before anything is built.
+  int64_t max_memory = 0;
 };
 
 /// Runs the description in `yaml`; returns the process exit code (2 for bad input).

@@ -10,6 +10,7 @@
 #include "ecs/input_file.hpp"
 #include "ecs/quantity.hpp"
 #include "topologies/generators.hpp"
+#include "topologies/routing.hpp"
 
 namespace mv {
 
@@ -24,30 +25,30 @@ net::NetworkConfig readNetworkConfig(const ConfigReader& r, const net::NetworkCo
   if (r.has("ack_high_priority")) {
     c.ack_priority = r.boolean("ack_high_priority", true) ? net::AckPriority::kHigh : net::AckPriority::kData;
   }
-  c.nack_interval_ps = r.durationPs("nack_interval", c.nack_interval_ps);
-  c.rto_ps = r.durationPs("rto", c.rto_ps);
+  c.nack_interval_ps = r.durationPs("nack_interval", c.nack_interval_ps, 1, kMaxLatencyPs);
+  c.rto_ps = r.durationPs("rto", c.rto_ps, 1, kTimeHorizonPs);
   c.window = r.boolean("window", c.window);
   c.switch_pool_slots = static_cast<int32_t>(r.integer("switch_pool_slots", c.switch_pool_slots, 64, net::kMaxSwitchPoolSlots));
   c.link_ring_factor = static_cast<int32_t>(r.integer("link_ring_factor", c.link_ring_factor, 1, net::kMaxLinkRingFactor));
   c.nic_control_slots = static_cast<int32_t>(r.integer("nic_control_slots", c.nic_control_slots, 4, net::kMaxNicControlSlots));
-  c.link_bin_ps = r.has("link_bin") ? r.durationPs("link_bin", 0) : c.link_bin_ps;
+  c.link_bin_ps = r.has("link_bin") ? r.durationPs("link_bin", 0, 1, kTimeHorizonPs) : c.link_bin_ps;
   c.whole_ns = r.boolean("whole_ns", c.whole_ns);
 
   const ConfigReader pfc = r.child("pfc");
   pfc.allowOnly({"enabled", "buffer", "reserve", "resume_offset", "headroom_rtts", "dynamic_threshold", "static_xoff"});
   c.pfc.enabled = pfc.boolean("enabled", c.pfc.enabled);
-  c.pfc.buffer_bytes = pfc.sizeBytes("buffer", c.pfc.buffer_bytes);
-  c.pfc.reserve_bytes = pfc.sizeBytes("reserve", c.pfc.reserve_bytes);
-  c.pfc.resume_offset_bytes = pfc.sizeBytes("resume_offset", c.pfc.resume_offset_bytes);
+  c.pfc.buffer_bytes = pfc.sizeBytes("buffer", c.pfc.buffer_bytes, 1, kMaxInputBytes);
+  c.pfc.reserve_bytes = pfc.sizeBytes("reserve", c.pfc.reserve_bytes, 1, kMaxInputBytes);
+  c.pfc.resume_offset_bytes = pfc.sizeBytes("resume_offset", c.pfc.resume_offset_bytes, 1, kMaxInputBytes);
   c.pfc.headroom_rtts = static_cast<int32_t>(pfc.integer("headroom_rtts", c.pfc.headroom_rtts, 0, 100));
   c.pfc.dynamic_threshold = pfc.boolean("dynamic_threshold", c.pfc.dynamic_threshold);
-  c.pfc.static_xoff_bytes = pfc.sizeBytes("static_xoff", c.pfc.static_xoff_bytes);
+  c.pfc.static_xoff_bytes = pfc.sizeBytes("static_xoff", c.pfc.static_xoff_bytes, 1, kMaxInputBytes);
 
   const ConfigReader ecn = r.child("ecn");
   ecn.allowOnly({"enabled", "kmin_per_25g", "kmax_per_25g", "pmax"});
   c.ecn.enabled = ecn.boolean("enabled", c.ecn.enabled);
-  c.ecn.kmin_per_25g_bytes = ecn.sizeBytes("kmin_per_25g", c.ecn.kmin_per_25g_bytes);
-  c.ecn.kmax_per_25g_bytes = ecn.sizeBytes("kmax_per_25g", c.ecn.kmax_per_25g_bytes);
+  c.ecn.kmin_per_25g_bytes = ecn.sizeBytes("kmin_per_25g", c.ecn.kmin_per_25g_bytes, 1, kMaxInputBytes);
+  c.ecn.kmax_per_25g_bytes = ecn.sizeBytes("kmax_per_25g", c.ecn.kmax_per_25g_bytes, 1, kMaxInputBytes);
   c.ecn.pmax = ecn.real("pmax", c.ecn.pmax, 0.0, 1.0);
   if (c.ecn.kmax_per_25g_bytes <= c.ecn.kmin_per_25g_bytes) ecn.error("kmax_per_25g", "must exceed kmin_per_25g");
 
@@ -55,38 +56,38 @@ net::NetworkConfig readNetworkConfig(const ConfigReader& r, const net::NetworkCo
   dq.allowOnly({"g", "alpha_interval", "decrease_interval", "increase_interval", "fast_recovery_stages", "rai_per_25g",
                 "rhai_per_25g", "rmin", "clamp_target_rate"});
   c.dcqcn.g = dq.real("g", c.dcqcn.g, 0.0, 1.0);
-  c.dcqcn.alpha_interval_ps = dq.durationPs("alpha_interval", c.dcqcn.alpha_interval_ps);
-  c.dcqcn.decrease_interval_ps = dq.durationPs("decrease_interval", c.dcqcn.decrease_interval_ps);
-  c.dcqcn.increase_interval_ps = dq.durationPs("increase_interval", c.dcqcn.increase_interval_ps);
+  c.dcqcn.alpha_interval_ps = dq.durationPs("alpha_interval", c.dcqcn.alpha_interval_ps, 1, kMaxLatencyPs);
+  c.dcqcn.decrease_interval_ps = dq.durationPs("decrease_interval", c.dcqcn.decrease_interval_ps, 1, kMaxLatencyPs);
+  c.dcqcn.increase_interval_ps = dq.durationPs("increase_interval", c.dcqcn.increase_interval_ps, 1, kMaxLatencyPs);
   c.dcqcn.fast_recovery_stages = static_cast<uint32_t>(dq.integer("fast_recovery_stages", c.dcqcn.fast_recovery_stages, 0, 100));
-  c.dcqcn.rai_per_25g_bps = dq.rateBps("rai_per_25g", c.dcqcn.rai_per_25g_bps);
-  c.dcqcn.rhai_per_25g_bps = dq.rateBps("rhai_per_25g", c.dcqcn.rhai_per_25g_bps);
-  c.dcqcn.rmin_bps = dq.rateBps("rmin", c.dcqcn.rmin_bps);
+  c.dcqcn.rai_per_25g_bps = dq.rateBps("rai_per_25g", c.dcqcn.rai_per_25g_bps, 1, kMaxRateBps);
+  c.dcqcn.rhai_per_25g_bps = dq.rateBps("rhai_per_25g", c.dcqcn.rhai_per_25g_bps, 1, kMaxRateBps);
+  c.dcqcn.rmin_bps = dq.rateBps("rmin", c.dcqcn.rmin_bps, 1, kMaxRateBps);
   c.dcqcn.clamp_target_rate = dq.boolean("clamp_target_rate", c.dcqcn.clamp_target_rate);
 
   const ConfigReader hp = r.child("hpcc");
   hp.allowOnly({"eta", "max_stage", "rai", "rmin", "base_rtt"});
   c.hpcc.eta = hp.real("eta", c.hpcc.eta, 0.01, 1.0);
   c.hpcc.max_stage = static_cast<uint32_t>(hp.integer("max_stage", c.hpcc.max_stage, 0, 100));
-  c.hpcc.rai_bps = hp.rateBps("rai", c.hpcc.rai_bps);
-  c.hpcc.rmin_bps = hp.rateBps("rmin", c.hpcc.rmin_bps);
-  c.hpcc.base_rtt_ps = hp.durationPs("base_rtt", c.hpcc.base_rtt_ps);
+  c.hpcc.rai_bps = hp.rateBps("rai", c.hpcc.rai_bps, 1, kMaxRateBps);
+  c.hpcc.rmin_bps = hp.rateBps("rmin", c.hpcc.rmin_bps, 1, kMaxRateBps);
+  c.hpcc.base_rtt_ps = hp.durationPs("base_rtt", c.hpcc.base_rtt_ps, 1, kMaxLatencyPs);
 
   const ConfigReader dc = r.child("dctcp");
   dc.allowOnly({"g", "rai", "rmin", "k_per_10g"});
   c.dctcp.g = dc.real("g", c.dctcp.g, 0.0, 1.0);
-  c.dctcp.rai_bps = dc.rateBps("rai", c.dctcp.rai_bps);
-  c.dctcp.rmin_bps = dc.rateBps("rmin", c.dctcp.rmin_bps);
-  c.dctcp.k_per_10g_bytes = dc.sizeBytes("k_per_10g", c.dctcp.k_per_10g_bytes);
+  c.dctcp.rai_bps = dc.rateBps("rai", c.dctcp.rai_bps, 1, kMaxRateBps);
+  c.dctcp.rmin_bps = dc.rateBps("rmin", c.dctcp.rmin_bps, 1, kMaxRateBps);
+  c.dctcp.k_per_10g_bytes = dc.sizeBytes("k_per_10g", c.dctcp.k_per_10g_bytes, 1, kMaxInputBytes);
   return c;
 }
 
 Topology readTopology(const ConfigReader& r, const std::filesystem::path& dir) {
   const int kind = r.choice("kind", -1, {"star", "fat_tree", "rail_optimized", "spine_leaf", "file"});
   const BitsPerSecond rate{r.rateBps("link_rate", 100'000'000'000)};
-  const Picoseconds delay{r.durationPs("link_delay", 1'000'000)};
+  const Picoseconds delay{r.durationPs("link_delay", 1'000'000, kMinLinkDelayPs, kMaxLatencyPs)};
   const BitsPerSecond fabric_rate{r.rateBps("fabric_rate", rate.bps)};
-  const Picoseconds fabric_delay{r.durationPs("fabric_delay", delay.ps)};
+  const Picoseconds fabric_delay{r.durationPs("fabric_delay", delay.ps, kMinLinkDelayPs, kMaxLatencyPs)};
   const std::vector<std::string> common{"kind", "link_rate", "link_delay", "fabric_rate", "fabric_delay"};
   auto allow = [&](std::vector<std::string> extra) {
     extra.insert(extra.end(), common.begin(), common.end());
@@ -96,7 +97,7 @@ Topology readTopology(const ConfigReader& r, const std::filesystem::path& dir) {
     switch (kind) {
       case 0: {
         allow({"nics"});
-        const auto nics = static_cast<uint32_t>(r.integer("nics", 2, 2, 1 << 16));
+        const auto nics = static_cast<uint32_t>(r.integer("nics", 2, 2, Routing::kMaxSwitchPorts));
         Topology t;
         for (uint32_t i = 0; i < nics; ++i) t.addNic(i);
         const uint32_t sw = t.addSwitch(1);
@@ -266,6 +267,12 @@ std::vector<FlowLine> readFlowFile(const std::filesystem::path& path, const Topo
       fail(i, "a flow from a NIC to itself");
     } else if (fl.bytes <= 0) {
       fail(i, "a flow carries at least one byte");
+    } else if (const std::string range = outOfRange(f[csv ? 2 : 4] + " bytes", fl.bytes, 1, kMaxInputBytes, formatSize);
+               !range.empty()) {
+      fail(i, "flow size " + range);
+    } else if (fl.start_ps >= kTimeHorizonPs) {
+      fail(i, "start " + f[csv ? 3 : 5] + (csv ? " us" : " s") + " is at or past the engine's time horizon (" +
+                  formatDuration(kTimeHorizonPs) + ")");
     } else if (fl.prio == 0 || fl.prio > 7) {
       fail(i, "priority must be 1..7 (0 is the control class)");
     } else {

@@ -77,12 +77,6 @@ double estimatedCost(const TrainingExperiment& x) {
   return tasks;
 }
 
-int64_t defaultMemoryBudget() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page = sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page / 2 : int64_t{4} << 30;
-}
-
 /// The jobs of `jobs` split into `parts` groups of about equal estimated cost (splitLongestFirst).
 std::vector<std::vector<const Job*>> splitJobs(const std::vector<const Job*>& jobs, int parts) {
   std::vector<double> costs;
@@ -246,15 +240,16 @@ RankBy rankByName(const std::string& name) {
 
 /// Reads, expands and checks the whole sweep (readExperiment applies the simulation's own
 /// checks too); every problem goes to `diags`.
-std::vector<Job> readJobs(const std::filesystem::path& file, bool trace, Sweep& sweep, Diagnostics& diags) {
+std::vector<Job> readJobs(const std::filesystem::path& file, bool trace, int64_t budget, Sweep& sweep,
+                          Diagnostics& diags) {
   sweep = readSweep(file, diags);
   std::vector<Job> jobs;
   if (!diags.empty()) return jobs;
   std::vector<TrainingExperiment> read;
   readExperiments(sweep, diags, [&](TrainingExperiment&& x) { read.push_back(std::move(x)); });
   if (!diags.empty()) return jobs;
-  MemoryMeter meter(trace);
-  const std::vector<MemoryEstimate> memory = measureSweep(sweep, read, meter, diags);
+  MemoryMeter meter(trace, budget);
+  const std::vector<MemoryEstimate> memory = measureSweep(sweep, read, meter, budget, diags);
   if (!diags.empty()) return jobs;
   for (size_t i = 0; i < read.size(); ++i) {
     Job j;
@@ -293,7 +288,8 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
   Shard shard;
   Diagnostics diags;
   Sweep sweep;
-  const std::vector<Job> jobs = readJobs(file, options.trace, sweep, diags);
+  const int64_t total_budget = options.max_memory > 0 ? options.max_memory : defaultMemoryBudget();
+  const std::vector<Job> jobs = readJobs(file, options.trace, total_budget, sweep, diags);
   BackendPlan plan = planBackend(options.backend, options.devices, usableCudaDevices(), cudaBackendBuilt());
   if (shard.size() > 1) {  // ranks on one node take distinct devices
     shareDevicesOnNode(plan, envInt("OMPI_COMM_WORLD_LOCAL_RANK", 0), envInt("OMPI_COMM_WORLD_LOCAL_SIZE", 1));
@@ -346,7 +342,6 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
   // Auto CPU workers: no more than experiments, nor than copies of the largest experiment
   // the memory budget holds at once (each worker has one batch in memory).
   const std::vector<const Job*> mine = shard.mine(pending);
-  const int64_t total_budget = options.max_memory > 0 ? options.max_memory : defaultMemoryBudget();
   int64_t largest = 1;
   for (const Job* j : mine) largest = std::max(largest, j->memory);
   planCpuWorkers(plan, options.cpu_workers, options.threads,

@@ -22,14 +22,97 @@ namespace mv::net {
 
 /// Slots of a link ring: `factor` × the full packets the link carries in its delay plus two
 /// windows, plus 8, rounded up to a power of two (ring positions are masked, not divided).
-inline uint32_t ringCapacity(int64_t rate_bps, int64_t delay_ps, int64_t lookahead_ps, int32_t full_wire_bytes,
-                             int32_t factor) {
+/// In 64 bits: in-range rates, delays and factors stay far inside them.
+inline int64_t ringCapacity(int64_t rate_bps, int64_t delay_ps, int64_t lookahead_ps, int32_t full_wire_bytes,
+                            int32_t factor) {
   const int64_t span = delay_ps + 2 * lookahead_ps;
   const int64_t per_packet = serializationTime(Bytes{full_wire_bytes}, BitsPerSecond{rate_bps}).ps;
   const int64_t need = factor * ((span + per_packet - 1) / per_packet) + 8;
-  uint32_t capacity = 1;
+  int64_t capacity = 1;
   while (capacity < need) capacity <<= 1;
   return capacity;
+}
+
+/// Slots of a NIC's control ring: network.nic_control_slots rounded up to a power of two.
+inline uint32_t controlCapacity(const NetworkConfig& cfg) {
+  uint32_t capacity = 1;
+  while (capacity < static_cast<uint32_t>(cfg.nic_control_slots)) capacity <<= 1;
+  return capacity;
+}
+
+/// Packet records one experiment's network holds from the start, whatever it runs.
+struct PacketStorage {
+  int64_t link_slots = 0;    ///< every link ring (a link's rate × delay in full packets, times its factor)
+  int64_t nic_slots = 0;     ///< every NIC's control ring
+  int64_t switch_slots = 0;  ///< the switches' shared pool
+
+  PacketStorage& operator+=(const PacketStorage& o) {
+    link_slots += o.link_slots;
+    nic_slots += o.nic_slots;
+    switch_slots += o.switch_slots;
+    return *this;
+  }
+};
+
+/// The largest slot count of one experiment's link rings: their positions are 32-bit.
+inline constexpr int64_t kMaxLinkSlots = int64_t{UINT32_MAX};
+
+/// The packet storage buildNetwork gives an experiment of `layout` under `cfg`.
+inline PacketStorage packetStorage(const NetworkLayout& layout, const NetworkConfig& cfg, int64_t lookahead_ps) {
+  const int32_t max_wire = dataWireBytes(cfg.payload_bytes, cfg.cc);
+  PacketStorage st;
+  for (const LayoutNic& n : layout.nics) {
+    st.link_slots += 2 * ringCapacity(n.rate_bps, n.delay_ps, lookahead_ps, max_wire, cfg.link_ring_factor);
+  }
+  for (const LayoutSwitch& ls : layout.switches) {
+    for (const LayoutPort& lp : ls.ports) {
+      if (!lp.peer_is_nic) st.link_slots += ringCapacity(lp.rate_bps, lp.delay_ps, lookahead_ps, max_wire, cfg.link_ring_factor);
+    }
+  }
+  st.nic_slots = static_cast<int64_t>(layout.nics.size()) * controlCapacity(cfg);
+  st.switch_slots = cfg.switch_pool_slots;
+  return st;
+}
+
+/// Bytes one more row of table A takes in a WorldT (its columns and bookkeeping), measured
+/// once on an empty world.
+template <class WorldT, class A>
+int64_t rowBytes() {
+  static const int64_t bytes = [] {
+    constexpr int64_t kRows = 1024;
+    WorldT w(1, TableCapacity{1, 1});
+    const auto before = static_cast<int64_t>(w.template tableBytes<A>());
+    w.template grow<A>(TableCapacity{1 + kRows, 0});
+    return (static_cast<int64_t>(w.template tableBytes<A>()) - before) / kRows;
+  }();
+  return bytes;
+}
+
+/// Grows the packet-storage tables of `world` to hold `st` more slots (INT records too when
+/// `hpcc`), so that experiments appended after it do not grow them step by step: a batch's
+/// storage is allocated once, and its peak is the storage, not the doubled tables plus
+/// their copy.
+template <class WorldT>
+void reservePacketStorage(WorldT& world, const PacketStorage& st, bool hpcc) {
+  auto reserve = [&](auto header, auto integral, int64_t slots) {
+    using H = decltype(header);
+    using I = decltype(integral);
+    world.template grow<H>(TableCapacity{world.template table<H>().rows + slots, 0});
+    if (hpcc) world.template grow<I>(TableCapacity{world.template table<I>().rows + slots, 0});
+  };
+  reserve(LinkSlot{}, LinkSlotInt{}, st.link_slots);
+  reserve(NicSlot{}, NicSlotInt{}, st.nic_slots);
+  reserve(SwitchSlot{}, SwitchSlotInt{}, st.switch_slots);
+}
+
+/// Bytes of `st` in a WorldT: packet headers, and INT records when the experiment runs HPCC.
+template <class WorldT>
+int64_t packetStorageBytes(const PacketStorage& st, const NetworkConfig& cfg) {
+  const bool hpcc = cfg.cc == CcKind::kHpcc;
+  auto slots = [&](int64_t n, int64_t header, int64_t integral) { return n * (header + (hpcc ? integral : 0)); };
+  return slots(st.link_slots, rowBytes<WorldT, LinkSlot>(), rowBytes<WorldT, LinkSlotInt>()) +
+         slots(st.nic_slots, rowBytes<WorldT, NicSlot>(), rowBytes<WorldT, NicSlotInt>()) +
+         slots(st.switch_slots, rowBytes<WorldT, SwitchSlot>(), rowBytes<WorldT, SwitchSlotInt>());
 }
 
 /// What a run's pooled-storage status bits mean, with the knob that fixes each ("" when none
@@ -60,12 +143,6 @@ inline bool growPooledStorage(uint32_t status, NetworkConfig& cfg) {
   return grown;
 }
 
-/// Slots of a NIC's control ring: network.nic_control_slots rounded up to a power of two.
-inline uint32_t controlCapacity(const NetworkConfig& cfg) {
-  uint32_t capacity = 1;
-  while (capacity < static_cast<uint32_t>(cfg.nic_control_slots)) capacity <<= 1;
-  return capacity;
-}
 
 /// Appends `count` slots of the packet pool (H headers, I INT records) of experiment `e`;
 /// INT records only when it runs HPCC. Returns the global row of its first header slot.
@@ -152,6 +229,11 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
   };
   const uint32_t link_count = 2 * nic_count + port_base[sw_count];
 
+  const PacketStorage storage = packetStorage(layout, cfg, lookahead_ps);
+  if (storage.link_slots > kMaxLinkSlots) {
+    throw std::length_error("the link rings would need " + std::to_string(storage.link_slots) +
+                            " packet slots, more than 2^32 - 1 (shorter link delays or slower links)");
+  }
   auto& links = world.template table<Link>();
   const int64_t link0 = world.template appendStatic<Link>(e, link_count);
   uint32_t slots = 0;
@@ -162,7 +244,7 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
     li.ps_per_byte = exactPsPerByte(BitsPerSecond{rate});
     li.whole_ns = cfg.whole_ns ? 1u : 0u;
     li.slot_base = slots;
-    li.capacity = ringCapacity(rate, delay, lookahead_ps, max_wire, cfg.link_ring_factor);
+    li.capacity = static_cast<uint32_t>(ringCapacity(rate, delay, lookahead_ps, max_wire, cfg.link_ring_factor));
     slots += li.capacity;
   };
   for (uint32_t i = 0; i < nic_count; ++i) {

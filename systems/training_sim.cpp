@@ -13,6 +13,7 @@
 #include "analytical/overlap.hpp"
 #include "ecs/engine.hpp"
 #include "ecs/graph.hpp"
+#include "ecs/quantity.hpp"
 #include "ecs/world.hpp"
 #include "kernels/cpu/cpu_executor.hpp"
 #include "kernels/cpu/step_session.hpp"
@@ -434,6 +435,21 @@ struct RunRows {
   }
 };
 
+/// Throws when experiment x's packet storage cannot be held: more link-ring slots than
+/// their 32-bit positions reach, or more bytes than `budget` (when positive).
+void checkPacketStorage(const TrainingExperiment& x, const net::NetworkLayout& layout, int64_t lookahead, int64_t budget) {
+  const net::PacketStorage st = net::packetStorage(layout, x.network, lookahead);
+  const int64_t bytes = net::packetStorageBytes<TrainWorld>(st, x.network);
+  if (st.link_slots > net::kMaxLinkSlots || (budget > 0 && bytes > budget)) {
+    throw TrainingError("experiment '" + x.name + "': its packet storage would take " + formatBytes(bytes) + " (" +
+                        std::to_string(st.link_slots) + " link-ring slots: every link holds rate x delay in packets)" +
+                        (st.link_slots > net::kMaxLinkSlots ? ", more slots than 2^32 - 1"
+                                                            : ", more than the memory budget of " + formatBytes(budget) +
+                                                                  " (--max-memory)") +
+                        "; shorten the link delays or slow the links");
+  }
+}
+
 /// Fills experiment e of a batch; returns the most flows it may create in one step.
 int64_t fillExperiment(TrainWorld& world, ExpId e, const TrainingExperiment& x, const SimulationOptions& options) {
   const Plan plan = makePlan(x);
@@ -452,7 +468,10 @@ int64_t fillExperiment(TrainWorld& world, ExpId e, const TrainingExperiment& x, 
   if (options.time_limit.ps > 0) clock.end_ps = options.time_limit.ps;
   const int64_t flows = buildTraining(world, e, x, plan);
   // Each experiment has rows only in the tables of its fidelity (none at analytical).
-  if (x.fidelity == NetworkFidelity::kPacket) net::buildNetwork(world, e, plan.layout, x.network, lookahead);
+  if (x.fidelity == NetworkFidelity::kPacket) {
+    checkPacketStorage(x, plan.layout, lookahead, options.memory_budget);
+    net::buildNetwork(world, e, plan.layout, x.network, lookahead);
+  }
   if (x.fidelity == NetworkFidelity::kFlow) {
     const auto active = static_cast<uint32_t>(std::min<int64_t>(std::max<int64_t>(4 * flows, 4096), 1 << 24));
     net::buildFluidNetwork(world, e, plan.layout, x.network, active);

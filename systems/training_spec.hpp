@@ -154,7 +154,7 @@ using TrainingStepRunner = std::function<std::unique_ptr<StepSession<TrainWorld>
 struct SimulationOptions {
   /// OpenMP threads; 0 = all cores.
   int threads = 0;
-  /// Stop an experiment whose simulated time passes this (0 = no limit).
+  /// Stop an experiment whose simulated time passes this (0: the engine's horizon, kTimeHorizonPs).
   Picoseconds time_limit;
   /// Step Δ; 0 = the largest valid one per experiment (min link delay, half the step
   /// latency). A smaller value only slows the run down: results do not change.
@@ -167,6 +167,9 @@ struct SimulationOptions {
   int64_t cpu_block = 0;
   /// Empty: the CPU executor with `threads`; else the backend that runs the steps.
   TrainingStepRunner device_runner;
+  /// Bytes an experiment's packet storage may take (its link rings grow with rate × delay);
+  /// one that needs more is refused with its figure before anything is allocated (0 = no limit).
+  int64_t memory_budget = 0;
 };
 
 }  // namespace mv

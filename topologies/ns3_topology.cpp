@@ -80,21 +80,26 @@ class Ns3Reader {
     return static_cast<uint32_t>(value);
   }
 
-  /// A positive rate such as "100Gbps" or "2.5Gbps".
+  /// A rate such as "100Gbps" or "2.5Gbps", within the engine's rate range.
   BitsPerSecond rate(const Line& line, const std::string& token) const {
     int64_t bps = 0;
     const QuantityStatus status = parseRate(token, bps);
     if (status != QuantityStatus::kOk) fail(line.number, quantityError(status, token, "rate"));
-    if (bps == 0) fail(line.number, "rate '" + token + "' must be positive");
+    if (const std::string range = outOfRange(token, bps, kMinRateBps, kMaxRateBps, formatRate); !range.empty()) {
+      fail(line.number, "rate " + range);
+    }
     return BitsPerSecond{bps};
   }
 
-  /// A positive delay such as "0.001ms", "1us" or "500ns".
+  /// A delay such as "0.001ms", "1us" or "500ns", from 1 ns to 1 s.
   Picoseconds delay(const Line& line, const std::string& token) const {
     int64_t ps = 0;
     const QuantityStatus status = parseDuration(token, ps);
     if (status != QuantityStatus::kOk) fail(line.number, quantityError(status, token, "delay"));
-    if (ps == 0) fail(line.number, "delay '" + token + "' must be positive");
+    if (const std::string range = outOfRange(token, ps, kMinLinkDelayPs, kMaxLatencyPs, formatDuration);
+        !range.empty()) {
+      fail(line.number, "delay " + range);
+    }
     return Picoseconds{ps};
   }
 

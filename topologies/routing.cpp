@@ -15,7 +15,7 @@ namespace mv {
 namespace {
 
 /// Ports and sets per switch are uint16_t; kDeliver (0xFFFF) stays reserved.
-constexpr uint32_t kMaxPerSwitch = Routing::kDeliver;
+constexpr uint32_t kMaxPerSwitch = Routing::kMaxSwitchPorts + 1;
 
 template <class T>
 size_t vectorBytes(const std::vector<T>& v) {

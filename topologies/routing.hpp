@@ -31,6 +31,9 @@ class Routing {
  public:
   /// setIndex() value at the destination's own edge switch: deliver on the NIC's port.
   static constexpr uint16_t kDeliver = 0xFFFF;
+  /// The most ports (and distinct next-hop sets) one switch may have: port ids are 16-bit
+  /// and kDeliver is taken.
+  static constexpr uint32_t kMaxSwitchPorts = kDeliver - 1u;
 
   /// Equal-cost egress ports (ascending) at switch node `switch_node` toward NIC index `dst_nic`.
   std::span<const uint16_t> nextHops(uint32_t switch_node, uint32_t dst_nic) const;

@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "ecs/input_file.hpp"
+#include "ecs/units.hpp"
 
 namespace mv {
 
@@ -1316,6 +1317,9 @@ void validateCommNode(const ChakraTrace& trace, const ChakraNode& node) {
   };
   require(chakra_attr::kCommSize);
   if (!node.commSize()) failNode(trace, node, "comm_size must be a non-negative integer scalar");
+  if (*node.commSize() > static_cast<uint64_t>(kMaxInputBytes)) {
+    failNode(trace, node, "comm_size " + std::to_string(*node.commSize()) + " is more than 2^44 bytes (16 TiB)");
+  }
   if (node.type == ChakraNodeType::kCommColl) {
     const ChakraAttribute* comm_type = require(chakra_attr::kCommType);
     if (!node.commType()) {
@@ -1422,6 +1426,11 @@ void validateChakraTrace(const ChakraTrace& trace) {
         failNode(trace, node, "attribute '" + attr.name + "': " + *problem);
     }
     if (node.isComm()) validateCommNode(trace, node);
+    if (node.duration_micros > static_cast<uint64_t>(kMaxTaskPs / 1'000'000)) {
+      failNode(trace, node,
+               "duration_micros " + std::to_string(node.duration_micros) + " is more than " +
+                   std::to_string(kMaxTaskPs / 1'000'000) + " (1,000 s, the longest task)");
+    }
   }
   topologicalOrder(trace);
 }

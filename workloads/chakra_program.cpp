@@ -143,6 +143,10 @@ ImportedStage importStage(const ChakraTrace& trace, const Parallelism& par, uint
         t.kind = TaskKind::kCompute;
         t.compute_ps = intOf(n, chakra_attr::kComputePs).value_or(static_cast<int64_t>(n.duration_micros) * 1'000'000);
         t.tp_ps = intOf(n, chakra_attr::kTpPs).value_or(0);
+        if (t.compute_ps < 0 || t.compute_ps > kMaxTaskPs || t.tp_ps < 0 || t.tp_ps > kMaxTaskPs) {
+          fail(trace, n, std::string(chakra_attr::kComputePs) + " and " + std::string(chakra_attr::kTpPs) +
+                             " must be 0 to 10^15 ps (1,000 s, the longest task)");
+        }
         t.stream = kComputeStream;
         break;
       case ChakraNodeType::kCommSend:

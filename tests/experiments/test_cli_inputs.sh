@@ -127,4 +127,46 @@ base:
 YAML
 expect 2 "traces/job.0.et: it is a directory, not a trace file" validate "$tmp/chakra_dir.yaml"
 
+# Values the engine cannot represent: errors at their line before anything is allocated
+# (a 20 s link delay wrapped a ring-slot total and crashed, 30 s looped forever, 8000 Tbps
+# and 100 ms ended in bad_alloc, a start near the int64 limit never ended).
+for d in 20s 30s; do
+  printf 'topology: {kind: star, nics: 4, link_delay: %s}\nflows: flows.csv\n' "$d" > "$tmp/delay_$d.yaml"
+  expect 2 "delay_$d.yaml:1: topology.link_delay: $d is out of range [1ns, 1s]" netsim "$tmp/delay_$d.yaml" --out "$tmp/lim"
+done
+printf 'topology: {kind: star, nics: 4, link_rate: 8000Tbps}\nflows: flows.csv\n' > "$tmp/rate.yaml"
+expect 2 "rate.yaml:1: topology.link_rate: 8000Tbps is out of range [1Mbps, 100Tbps]" netsim "$tmp/rate.yaml" --out "$tmp/lim"
+printf 'topology: {kind: star, nics: 65535}\nflows: flows.csv\n' > "$tmp/ports.yaml"
+expect 2 "ports.yaml:1: topology.nics: 65535 is out of range [2, 65534]" netsim "$tmp/ports.yaml" --out "$tmp/lim"
+printf 'topology: {kind: star, nics: 4}\nflows: flows.csv\nlookahead: 2us\n' > "$tmp/lookahead.yaml"
+expect 2 "lookahead.yaml:3: lookahead: 2us is longer than the smallest link delay (1us)" netsim "$tmp/lookahead.yaml" --out "$tmp/lim"
+printf 'src,dst,bytes,start_us\n1,0,1000,9223372036000\n' > "$tmp/late.csv"
+printf 'src,dst,bytes,start_us\n1,0,9000000000000000000,0\n' > "$tmp/huge.csv"
+printf '1\n1 0 3 100 1000 100000\n' > "$tmp/late.txt"
+for f in late.csv huge.csv late.txt; do
+  printf 'topology: {kind: star, nics: 4}\nflows: %s\n' "$f" > "$tmp/flows_$f.yaml"
+done
+expect 2 "late.csv:2: start 9223372036000 us is at or past the engine's time horizon (100000s)" netsim "$tmp/flows_late.csv.yaml" --out "$tmp/lim"
+expect 2 "huge.csv:2: flow size 9000000000000000000 bytes is out of range [1B, 16TiB]" netsim "$tmp/flows_huge.csv.yaml" --out "$tmp/lim"
+expect 2 "late.txt:2: start 100000 s is at or past the engine's time horizon" netsim "$tmp/flows_late.txt.yaml" --out "$tmp/lim"
+# Packet storage is counted from the topology and refused above --max-memory (or 2^32 - 1
+# link-ring slots) with its figure, before it is allocated.
+printf 'topology: {kind: star, nics: 17, link_delay: 10ms}\nflows: flows.csv\n' > "$tmp/long.yaml"
+expect 2 "long.yaml:1: topology: experiment 'long': its packet storage would take" netsim "$tmp/long.yaml" --out "$tmp/lim" --max-memory 256MiB
+expect 2 "more than the memory budget of 256.0 MiB (--max-memory)" netsim "$tmp/long.yaml" --out "$tmp/lim" --max-memory 256MiB
+printf 'topology: {kind: star, nics: 4, link_delay: 1s}\nflows: flows.csv\nnetwork: {link_ring_factor: 64}\n' > "$tmp/slots.yaml"
+expect 2 "more slots than 2^32 - 1" netsim "$tmp/slots.yaml" --out "$tmp/lim" --max-memory 1000000GiB
+# The same limits for sweeps, at validate and before a run builds anything.
+cat "$tmp/small.yaml" > "$tmp/sweep_delay.yaml"
+printf '  topology: {kind: star, nics: 4, link_delay: 20s}\n' >> "$tmp/sweep_delay.yaml"
+expect 2 "sweep_delay.yaml:6: topology.link_delay: 20s is out of range [1ns, 1s]" validate "$tmp/sweep_delay.yaml"
+sed 's/fidelity: analytical/fidelity: packet, link_ring_factor: 64/' "$tmp/small.yaml" > "$tmp/sweep_long.yaml"
+printf '  topology: {kind: star, nics: 4, link_delay: 10ms}\n' >> "$tmp/sweep_long.yaml"
+expect 2 "its packet storage would take" validate "$tmp/sweep_long.yaml" --max-memory 64MiB
+expect 2 "its packet storage would take" --experiments "$tmp/sweep_long.yaml" --out "$tmp/lim_run" --max-memory 64MiB
+[ ! -e "$tmp/lim_run" ] || { echo "FAIL: a refused sweep created its results folder"; fail=1; }
+expect 2 "needs" validate "$tmp/small.yaml" --max-memory 1KiB
+sed 's/global_batch: 4}/global_batch: 4}\n  collectives: {step_latency: 2s}/' "$tmp/small.yaml" > "$tmp/latency.yaml"
+expect 2 "latency.yaml:3: collectives.step_latency: 2s is out of range [1ps, 1s]" validate "$tmp/latency.yaml"
+
 exit $fail

@@ -552,6 +552,16 @@ TEST_CASE("validation rejects traces a simulator cannot run", "[workloads][chakr
   wrong_vector.nodes[0].attrs.push_back(uints("w", Kind::kInt64, {1}, false));
   CHECK_THAT(validateError(wrong_vector), Contains("values stored in a vector that does not belong to kind int64"));
 
+  // Beyond the engine's limits (docs/sweep.md "Input limits"): 1e13 us became a negative
+  // compute time that ran with status ok.
+  ChakraTrace long_node = t;
+  long_node.nodes[0].duration_micros = 10'000'000'000'000;
+  CHECK_THAT(validateError(long_node),
+             Contains("node 10 ('embedding'): duration_micros 10000000000000 is more than 1000000000 (1,000 s"));
+  ChakraTrace huge_size = t;
+  huge_size.nodes[2].setAttribute(uints("comm_size", Kind::kUint64, {uint64_t{1} << 50}, false));
+  CHECK_THAT(validateError(huge_size), Contains("node 30 ('send_act'): comm_size 1125899906842624 is more than 2^44"));
+
   ChakraTrace bad_node_type = t;
   bad_node_type.nodes[0].type = static_cast<ChakraNodeType>(77);
   CHECK_THAT(validateError(bad_node_type), Contains("node 10 ('embedding'): unknown node type 77"));
