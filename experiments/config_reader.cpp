@@ -32,10 +32,13 @@ std::string Diagnostics::format() const {
 
 namespace {
 
-/// Walks a document for reportDuplicateKeys, each mapping and sequence once.
-class DuplicateKeyFinder {
+/// Walks a document for checkKeys, each mapping and sequence once.
+class KeyChecker {
  public:
-  DuplicateKeyFinder(const std::string& file, Diagnostics& diags) : file_(file), diags_(diags) {}
+  KeyChecker(const std::string& file, Diagnostics& diags) : file_(file), diags_(diags) {}
+
+  /// Keys that are lists or mappings, found so far.
+  int nonScalarKeys() const { return non_scalar_; }
 
   void walk(const YAML::Node& node, const std::string& path) {
     if (!node.IsMap() && !node.IsSequence()) return;
@@ -46,7 +49,12 @@ class DuplicateKeyFinder {
     }
     std::map<std::string, int> first_line;
     for (const auto& kv : node) {
-      if (!kv.first.IsScalar()) continue;
+      if (!kv.first.IsScalar()) {
+        ++non_scalar_;
+        diags_.add(Diagnostic{file_, kv.first.Mark().line + 1, path,
+                              "a key must be a plain name, not a list or a mapping"});
+        continue;
+      }
       const std::string key = path.empty() ? kv.first.Scalar() : path + "." + kv.first.Scalar();
       const int line = kv.first.Mark().line + 1;
       const auto [it, fresh] = first_line.emplace(kv.first.Scalar(), line);
@@ -62,12 +70,51 @@ class DuplicateKeyFinder {
   const std::string& file_;
   Diagnostics& diags_;
   std::set<int> visited_;  ///< source positions of the collections walked
+  int non_scalar_ = 0;
+};
+
+/// Counts the values of a document as a reader that follows its aliases sees them, each
+/// collection counted once and its total reused for every alias of it; saturates above
+/// `cap`.
+class ExpandedCounter {
+ public:
+  explicit ExpandedCounter(int64_t cap) : cap_(cap) {}
+
+  int64_t count(const YAML::Node& node) {
+    if (!node.IsMap() && !node.IsSequence()) return 1;
+    const int pos = node.Mark().pos;
+    if (pos >= 0) {
+      if (const auto it = memo_.find(pos); it != memo_.end()) return it->second;
+    }
+    int64_t n = 1;
+    for (const auto& item : node) {
+      n += node.IsMap() ? count(item.first) + count(item.second) : count(item);
+      if (n > cap_) break;
+    }
+    n = std::min(n, cap_ + 1);
+    if (pos >= 0) memo_[pos] = n;
+    return n;
+  }
+
+ private:
+  int64_t cap_;
+  std::map<int, int64_t> memo_;  ///< collection source position -> its count
 };
 
 }  // namespace
 
-void reportDuplicateKeys(const YAML::Node& root, const std::string& file, Diagnostics& diags) {
-  DuplicateKeyFinder(file, diags).walk(root, "");
+bool checkExpandedSize(const YAML::Node& root, const std::string& file, Diagnostics& diags) {
+  if (ExpandedCounter(kMaxYamlValues).count(root) <= kMaxYamlValues) return true;
+  diags.add(Diagnostic{file, 1, "",
+                       "the document holds more than " + std::to_string(kMaxYamlValues) +
+                           " values once its aliases (*name) are followed; write the lists out or shorten them"});
+  return false;
+}
+
+bool checkKeys(const YAML::Node& root, const std::string& file, Diagnostics& diags) {
+  KeyChecker checker(file, diags);
+  checker.walk(root, "");
+  return checker.nonScalarKeys() == 0;
 }
 
 std::string nearestKey(std::string_view key, const std::vector<std::string>& valid) {

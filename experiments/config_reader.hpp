@@ -41,13 +41,25 @@ class Diagnostics {
   std::vector<Diagnostic> items_;
 };
 
+/// The most values (scalars, mappings and sequences, aliases followed) an input YAML
+/// document may hold: far above any real sweep or netsim file, far below what a small file
+/// of nested aliases expands to (a "billion laughs" document).
+inline constexpr int64_t kMaxYamlValues = 1'000'000;
+
+/**
+ * False, with a diagnostic, when `root` holds more than kMaxYamlValues values once its
+ * aliases are followed; counted without expanding them (each anchored collection once).
+ */
+bool checkExpandedSize(const YAML::Node& root, const std::string& file, Diagnostics& diags);
+
 /**
  * Reports every key written twice in one mapping of `root` (yaml-cpp keeps both and reads
  * the first, so the second would be ignored without a word), at the repeat's line, with
- * the dotted key path and the line of the first. A node reached again through an alias is
- * not walked again.
+ * the dotted key path and the line of the first; and every key that is a list or a mapping
+ * (no reader can take it). A node reached again through an alias is not walked again.
+ * False when some key is not a scalar: the document cannot be read further.
  */
-void reportDuplicateKeys(const YAML::Node& root, const std::string& file, Diagnostics& diags);
+bool checkKeys(const YAML::Node& root, const std::string& file, Diagnostics& diags);
 
 /// The valid key closest to `key` by edit distance, or "" when none is close.
 std::string nearestKey(std::string_view key, const std::vector<std::string>& valid);

@@ -111,7 +111,8 @@ NetsimInput readInput(const std::filesystem::path& yaml, int64_t budget, Diagnos
     diags.add(Diagnostic{yaml.string(), e.mark.line + 1, "", "YAML syntax error: " + e.msg});
     return in;
   }
-  reportDuplicateKeys(root, yaml.string(), diags);
+  if (!checkExpandedSize(root, yaml.string(), diags)) return in;
+  if (!checkKeys(root, yaml.string(), diags)) return in;
   if (!root.IsMap()) {
     diags.add(Diagnostic{yaml.string(), 1, "", "expected a mapping with topology, network, flows"});
     return in;

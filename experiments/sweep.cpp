@@ -644,7 +644,8 @@ class Expander {
       report(e.mark.line + 1, "", "YAML syntax error: " + e.msg);
       return false;
     }
-    reportDuplicateKeys(root_, file_, diags_);
+    if (!checkExpandedSize(root_, file_, diags_)) return false;
+    if (!checkKeys(root_, file_, diags_)) return false;
     if (!root_.IsMap()) {
       report(lineOf(root_), "", "expected a mapping with base: and optionally sweep:, zip:, constraints:");
       return false;
@@ -843,6 +844,13 @@ class Expander {
         if (++index[a] < axes_[a].size) break;
         index[a] = 0;
       }
+    }
+    if (kept.size() > kMaxExperiments) {
+      report(axes_.front().line, "sweep",
+             "the sweep keeps " + std::to_string(kept.size()) + " experiments after its constraints, more than " +
+                 std::to_string(kMaxExperiments) + " (each is held as a configuration of its own); split it into "
+                 "several sweep files or add constraints");
+      return;
     }
     readNameTemplate();
     for (const std::vector<size_t>& combination : kept) sweep_.experiments.push_back(materialize(combination));

@@ -56,8 +56,12 @@ struct Sweep {
   uint64_t dropped = 0;
 };
 
-/// Largest number of combinations a sweep may expand to (before constraints).
+/// Largest number of combinations a sweep may expand to (before constraints: they are
+/// only visited, as indices).
 inline constexpr uint64_t kMaxCombinations = 10'000'000;
+/// Largest number of experiments a sweep may keep after constraints: each is held as a
+/// configuration of its own (tens of kB), so 10^5 take a few GB at most.
+inline constexpr uint64_t kMaxExperiments = 100'000;
 
 /**
  * Reads and expands the sweep file `file`. Every problem (unreadable file, YAML syntax,

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <queue>
 #include <sstream>
@@ -1389,11 +1390,27 @@ std::string encodeChakraBinary(const ChakraTrace& trace) {
 }
 
 ChakraTrace decodeChakraJson(std::string_view text, std::string_view source) {
+  // JSON readers differ on which of two equal keys in one object wins: refuse them.
+  std::vector<std::set<std::string>> open_objects;
+  std::string repeated;
+  const auto watch = [&](int, Json::parse_event_t event, Json& parsed) {
+    if (event == Json::parse_event_t::object_start) open_objects.emplace_back();
+    if (event == Json::parse_event_t::object_end && !open_objects.empty()) open_objects.pop_back();
+    if (event == Json::parse_event_t::key && !open_objects.empty() &&
+        !open_objects.back().insert(parsed.get<std::string>()).second && repeated.empty()) {
+      repeated = parsed.get<std::string>();
+    }
+    return true;
+  };
   Json root;
   try {
-    root = Json::parse(text);
+    root = Json::parse(text, watch);
   } catch (const Json::parse_error& e) {
     throw WorkloadError(std::string(source) + ": invalid JSON: " + e.what());
+  }
+  if (!repeated.empty()) {
+    throw WorkloadError(std::string(source) + ": key '" + repeated +
+                        "' written twice in one JSON object (readers differ on which one wins; remove one)");
   }
   return JsonDecoder(source).trace(root);
 }

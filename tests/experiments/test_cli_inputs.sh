@@ -169,4 +169,27 @@ expect 2 "needs" validate "$tmp/small.yaml" --max-memory 1KiB
 sed 's/global_batch: 4}/global_batch: 4}\n  collectives: {step_latency: 2s}/' "$tmp/small.yaml" > "$tmp/latency.yaml"
 expect 2 "latency.yaml:3: collectives.step_latency: 2s is out of range [1ps, 1s]" validate "$tmp/latency.yaml"
 
+# A small file of nested aliases ("billion laughs") is refused before anything follows
+# them (it ran for minutes and took 9 GB); a sweep keeping more than 100,000 experiments is
+# refused before they are built (700,000 took 13.6 GB).
+{
+  printf 'a: &a [x, x, x, x, x, x, x, x, x, x]\n'
+  prev=a
+  for n in b c d e f g h i; do printf '%s: &%s [*%s, *%s, *%s, *%s, *%s, *%s, *%s, *%s, *%s, *%s]\n' $n $n $prev $prev $prev $prev $prev $prev $prev $prev $prev $prev; prev=$n; done
+} > "$tmp/laughs.txt"
+{ cat "$tmp/laughs.txt"; cat "$tmp/small.yaml"; printf 'sweep:\n  seed: *i\n'; } > "$tmp/bomb.yaml"
+expect 2 "bomb.yaml:1: the document holds more than 1000000 values once its aliases" validate "$tmp/bomb.yaml"
+{ cat "$tmp/laughs.txt"; printf 'topology: {kind: star, nics: 4}\nflows: flows.csv\nname: *i\n'; } > "$tmp/bomb_net.yaml"
+expect 2 "bomb_net.yaml:1: the document holds more than 1000000 values" netsim "$tmp/bomb_net.yaml" --out "$tmp/lim"
+{ cat "$tmp/small.yaml"; printf 'sweep:\n  seed: [%s]\n  collectives.step_latency: [%s]\n' \
+    "$(seq -s, 1 400)" "$(seq -s, -f '%gns' 1 400)"; } > "$tmp/many.yaml"
+expect 2 "the sweep keeps 160000 experiments after its constraints, more than 100000" validate "$tmp/many.yaml"
+
+# A key that is a list or a mapping is an input error at its line (it was "bad conversion",
+# exit 1, with no file name).
+{ cat "$tmp/small.yaml"; printf '  collectives: {[a, b]: 3}\n'; } > "$tmp/list_key.yaml"
+expect 2 "list_key.yaml:6: base.collectives: a key must be a plain name, not a list or a mapping" validate "$tmp/list_key.yaml"
+printf 'topology: {kind: star, nics: 4, {x: 1}: 1}\nflows: flows.csv\n' > "$tmp/map_key.yaml"
+expect 2 "map_key.yaml:1: topology: a key must be a plain name" netsim "$tmp/map_key.yaml" --out "$tmp/lim"
+
 exit $fail

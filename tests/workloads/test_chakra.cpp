@@ -638,6 +638,11 @@ TEST_CASE("JSON form: layout, enum names, base64 bytes, non-finite reals, errors
     ]})";
   const ChakraTrace t = decodeChakraJson(text, "j.json");
   REQUIRE_NOTHROW(validateChakraTrace(t));
+  // A key written twice in one object: readers differ on which wins, so it is refused.
+  std::string twice = text;
+  twice.replace(twice.find(R"("duration_micros": 10,)"), 22, R"("duration_micros": 10, "duration_micros": 20,)");
+  CHECK_THAT(errorOf([&] { decodeChakraJson(twice, "d.json"); }),
+             Contains("d.json: key 'duration_micros' written twice in one JSON object"));
   REQUIRE(t.nodes.size() == 2);
   CHECK(t.nodes[0].id == std::numeric_limits<uint64_t>::max());
   CHECK(t.nodes[0].type == ChakraNodeType::kComp);
