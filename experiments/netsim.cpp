@@ -78,11 +78,15 @@ int64_t lookaheadOf(const NetsimInput& in) {
   return in.lookahead_ps > 0 ? std::min(in.lookahead_ps, min_delay) : min_delay;
 }
 
+/// The packet storage of one experiment of `in` under `cfg`, counted from the topology.
+net::PacketStorage storageOf(const NetsimInput& in, const net::NetworkConfig& cfg) {
+  return net::packetStorage(makeNetworkLayout(in.topo, in.routing, cfg.payload_bytes), cfg, lookaheadOf(in));
+}
+
 /// Why variant `v` cannot be built within `in.memory_budget` with configuration `cfg` (its
 /// packet storage, counted before anything is allocated), or "".
 std::string storageProblem(const NetsimInput& in, const Variant& v, const net::NetworkConfig& cfg) {
-  const net::NetworkLayout layout = makeNetworkLayout(in.topo, in.routing, cfg.payload_bytes);
-  const net::PacketStorage st = net::packetStorage(layout, cfg, lookaheadOf(in));
+  const net::PacketStorage st = storageOf(in, cfg);
   const int64_t bytes = net::packetStorageBytes<net::NetWorld>(st, cfg);
   if (st.link_slots <= net::kMaxLinkSlots && bytes <= in.memory_budget) return "";
   return "experiment '" + v.name + "': its packet storage would take " + formatBytes(bytes) + " (" +
@@ -275,25 +279,27 @@ std::unique_ptr<net::NetWorld> buildNetsimWorld(const NetsimInput& in, const Rou
 }
 
 /**
- * Variants [first, end) cut into consecutive batches whose worlds fit `budget` bytes each:
- * each variant's world is built alone to measure it, and a batch takes variants while
- * their sum fits (a variant larger than the budget is a batch of its own, which fails when
- * it does not fit the device). One batch when `budget` is 0 (no device memory to fit).
- * The worlds are built when their batch runs.
+ * Variants [first, end) cut into consecutive batches that fit `budget` bytes each: a batch
+ * takes variants while the sum of their sizes fits (a variant larger than the budget is a
+ * batch of its own). On a device (`on_device`) a variant's size is its whole world, built
+ * alone to measure it (a batch too large for the device then fails); on the CPU it is its
+ * packet storage, counted from the topology. The worlds are built when their batch runs.
  */
 std::vector<NetsimWorld> cutToBudget(const NetsimInput& in, const Routing& routing, uint32_t first, uint32_t end,
-                                     int64_t budget) {
+                                     int64_t budget, bool on_device) {
   std::vector<NetsimWorld> batches;
   int64_t used = 0;
   for (uint32_t x = first; x < end; ++x) {
     int64_t bytes = 0;
-    if (budget > 0) {
+    if (on_device) {
       NetsimWorld one;
       one.variants = {x};
       one.cfgs = {in.variants[x].cfg};
       bytes = static_cast<int64_t>(buildNetsimWorld(in, routing, one)->totalBytes());
+    } else {
+      bytes = net::packetStorageBytes<net::NetWorld>(storageOf(in, in.variants[x].cfg), in.variants[x].cfg);
     }
-    if (batches.empty() || (budget > 0 && used + bytes > budget)) {
+    if (batches.empty() || used + bytes > budget) {
       batches.emplace_back();
       used = 0;
     }
@@ -556,7 +562,12 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
   }
   if (plan.cuda && plan.devices.size() > n) plan.devices.resize(std::max<uint32_t>(n, 1));  // no empty batch
   if (diags.empty()) {
-    planCpuWorkers(plan, options.cpu_workers, options.threads, n);
+    // Auto CPU workers: no more than copies of the largest variant's storage the budget holds.
+    int64_t largest = 1;
+    for (const Variant& v : in.variants) {
+      largest = std::max(largest, net::packetStorageBytes<net::NetWorld>(storageOf(in, v.cfg), v.cfg));
+    }
+    planCpuWorkers(plan, options.cpu_workers, options.threads, std::min<int64_t>(n, in.memory_budget / largest));
     if (!plan.error.empty()) diags.add(Diagnostic{"", 0, "--cpu-workers", plan.error});
   }
   if (!diags.empty()) {
@@ -581,15 +592,18 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
   std::vector<std::vector<NetsimWorld>> work(workers);
   size_t batch_count = 0;
   for (uint32_t k = 0; k < workers; ++k) {
+    const int64_t device = deviceMemoryBudget(plan, static_cast<int>(k));
     work[k] = cutToBudget(in, routing, static_cast<uint32_t>(partBegin(n, workers, k)),
                           static_cast<uint32_t>(partBegin(n, workers, k + 1)),
-                          deviceMemoryBudget(plan, static_cast<int>(k)));
+                          device > 0 ? device : in.memory_budget / workers, device > 0);
     batch_count += work[k].size();
   }
   if (!options.quiet) {
     std::cout << "netsim " << in.name << ": " << in.topo.name() << ", " << in.flows.size() << " flows, " << n
               << " experiment(s); backend " << plan.describe();
-    if (batch_count > workers) std::cout << "; " << batch_count << " batches to fit the GPU's memory";
+    if (batch_count > workers) {
+      std::cout << "; " << batch_count << " batches to fit " << (plan.cuda ? "the GPU's memory" : "--max-memory");
+    }
     std::cout << "\n";
   }
   NetsimWriter writer(in, routing, out, options.quiet);
