@@ -396,7 +396,9 @@ class World {
     std::memcpy(t.exp_generation, old.exp_generation, sizeof(uint32_t) * view_.num_exps);
     std::memcpy(t.exp_layout, old.exp_layout, sizeof(uint32_t) * view_.num_exps);
     std::memcpy(t.exp_reserve, old.exp_reserve, sizeof(int64_t) * view_.num_exps);
-    std::memcpy(t.free_ring, free_indices.data(), sizeof(uint32_t) * free_indices.size());
+    if (!free_indices.empty()) {  // data() of an empty vector may be null, which memcpy may not take
+      std::memcpy(t.free_ring, free_indices.data(), sizeof(uint32_t) * free_indices.size());
+    }
     t.free_head = 0;
     t.rows = old.rows;
     t.live = old.live;
@@ -412,7 +414,7 @@ class World {
     TableView<A>& t = table<A>();
     const int64_t rows = capacity.rows;
     const int64_t pend = StaticArchetype<A> ? 0 : capacity.pending_per_step;
-    visitTableBuffers(t, rows, pend, [this](auto*& field, int64_t count) { allocate(field, count); });
+    visitTableBuffers(t, rows, pend, [&](auto*& field, int64_t count) { allocate(field, count); });
     for (int64_t i = 0; i < rows; ++i) t.free_ring[i] = static_cast<uint32_t>(i);
     t.capacity = rows;
     t.pending_capacity = pend;

@@ -550,6 +550,10 @@ std::string describeNetworkGraph(bool dot) {
   return dot ? formatGraphDot(nodes) : formatGraph(nodes);
 }
 
+void checkNetsimFile(const std::filesystem::path& yaml, int64_t budget, Diagnostics& diags) {
+  readInput(yaml, budget, diags);
+}
+
 int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
   Diagnostics diags;
   const NetsimInput in = readInput(yaml, options.max_memory > 0 ? options.max_memory : defaultMemoryBudget(), diags);

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <string>
 
+#include "experiments/config_reader.hpp"
+
 namespace mv {
 
 struct NetsimOptions {
@@ -28,6 +30,10 @@ struct NetsimOptions {
 
 /// Runs the description in `yaml`; returns the process exit code (2 for bad input).
 int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options);
+
+/// Reads and checks `yaml` (and the files it names) as runNetsim does before it runs
+/// anything, with `budget` bytes per variant; every problem goes to `diags`.
+void checkNetsimFile(const std::filesystem::path& yaml, int64_t budget, Diagnostics& diags);
 
 /// The packet-level network's step graph, printed (text or Graphviz DOT).
 std::string describeNetworkGraph(bool dot);

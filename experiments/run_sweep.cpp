@@ -313,18 +313,21 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
       options.out.empty() ? std::filesystem::path("results") / file.stem() : options.out;
   ResultsWriter writer;
   std::optional<FolderLock> lock;  // held by rank 0, the writer, until the run ends
+  std::vector<uint64_t> opened{kExitOk};  // rank 0's outcome of locking and opening the folder
   if (shard.root()) {
     try {
       lock.emplace(out);
       writer.open(out, options.resume ? OpenMode::kResume : options.force ? OpenMode::kOverwrite : OpenMode::kCreate);
     } catch (const FolderBusy& e) {
       std::cerr << "multiverse: " << e.what() << "\n";
-      return kExitRunError;
+      opened.front() = kExitRunError;
     } catch (const std::exception& e) {
       std::cerr << "multiverse: " << e.what() << "\n";
-      return kExitUsageError;
+      opened.front() = kExitUsageError;
     }
   }
+  shard.share(opened);  // every rank stops when rank 0 cannot write (they would wait for it forever)
+  if (opened.front() != kExitOk) return static_cast<int>(opened.front());
   // Every rank runs what rank 0 found unfinished in the folder.
   std::vector<uint64_t> done_ids;
   if (shard.root()) {

@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config python3
   libyaml-cpp-dev nlohmann-json3-dev catch2 libcli11-dev libboost-context-dev
   libopenmpi-dev openmpi-bin
+  clang libomp-dev
 )
 
 missing=()

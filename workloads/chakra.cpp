@@ -1405,7 +1405,7 @@ ChakraTrace decodeChakraJson(std::string_view text, std::string_view source) {
   Json root;
   try {
     root = Json::parse(text, watch);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // a syntax error, or a number beyond double (out_of_range)
     throw WorkloadError(std::string(source) + ": invalid JSON: " + e.what());
   }
   if (!repeated.empty()) {
