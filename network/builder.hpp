@@ -143,7 +143,6 @@ inline bool growPooledStorage(uint32_t status, NetworkConfig& cfg) {
   return grown;
 }
 
-
 /// Appends `count` slots of the packet pool (H headers, I INT records) of experiment `e`;
 /// INT records only when it runs HPCC. Returns the global row of its first header slot.
 template <class H, class I, class WorldT>

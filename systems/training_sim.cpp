@@ -450,9 +450,34 @@ void checkPacketStorage(const TrainingExperiment& x, const net::NetworkLayout& l
   }
 }
 
-/// Fills experiment e of a batch; returns the most flows it may create in one step.
-int64_t fillExperiment(TrainWorld& world, ExpId e, const TrainingExperiment& x, const SimulationOptions& options) {
-  const Plan plan = makePlan(x);
+/// The step of experiment x under `plan` (options.lookahead when smaller).
+int64_t lookaheadOf(const Plan& plan, const SimulationOptions& options) {
+  return options.lookahead.ps > 0 ? std::min(options.lookahead.ps, plan.lookahead_ps) : plan.lookahead_ps;
+}
+
+/// Grows the packet storage of `world` once for every packet-level experiment of `plans`
+/// (so filling them does not double the tables, whose peak would then be three times the
+/// storage when they are fitted); checks each against `options.memory_budget` first.
+void reserveBatchStorage(TrainWorld& world, const std::vector<const TrainingExperiment*>& xs,
+                         const std::vector<Plan>& plans, const SimulationOptions& options) {
+  net::PacketStorage all;
+  net::PacketStorage hpcc;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (xs[i]->fidelity != NetworkFidelity::kPacket) continue;
+    const int64_t lookahead = lookaheadOf(plans[i], options);
+    checkPacketStorage(*xs[i], plans[i].layout, lookahead, options.memory_budget);
+    const net::PacketStorage st = net::packetStorage(plans[i].layout, xs[i]->network, lookahead);
+    all += st;
+    if (xs[i]->network.cc == net::CcKind::kHpcc) hpcc += st;
+  }
+  net::reservePacketStorage(world, all, false);
+  net::reservePacketStorage(world, hpcc, true);
+}
+
+/// Fills experiment e of a batch under its `plan`; returns the most flows it may create in
+/// one step.
+int64_t fillExperiment(TrainWorld& world, ExpId e, const TrainingExperiment& x, const Plan& plan,
+                       const SimulationOptions& options) {
   if (plan.program.templateTasks() >= kMaxFlowTasks) {
     throw TrainingError("experiment '" + x.name + "': more than 2^20 tasks per stage");
   }
@@ -460,18 +485,14 @@ int64_t fillExperiment(TrainWorld& world, ExpId e, const TrainingExperiment& x, 
   world.config(e).train = plan.cfg;
   world.config(e).train.trace = options.trace ? 1u : 0u;
   ExperimentClock& clock = world.clock(e);
-  const int64_t lookahead =
-      options.lookahead.ps > 0 ? std::min(options.lookahead.ps, plan.lookahead_ps) : plan.lookahead_ps;
+  const int64_t lookahead = lookaheadOf(plan, options);
   clock.lookahead_ps = lookahead;
   clock.seed = x.seed;
   clock.stable_id = static_cast<uint32_t>(x.id ^ (x.id >> 32));
   if (options.time_limit.ps > 0) clock.end_ps = options.time_limit.ps;
   const int64_t flows = buildTraining(world, e, x, plan);
   // Each experiment has rows only in the tables of its fidelity (none at analytical).
-  if (x.fidelity == NetworkFidelity::kPacket) {
-    checkPacketStorage(x, plan.layout, lookahead, options.memory_budget);
-    net::buildNetwork(world, e, plan.layout, x.network, lookahead);
-  }
+  if (x.fidelity == NetworkFidelity::kPacket) net::buildNetwork(world, e, plan.layout, x.network, lookahead);
   if (x.fidelity == NetworkFidelity::kFlow) {
     const auto active = static_cast<uint32_t>(std::min<int64_t>(std::max<int64_t>(4 * flows, 4096), 1 << 24));
     net::buildFluidNetwork(world, e, plan.layout, x.network, active);
@@ -517,7 +538,10 @@ TrainingFootprint measureFootprint(const TrainingExperiment& x, const Simulation
   const auto start = std::chrono::steady_clock::now();
   TrainWorld world(1, TableCapacity{1, 1});
   TrainingFootprint f;
-  f.flows_per_step = fillExperiment(world, 0, x, options);
+  std::vector<Plan> plans;
+  plans.push_back(makePlan(x));
+  reserveBatchStorage(world, {&x}, plans, options);
+  f.flows_per_step = fillExperiment(world, 0, x, plans.front(), options);
   sizeForRun(world, runRows(x, f.flows_per_step), options.trace);
   f.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const TrainView& v = world.view();
@@ -700,9 +724,16 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
   const auto n = static_cast<uint32_t>(batch.size());
   TrainWorld world(n, TableCapacity{1024, 1024});
   RunRows rows;
+  std::vector<const TrainingExperiment*> xs;
+  std::vector<Plan> plans;
   for (ExpId e = 0; e < n; ++e) {
-    const TrainingExperiment& x = experiments[batch[e]];
-    rows += runRows(x, fillExperiment(world, e, x, options));
+    xs.push_back(&experiments[batch[e]]);
+    plans.push_back(makePlan(*xs.back()));
+  }
+  reserveBatchStorage(world, xs, plans, options);
+  for (ExpId e = 0; e < n; ++e) {
+    rows += runRows(*xs[e], fillExperiment(world, e, *xs[e], plans[e], options));
+    plans[e] = Plan{};  // its program is in the world now
   }
   sizeForRun(world, rows, options.trace);
 

@@ -208,4 +208,11 @@ expect 0 "backend cpu" netsim "$tmp/three.yaml" --out "$tmp/three_one" --cpu-wor
 cmp <(cut -d, -f1-16 "$tmp/three_cut/summary.csv") <(cut -d, -f1-16 "$tmp/three_one/summary.csv") ||
   { echo "FAIL: batches cut by --max-memory changed the results"; fail=1; }
 
+# A netsim result that cannot be written (a file where a variant's folder goes) stops that
+# batch with exit 1, naming the path and the cause; the variants written before stay.
+mkdir -p "$tmp/netsim_unwritable" && touch "$tmp/netsim_unwritable/dctcp"
+expect 1 "cannot create directories: Not a directory [$tmp/netsim_unwritable/dctcp]" netsim "$tmp/three.yaml" \
+  --out "$tmp/netsim_unwritable" --cpu-workers 1 --max-memory 150MiB
+grep -q "^hpcc," "$tmp/netsim_unwritable/summary.csv" || { echo "FAIL: the variants written before were lost"; fail=1; }
+
 exit $fail
