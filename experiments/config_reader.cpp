@@ -80,15 +80,17 @@ class ExpandedCounter {
  public:
   explicit ExpandedCounter(int64_t cap) : cap_(cap) {}
 
-  int64_t count(const YAML::Node& node) {
+  /// Saturates (too large) past kMaxYamlDepth levels of nesting as well: the walk recurses.
+  int64_t count(const YAML::Node& node, int depth = 0) {
     if (!node.IsMap() && !node.IsSequence()) return 1;
+    if (depth > kMaxYamlDepth) return cap_ + 1;
     const int pos = node.Mark().pos;
     if (pos >= 0) {
       if (const auto it = memo_.find(pos); it != memo_.end()) return it->second;
     }
     int64_t n = 1;
     for (const auto& item : node) {
-      n += node.IsMap() ? count(item.first) + count(item.second) : count(item);
+      n += node.IsMap() ? count(item.first, depth + 1) + count(item.second, depth + 1) : count(item, depth + 1);
       if (n > cap_) break;
     }
     n = std::min(n, cap_ + 1);
@@ -107,7 +109,8 @@ bool checkExpandedSize(const YAML::Node& root, const std::string& file, Diagnost
   if (ExpandedCounter(kMaxYamlValues).count(root) <= kMaxYamlValues) return true;
   diags.add(Diagnostic{file, 1, "",
                        "the document holds more than " + std::to_string(kMaxYamlValues) +
-                           " values once its aliases (*name) are followed; write the lists out or shorten them"});
+                           " values once its aliases (*name) are followed, or nests deeper than " +
+                           std::to_string(kMaxYamlDepth) + " levels; write the lists out or shorten them"});
   return false;
 }
 

@@ -45,10 +45,13 @@ class Diagnostics {
 /// document may hold: far above any real sweep or netsim file, far below what a small file
 /// of nested aliases expands to (a "billion laughs" document).
 inline constexpr int64_t kMaxYamlValues = 1'000'000;
+/// The deepest nesting of mappings and sequences an input YAML document may have.
+inline constexpr int kMaxYamlDepth = 100;
 
 /**
  * False, with a diagnostic, when `root` holds more than kMaxYamlValues values once its
- * aliases are followed; counted without expanding them (each anchored collection once).
+ * aliases are followed, or nests deeper than kMaxYamlDepth; counted without expanding the
+ * aliases (each anchored collection once).
  */
 bool checkExpandedSize(const YAML::Node& root, const std::string& file, Diagnostics& diags);
 

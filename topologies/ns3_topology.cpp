@@ -147,6 +147,13 @@ Topology loadNs3Topology(const std::filesystem::path& path) {
     reader.fail(header.number,
                 "switch count '" + header.tokens[1] + "' exceeds the node count '" + header.tokens[0] + "'");
   }
+  // Every node needs a link and a link line joins two nodes: a count the file's lines cannot
+  // connect is refused before the nodes are built (64 million of them took seconds and GBs).
+  if (nodes > 2 * lines.size()) {
+    reader.fail(header.number, "node count '" + header.tokens[0] + "' needs at least " +
+                                   std::to_string((nodes + 1) / 2) + " link lines (every node has a link), but the file has " +
+                                   std::to_string(lines.size()) + " lines");
+  }
   const std::string announced = " announced on line " + std::to_string(header.number);
 
   // Switch ids: the next `switches` tokens, possibly spread over several lines.
