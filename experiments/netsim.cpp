@@ -87,15 +87,9 @@ net::PacketStorage storageOf(const NetsimInput& in, const net::NetworkConfig& cf
 /// packet storage, counted before anything is allocated), or "".
 std::string storageProblem(const NetsimInput& in, const Variant& v, const net::NetworkConfig& cfg) {
   const net::PacketStorage st = storageOf(in, cfg);
-  const int64_t bytes = net::packetStorageBytes<net::NetWorld>(st, cfg);
-  if (st.link_slots <= net::kMaxLinkSlots && bytes <= in.memory_budget) return "";
-  return "experiment '" + v.name + "': its packet storage would take " + formatBytes(bytes) + " (" +
-         std::to_string(st.link_slots) + " link-ring slots: every link holds rate x delay in packets, times " +
-         "link_ring_factor " + std::to_string(cfg.link_ring_factor) + ")" +
-         (st.link_slots > net::kMaxLinkSlots
-              ? ", more slots than 2^32 - 1"
-              : ", more than the memory budget of " + formatBytes(in.memory_budget) + " (--max-memory)") +
-         "; shorten the link delays or slow the links";
+  const std::string problem =
+      net::packetStorageProblem(st, net::packetStorageBytes<net::NetWorld>(st, cfg), in.memory_budget, cfg);
+  return problem.empty() ? problem : "experiment '" + v.name + "': " + problem;
 }
 
 /// Reads and checks the whole input; every problem goes to `diags`. `budget`: the bytes one

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "ecs/quantity.hpp"
 #include "ecs/units.hpp"
 #include "ecs/world.hpp"
 #include "network/components.hpp"
@@ -113,6 +114,22 @@ int64_t packetStorageBytes(const PacketStorage& st, const NetworkConfig& cfg) {
   return slots(st.link_slots, rowBytes<WorldT, LinkSlot>(), rowBytes<WorldT, LinkSlotInt>()) +
          slots(st.nic_slots, rowBytes<WorldT, NicSlot>(), rowBytes<WorldT, NicSlotInt>()) +
          slots(st.switch_slots, rowBytes<WorldT, SwitchSlot>(), rowBytes<WorldT, SwitchSlotInt>());
+}
+
+/**
+ * Why packet storage `st` of `bytes` (under `cfg`) cannot be held: more link-ring slots than
+ * their 32-bit positions reach, or more bytes than `budget` when positive; "" when it can.
+ */
+inline std::string packetStorageProblem(const PacketStorage& st, int64_t bytes, int64_t budget,
+                                        const NetworkConfig& cfg) {
+  const bool too_many_slots = st.link_slots > kMaxLinkSlots;
+  if (!too_many_slots && (budget <= 0 || bytes <= budget)) return "";
+  return "its packet storage would take " + formatBytes(bytes) + " (" + std::to_string(st.link_slots) +
+         " link-ring slots: every link holds rate x delay in packets, times link_ring_factor " +
+         std::to_string(cfg.link_ring_factor) + ")" +
+         (too_many_slots ? ", more slots than 2^32 - 1"
+                         : ", more than the memory budget of " + formatBytes(budget) + " (--max-memory)") +
+         "; shorten the link delays or slow the links";
 }
 
 /// What a run's pooled-storage status bits mean, with the knob that fixes each ("" when none

@@ -439,15 +439,9 @@ struct RunRows {
 /// their 32-bit positions reach, or more bytes than `budget` (when positive).
 void checkPacketStorage(const TrainingExperiment& x, const net::NetworkLayout& layout, int64_t lookahead, int64_t budget) {
   const net::PacketStorage st = net::packetStorage(layout, x.network, lookahead);
-  const int64_t bytes = net::packetStorageBytes<TrainWorld>(st, x.network);
-  if (st.link_slots > net::kMaxLinkSlots || (budget > 0 && bytes > budget)) {
-    throw TrainingError("experiment '" + x.name + "': its packet storage would take " + formatBytes(bytes) + " (" +
-                        std::to_string(st.link_slots) + " link-ring slots: every link holds rate x delay in packets)" +
-                        (st.link_slots > net::kMaxLinkSlots ? ", more slots than 2^32 - 1"
-                                                            : ", more than the memory budget of " + formatBytes(budget) +
-                                                                  " (--max-memory)") +
-                        "; shorten the link delays or slow the links");
-  }
+  const std::string problem =
+      net::packetStorageProblem(st, net::packetStorageBytes<TrainWorld>(st, x.network), budget, x.network);
+  if (!problem.empty()) throw TrainingError("experiment '" + x.name + "': " + problem);
 }
 
 /// The step of experiment x under `plan` (options.lookahead when smaller).
