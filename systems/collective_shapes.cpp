@@ -25,7 +25,6 @@ class ShapeBuilder {
     TransferDef t;
     t.src = src;
     t.dst = dst;
-    t.num = 1;
     t.den = parts * chunks_;
     shape_.transfers.push_back(t);
     deps_.emplace_back();
@@ -257,6 +256,54 @@ CollectiveShape makeShape(CollectiveOp op, CollectiveAlgorithm algorithm, uint32
       break;
   }
   return ring(op, members, chunks);
+}
+
+bool generatedRing(CollectiveAlgorithm algorithm) {
+  return algorithm == CollectiveAlgorithm::kRing || algorithm == CollectiveAlgorithm::kHierarchical;
+}
+
+std::vector<RingPhaseDef> ringPhases(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members,
+                                     uint32_t per_server) {
+  if (members < 2 || !generatedRing(algorithm) || !algorithmSupports(algorithm, op, members, per_server)) {
+    throw std::invalid_argument(std::string("the ") + algorithmName(algorithm) + " algorithm cannot run " +
+                                collectiveOpName(op) + " over " + std::to_string(members) + " ranks as rings");
+  }
+  const uint32_t n = members;
+  std::vector<RingPhaseDef> phases;
+  auto add = [&](uint32_t rings, uint32_t size, bool consecutive, uint32_t steps, uint32_t parts) {
+    RingPhaseDef p;
+    p.rings = rings;
+    p.size = size;
+    p.ring_stride = consecutive ? size : 1;
+    p.pos_stride = consecutive ? 1 : rings;
+    p.steps = steps;
+    p.parts = parts;
+    phases.push_back(p);
+  };
+  const bool hierarchical = algorithm == CollectiveAlgorithm::kHierarchical && per_server > 1 && per_server < n;
+  if (!hierarchical) {
+    add(1, n, true, op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1, n);
+  } else {
+    // Reduce-scatter inside each server, one ring per rail across the k servers on 1/g of
+    // the buffer, all-gather inside each server (the order of `hierarchical` above).
+    const uint32_t g = per_server;
+    const uint32_t k = n / g;
+    if (op != CollectiveOp::kAllGather) add(k, g, true, g - 1, g);
+    add(g, k, false, op == CollectiveOp::kAllReduce ? 2 * (k - 1) : k - 1, g * k);
+    if (op != CollectiveOp::kReduceScatter) add(k, g, true, g - 1, g);
+  }
+  uint64_t first = 0;
+  for (RingPhaseDef& p : phases) {
+    const uint64_t count = uint64_t{p.rings} * p.steps * p.size;
+    if (first + count >= (uint64_t{1} << 32)) {
+      throw std::length_error(std::string("a ") + algorithmName(algorithm) + " " + collectiveOpName(op) + " over " +
+                              std::to_string(n) + " ranks has 2^32 transfers or more per chunk");
+    }
+    p.first = static_cast<uint32_t>(first);
+    p.count = static_cast<uint32_t>(count);
+    first += count;
+  }
+  return phases;
 }
 
 int64_t analyticalTime(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members, int64_t bytes,

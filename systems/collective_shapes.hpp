@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "analytical/collective_model.hpp"
+#include "systems/ring_schedule.hpp"
 #include "systems/training_components.hpp"
 
 namespace mv::train {
@@ -34,6 +35,18 @@ bool algorithmSupports(CollectiveAlgorithm algorithm, CollectiveOp op, uint32_t 
 /// cannot run the op (algorithmSupports).
 CollectiveShape makeShape(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members, uint32_t chunks,
                           uint32_t per_server = 1);
+
+/// Whether the run time generates `algorithm`'s transfers step by step (ring, hierarchical:
+/// ringPhases) rather than holding its DAG (makeShape).
+bool generatedRing(CollectiveAlgorithm algorithm);
+
+/// The phases of a generated ring collective of `op` over `members` ranks (`per_server`
+/// consecutive members per server), with their `first` and `count` filled: the DAG of
+/// makeShape for one chunk, numbered the same way. Throws std::invalid_argument when the
+/// algorithm cannot run the op, and std::length_error when one chunk would have 2^32
+/// transfers or more.
+std::vector<RingPhaseDef> ringPhases(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members,
+                                     uint32_t per_server = 1);
 
 /**
  * α-β time of the same algorithm between servers: per sequential step the step latency and

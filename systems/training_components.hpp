@@ -14,6 +14,7 @@
 #include "ecs/table.hpp"
 #include "ecs/type_list.hpp"
 #include "network/components.hpp"
+#include "systems/ring_schedule.hpp"
 #include "systems/training_spec.hpp"
 #include "workloads/task_graph.hpp"
 
@@ -26,7 +27,8 @@ inline constexpr int64_t kNever = INT64_MAX;
 enum class CollMode : uint8_t {
   kIntraServer,  ///< all members on one server: the calibrated intra-server model
   kAnalytical,   ///< inter-server, α-β closed form (analytical fidelity)
-  kTransfers,    ///< inter-server, decomposed into transfers (network flows or NVLink hops)
+  kTransfers,    ///< inter-server, a DAG of transfers held in TransferShape rows (tree, halving-doubling, direct)
+  kRing,         ///< inter-server, ring transfers generated step by step from RingShape rows (ring, hierarchical)
 };
 
 /// Per-experiment configuration row.
@@ -41,6 +43,7 @@ struct TrainConfig {
   uint32_t nics_per_server = 8;
   uint32_t priority = 3;
   uint32_t trace = 0;            ///< 1: record every finished task (TaskSpan rows)
+  uint32_t transfer_bits = 18;   ///< bits of a transfer's index in its flow id (transferFlowId)
   uint32_t overlap_ppm = 1000000; ///< compute slow-down while the DP stream communicates (ppm)
   CollectiveModel intra;         ///< intra-server collective model of the GPU
 };
@@ -129,9 +132,12 @@ struct CollInfo {
   uint32_t members = 0;
   uint32_t member_base = 0;     ///< first GroupMember row
   uint32_t task = 0;            ///< program index of the collective's task (the same for every member)
-  uint32_t shape_base = 0;      ///< first TransferShape row of its decomposition
-  uint32_t shape_count = 0;
-  uint32_t state_base = 0;      ///< first TransferState row
+  uint32_t shape_base = 0;      ///< first TransferShape (kTransfers) or RingShape (kRing) row
+  uint32_t shape_count = 0;     ///< its transfers (all chunks)
+  uint32_t state_base = 0;      ///< first TransferState row (kTransfers)
+  uint32_t phases = 0;          ///< kRing: RingShape rows
+  uint32_t chunks = 1;          ///< kRing: chunks, each of chunk_transfers transfers
+  uint32_t chunk_transfers = 0;
   int64_t bytes = 0;            ///< per-rank buffer (nccl-tests convention)
   int64_t analytical_ps = 0;    ///< duration for kIntraServer / kAnalytical (floored at the step latency)
 };
@@ -154,16 +160,14 @@ struct GroupMember : Archetype<Member> {
 };
 
 /// One transfer of a collective's decomposition (shared by instances of the same shape):
-/// member `src` sends bytes·num/den to member `dst` once `dep_count` transfers finished.
+/// member `src` sends ⌈bytes/den⌉ to member `dst` once `dep_count` transfers finished.
 struct TransferDef {
   uint32_t src = 0;
   uint32_t dst = 0;
-  uint32_t num = 1;
   uint32_t den = 1;
   uint32_t dep_count = 0;
   uint32_t succ_begin = 0;   ///< first TransferSucc row (local)
   uint32_t succ_count = 0;
-  uint32_t pad = 0;
 };
 struct TransferShape : Archetype<TransferDef> {
   static constexpr const char* kName = "TransferShape";
@@ -187,17 +191,26 @@ struct TransferState : Archetype<TransferCounter> {
 };
 
 /// Flow ids of training traffic (40 bits, unique per source NIC): bit 39 set for a collective
-/// transfer (collective row: 21 bits, transfer: 18 bits), clear for a pipeline message
-/// (sender rank: 19 bits, sender task: 20 bits).
+/// transfer (collective row above the transfer's index, which takes the experiment's
+/// TrainConfig::transfer_bits: 18 unless a collective has more than 2^18 transfers), clear
+/// for a pipeline message (sender rank: 19 bits, sender task: 20 bits).
 MV_HD inline uint64_t p2pFlowId(uint32_t rank, uint32_t task) { return (uint64_t{rank} << 20) | task; }
-MV_HD inline uint64_t transferFlowId(uint32_t coll, uint32_t transfer) {
-  return (uint64_t{1} << 39) | (uint64_t{coll} << 18) | transfer;
+inline constexpr uint32_t kTransferIdBits = 39;
+MV_HD inline uint64_t transferFlowId(uint32_t coll, uint32_t transfer, uint32_t transfer_bits) {
+  return (uint64_t{1} << kTransferIdBits) | (uint64_t{coll} << transfer_bits) | transfer;
 }
-MV_HD inline bool isTransferFlow(uint64_t id) { return (id >> 39) & 1; }
+MV_HD inline uint32_t flowCollective(uint64_t id, uint32_t transfer_bits) {
+  return static_cast<uint32_t>((id & ((uint64_t{1} << kTransferIdBits) - 1)) >> transfer_bits);
+}
+MV_HD inline uint32_t flowTransfer(uint64_t id, uint32_t transfer_bits) {
+  return static_cast<uint32_t>(id & ((uint64_t{1} << transfer_bits) - 1));
+}
+MV_HD inline bool isTransferFlow(uint64_t id) { return (id >> kTransferIdBits) & 1; }
 inline constexpr uint32_t kMaxFlowRanks = 1u << 19;
 inline constexpr uint32_t kMaxFlowTasks = 1u << 20;
-inline constexpr uint32_t kMaxFlowCollectives = 1u << 21;
-inline constexpr uint32_t kMaxTransfers = 1u << 18;
+inline constexpr uint32_t kMinTransferBits = 18;
+/// Transfers one explicit DAG (TransferShape rows) may hold.
+inline constexpr uint32_t kMaxShapeTransfers = 1u << 24;
 
 /// One finished task, for Chrome traces (recorded only when TrainConfig::trace is set).
 struct TaskSpanData {
@@ -211,6 +224,6 @@ struct TaskSpan : Archetype<TaskSpanData> {
 };
 
 using TrainingArchetypes = TypeList<ProgramTask, ProgramSucc, Rank, RankTask, Collective, GroupMember, TransferShape,
-                                    TransferSucc, TransferState, TaskSpan>;
+                                    TransferSucc, TransferState, RingShape, TaskSpan>;
 
 }  // namespace mv::train

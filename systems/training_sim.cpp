@@ -1,6 +1,7 @@
 #include "systems/training_sim.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -169,10 +170,25 @@ class CollectiveBuilder {
     appendRows<TransferShape>(world_, e_, shapes_, [](auto& t, int64_t r, const TransferDef& v) { t.template get<TransferDef>(r) = v; });
     appendRows<TransferSucc>(world_, e_, succs_, [](auto& t, int64_t r, uint32_t v) { t.template get<TransferNext>(r) = TransferNext{v}; });
     appendRows<TransferState>(world_, e_, counters_, [](auto& t, int64_t r, const TransferCounter& v) { t.template get<TransferCounter>(r) = v; });
+    appendRows<RingShape>(world_, e_, ring_phases_, [](auto& t, int64_t r, const RingPhaseDef& v) { t.template get<RingPhaseDef>(r) = v; });
   }
 
-  /// Flows the collectives may create in one step at most (every transfer's first wave).
-  int64_t firstWaveFlows() const { return first_wave_; }
+  /// Bits a transfer's index takes in its flow id (TrainConfig::transfer_bits): 18, or
+  /// more when a collective has more transfers; the collective rows must fit the rest.
+  uint32_t transferBits() const {
+    uint32_t bits = kMinTransferBits;
+    while (bits < kTransferIdBits && (uint64_t{1} << bits) < max_transfers_) ++bits;
+    if ((uint64_t{1} << (kTransferIdBits - bits)) < infos_.size()) {
+      throw TrainingError("collectives.chunk: " + std::to_string(infos_.size()) + " collectives of up to " +
+                          std::to_string(max_transfers_) + " transfers each cannot be numbered in 39-bit flow ids; "
+                          "raise the chunk size or dp_bucket");
+    }
+    return bits;
+  }
+
+  /// Flows the collectives may have at once: per group and stream, the most transfers one
+  /// of its collectives has in flight (members run a stream's collectives one after another).
+  int64_t liveFlows() const { return live_flows_; }
   size_t collectives() const { return infos_.size(); }
 
  private:
@@ -184,6 +200,7 @@ class CollectiveBuilder {
     members_.insert(members_.end(), members.begin(), members.end());
     const bool one_server = std::all_of(members.begin(), members.end(),
                                         [&](uint32_t r) { return serverOf(r) == serverOf(members.front()); });
+    std::array<int64_t, kStreams> live{};
     for (uint32_t i = 0; i < prog.tasks.size(); ++i) {
       const TaskDef& d = prog.tasks[i];
       if (d.kind != TaskKind::kCollective || d.comm != kind) continue;
@@ -208,10 +225,11 @@ class CollectiveBuilder {
                                                     plan_.cfg.nic_rate_bps, floor + plan_.cfg.path_latency_ps);
       } else {
         info.mode = CollMode::kTransfers;
-        addTransfers(info);
+        live[d.stream] = std::max(live[d.stream], addTransfers(info));
       }
       infos_.push_back(info);
     }
+    for (const int64_t l : live) live_flows_ += l;
   }
 
   /// Consecutive members of a collective's group on one server (groups are laid out in
@@ -223,18 +241,64 @@ class CollectiveBuilder {
     return k;
   }
 
-  void addTransfers(CollInfo& info) {
+  /// Decomposes `info` into transfers; returns the most it has in flight at once.
+  int64_t addTransfers(CollInfo& info) {
     const int64_t per_peer = info.bytes / info.members;
     const int64_t chunk = std::max<int64_t>(x_.collectives.chunk.count, 1);
     const auto chunks = static_cast<uint32_t>(std::clamp<int64_t>((per_peer + chunk - 1) / chunk, 1, 64));
     const uint32_t per_server = membersPerServer(info);
+    if (generatedRing(info.algorithm)) {
+      addRing(info, chunks, per_server);
+    } else {
+      addShape(info, chunks, per_server);
+    }
+    max_transfers_ = std::max<uint64_t>(max_transfers_, info.shape_count);
+    // A ring chunk is n chains of transfers, one in flight each; a DAG is bounded by its size.
+    return info.mode == CollMode::kRing ? int64_t{chunks} * info.members : int64_t{info.shape_count};
+  }
+
+  /// A ring or hierarchical collective: its phases (shared by instances of one shape), no
+  /// per-transfer rows.
+  void addRing(CollInfo& info, uint32_t chunks, uint32_t per_server) {
+    const auto key = std::make_tuple(info.op, info.algorithm, info.members, per_server);
+    auto it = ring_index_.find(key);
+    if (it == ring_index_.end()) {
+      std::vector<RingPhaseDef> phases;
+      try {
+        phases = ringPhases(info.op, info.algorithm, info.members, per_server);
+      } catch (const std::length_error& e) {
+        throw TrainingError(std::string("parallelism: ") + e.what());
+      }
+      const auto base = static_cast<uint32_t>(ring_phases_.size());
+      ring_phases_.insert(ring_phases_.end(), phases.begin(), phases.end());
+      it = ring_index_.emplace(key, std::make_pair(base, static_cast<uint32_t>(phases.size()))).first;
+    }
+    info.mode = CollMode::kRing;
+    info.shape_base = it->second.first;
+    info.phases = it->second.second;
+    const RingPhaseDef& last = ring_phases_[info.shape_base + info.phases - 1];
+    info.chunk_transfers = last.first + last.count;
+    const uint64_t total = uint64_t{info.chunk_transfers} * chunks;
+    if (total >= (uint64_t{1} << 32)) {
+      throw TrainingError("collectives.chunk: a collective over " + std::to_string(info.members) + " ranks in " +
+                          std::to_string(chunks) + " chunks would have 2^32 transfers or more; raise the chunk size");
+    }
+    info.chunks = chunks;
+    info.shape_count = static_cast<uint32_t>(total);
+  }
+
+  /// Any other algorithm: its DAG (shared by instances of one shape) and a counter per
+  /// transfer and instance.
+  void addShape(CollInfo& info, uint32_t chunks, uint32_t per_server) {
     const auto key = std::make_tuple(info.op, info.algorithm, info.members, chunks, per_server);
     auto it = shape_index_.find(key);
     if (it == shape_index_.end()) {
       const CollectiveShape shape = makeShape(info.op, info.algorithm, info.members, chunks, per_server);
-      if (shape.transfers.size() >= kMaxTransfers) {
-        throw TrainingError("collectives.chunk: a collective over " + std::to_string(info.members) +
-                            " ranks would have more than 2^18 transfers; raise the chunk size");
+      if (shape.transfers.size() > kMaxShapeTransfers) {
+        throw TrainingError("collectives: the " + std::string(algorithmName(info.algorithm)) + " algorithm over " +
+                            std::to_string(info.members) + " ranks in " + std::to_string(chunks) + " chunks would hold " +
+                            std::to_string(shape.transfers.size()) +
+                            " transfers (at most 2^24); use ring or hierarchical, or raise the chunk size");
       }
       const auto base = static_cast<uint32_t>(shapes_.size());
       const auto succ_base = static_cast<uint32_t>(succs_.size());
@@ -251,7 +315,6 @@ class CollectiveBuilder {
     for (uint32_t k = 0; k < info.shape_count; ++k) {
       const TransferDef& d = shapes_[info.shape_base + k];
       counters_.push_back(TransferCounter{static_cast<int32_t>(d.dep_count), 0, 0});
-      if (d.dep_count == 0) ++first_wave_;
     }
   }
 
@@ -264,9 +327,12 @@ class CollectiveBuilder {
   std::vector<TransferDef> shapes_;
   std::vector<uint32_t> succs_;
   std::vector<TransferCounter> counters_;
+  std::vector<RingPhaseDef> ring_phases_;
   std::map<std::tuple<CollectiveOp, CollectiveAlgorithm, uint32_t, uint32_t, uint32_t>, std::pair<uint32_t, uint32_t>>
       shape_index_;
-  int64_t first_wave_ = 0;
+  std::map<std::tuple<CollectiveOp, CollectiveAlgorithm, uint32_t, uint32_t>, std::pair<uint32_t, uint32_t>> ring_index_;
+  int64_t live_flows_ = 0;
+  uint64_t max_transfers_ = 0;
 };
 
 /// Fills every training table of experiment e; returns the most flows it may create in a step.
@@ -309,7 +375,7 @@ int64_t buildTraining(TrainWorld& world, ExpId e, const TrainingExperiment& x, c
   }
   CollectiveBuilder colls(world, e, x, plan);
   colls.build(ranks);
-  if (colls.collectives() >= kMaxFlowCollectives) throw TrainingError("parallelism: more than 2^21 collectives per iteration");
+  world.config(e).train.transfer_bits = colls.transferBits();
   appendRows<Rank>(world, e, ranks, [](auto& t, int64_t r, const RankInfo& v) {
     t.template get<RankInfo>(r) = v;
     t.template get<RankStreams>(r) = RankStreams{};
@@ -317,7 +383,7 @@ int64_t buildTraining(TrainWorld& world, ExpId e, const TrainingExperiment& x, c
   });
   appendRows<RankTask>(world, e, states, [](auto& t, int64_t r, const TaskState& v) { t.template get<TaskState>(r) = v; });
   colls.commit();
-  return colls.firstWaveFlows() + 2 * int64_t{gpus};
+  return colls.liveFlows() + 2 * int64_t{gpus};
 }
 
 /// The "args" object of a task's trace event: what it computed or moved.
@@ -506,7 +572,7 @@ RunRows runRows(const TrainingExperiment& x, int64_t flows) {
 void sizeForRun(TrainWorld& world, const RunRows& rows, bool trace) {
   world.commitAllHost();
   world.fitStaticTables();
-  world.grow<net::Flow>(TableCapacity{2 * rows.packet_flows + 1024, rows.packet_flows + 1024});
+  if (rows.packet_flows > 0) world.grow<net::Flow>(TableCapacity{2 * rows.packet_flows + 1024, rows.packet_flows + 1024});
   if (rows.fluid_flows > 0) world.grow<net::FluidFlow>(TableCapacity{2 * rows.fluid_flows + 1024, rows.fluid_flows + 1024});
   world.grow<net::FlowRecord>(TableCapacity{rows.records + 1024, rows.records + 1024});
   if (trace) {
@@ -546,7 +612,8 @@ TrainingFootprint measureFootprint(const TrainingExperiment& x, const Simulation
   f.transfer_states = v.table<TransferState>().rows;
   f.program_bytes = bytesOf(world, TypeList<ProgramTask, ProgramSucc>{});
   f.rank_bytes = bytesOf(world, TypeList<Rank, RankTask>{});
-  f.collective_bytes = bytesOf(world, TypeList<Collective, GroupMember, TransferShape, TransferSucc, TransferState>{});
+  f.collective_bytes =
+      bytesOf(world, TypeList<Collective, GroupMember, TransferShape, TransferSucc, TransferState, RingShape>{});
   const std::size_t flow_tables = bytesOf(world, TypeList<net::Flow, net::FluidFlow, net::FlowRecord>{});
   f.run_bytes = flow_tables + bytesOf(world, TypeList<TaskSpan>{});
   f.network_bytes = bytesOf(world, ConcatT<net::NetworkArchetypes, net::FluidArchetypes>{}) - flow_tables;

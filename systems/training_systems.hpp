@@ -72,6 +72,17 @@ struct TrainOps {
     auto& t = ctx.template table<TransferState>();
     return t.template get<TransferCounter>(base(t) + c.state_base + k);
   }
+  /// Transfer k of a collective: generated (kRing) or read from its shape (kTransfers; the
+  /// successors are then in TransferSucc, and `next` is unset).
+  MV_HD const RingPhaseDef& ringPhase(const CollInfo& c, uint32_t p) const {
+    auto& t = ctx.template table<RingShape>();
+    return t.template get<RingPhaseDef>(base(t) + c.shape_base + p);
+  }
+  MV_HD RingTransfer transfer(const CollInfo& c, uint32_t k) const {
+    if (c.mode == CollMode::kRing) return ringTransfer(&ringPhase(c, 0), c.phases, c.chunks, c.chunk_transfers, k);
+    const TransferDef& d = shape(c, k);
+    return RingTransfer{d.src, d.dst, d.den, kNoTransfer};
+  }
 
   /// Megatron rank order: TP fastest, then DP, then PP.
   MV_HD uint32_t rankAt(uint32_t stage, uint32_t tp_index, uint32_t dp_index) const {
@@ -147,12 +158,23 @@ struct TrainOps {
     atomicFetchMax<int64_t>(&s.arrive_max, t);
     if (atomicFetchAddAcqRel<uint32_t>(&s.arrived, 1u) + 1 != c.members) return;
     const int64_t t0 = atomicLoad<int64_t>(&s.arrive_max);
+    const int64_t t1 = t0 + cfg().step_latency_ps;
+    if (c.mode == CollMode::kRing) {
+      // The first step of every ring of the first phase, chunk by chunk.
+      const RingPhaseDef& p = ringPhase(c, 0);
+      for (uint32_t chunk = 0; chunk < c.chunks; ++chunk) {
+        for (uint32_t q = 0; q < p.rings; ++q) {
+          for (uint32_t i = 0; i < p.size; ++i) startTransfer(coll, c, chunk * c.chunk_transfers + q * p.steps * p.size + i, t1);
+        }
+      }
+      return;
+    }
     if (c.mode != CollMode::kTransfers) {
       finishCollective(c, t0 + c.analytical_ps);
       return;
     }
     for (uint32_t k = 0; k < c.shape_count; ++k) {
-      if (shape(c, k).dep_count == 0) startTransfer(coll, c, k, t0 + cfg().step_latency_ps);
+      if (shape(c, k).dep_count == 0) startTransfer(coll, c, k, t1);
     }
   }
   MV_HD void finishCollective(const CollInfo& c, int64_t done) const {
@@ -160,23 +182,38 @@ struct TrainOps {
   }
   /// Transfer `k` of `coll` starts at `t`: a flow between servers, an NVLink hop inside one.
   MV_HD void startTransfer(uint32_t coll, const CollInfo& c, uint32_t k, int64_t t) const {
-    const TransferDef& d = shape(c, k);
+    const RingTransfer d = transfer(c, k);
     const uint32_t src = member(c, d.src);
     const uint32_t dst = member(c, d.dst);
-    const int64_t bytes = static_cast<int64_t>((static_cast<Int128>(c.bytes) * d.num + d.den - 1) / d.den);
+    const int64_t bytes = (c.bytes + d.den - 1) / d.den;
     if (serverOf(src) == serverOf(dst) || bytes == 0) {
       finishTransfer(coll, k, t + nvlinkTime(bytes));
       return;
     }
-    createFlow(nicOf(src), nicOf(dst), bytes, t, transferFlowId(coll, k));
+    createFlow(nicOf(src), nicOf(dst), bytes, t, transferFlowId(coll, k, cfg().transfer_bits));
   }
   /// Transfer `k` of `coll` arrived at `t`: releases its successors, and the last transfer
   /// completes the collective.
   MV_HD void finishTransfer(uint32_t coll, uint32_t k, int64_t t) const {
     const CollInfo& c = collInfo(coll);
     CollState& s = collState(coll);
-    const TransferDef& d = shape(c, k);
     const int64_t ready = t + cfg().step_latency_ps;
+    releaseSuccessors(coll, c, k, ready);
+    atomicFetchMax<int64_t>(&s.done_max, ready);
+    if (atomicFetchAddAcqRel<uint32_t>(&s.transfers_done, 1u) + 1 == c.shape_count) {
+      finishCollective(c, atomicLoad<int64_t>(&s.done_max));
+    }
+  }
+  /// Starts what transfer `k`'s arrival releases at `ready`: in a generated ring its one
+  /// successor (whose only predecessor it is); in a DAG each successor whose counter it
+  /// brings to zero, at the latest of its predecessors' ready times.
+  MV_HD void releaseSuccessors(uint32_t coll, const CollInfo& c, uint32_t k, int64_t ready) const {
+    if (c.mode == CollMode::kRing) {
+      const uint32_t next = transfer(c, k).next;
+      if (next != kNoTransfer) startTransfer(coll, c, next, ready);
+      return;
+    }
+    const TransferDef& d = shape(c, k);
     for (uint32_t j = 0; j < d.succ_count; ++j) {
       const uint32_t next = nextTransfer(d, j);
       TransferCounter& n = counter(c, next);
@@ -184,10 +221,6 @@ struct TrainOps {
       if (atomicFetchAddAcqRel<int32_t>(&n.deps_left, -1) == 1) {
         startTransfer(coll, c, next, atomicLoad<int64_t>(&n.ready_ps));
       }
-    }
-    atomicFetchMax<int64_t>(&s.done_max, ready);
-    if (atomicFetchAddAcqRel<uint32_t>(&s.transfers_done, 1u) + 1 == c.shape_count) {
-      finishCollective(c, atomicLoad<int64_t>(&s.done_max));
     }
   }
 };
@@ -204,8 +237,8 @@ struct FlowCompletionSystem {
   MV_HD static void run(const Ctx& ctx, const net::FlowResult& r) {
     const TrainOps<Ctx> ops{ctx};
     if (isTransferFlow(r.id)) {
-      ops.finishTransfer(static_cast<uint32_t>((r.id >> 18) & (kMaxFlowCollectives - 1)),
-                         static_cast<uint32_t>(r.id & (kMaxTransfers - 1)), r.finish_ps);
+      const uint32_t bits = ops.cfg().transfer_bits;
+      ops.finishTransfer(flowCollective(r.id, bits), flowTransfer(r.id, bits), r.finish_ps);
     } else {
       const uint32_t rank = static_cast<uint32_t>(r.id >> 20);
       const uint32_t index = static_cast<uint32_t>(r.id & (kMaxFlowTasks - 1));

@@ -51,7 +51,7 @@ std::vector<std::vector<bool>> informed(const CollectiveShape& s, uint32_t n) {
 double sentBy(const CollectiveShape& s, uint32_t m) {
   double f = 0;
   for (const TransferDef& t : s.transfers) {
-    if (t.src == m) f += static_cast<double>(t.num) / t.den;
+    if (t.src == m) f += 1.0 / t.den;
   }
   return f;
 }
@@ -109,7 +109,7 @@ TEST_CASE("hierarchical all-reduce: only 1/g of the buffer crosses servers per m
   for (uint32_t m = 0; m < n; ++m) {
     double across = 0;
     for (const TransferDef& t : s.transfers) {
-      if (t.src == m && t.src / g != t.dst / g) across += static_cast<double>(t.num) / t.den;
+      if (t.src == m && t.src / g != t.dst / g) across += 1.0 / t.den;
     }
     CHECK(across == Approx(2.0 * (2 - 1) / (2 * g)));
   }
@@ -125,6 +125,52 @@ TEST_CASE("direct all-to-all: every ordered pair once, 1/n each") {
     CHECK(t.dep_count == 0);
   }
   for (uint32_t m = 0; m < 5; ++m) CHECK(sentBy(s, m) == Approx(4.0 / 5));
+}
+
+TEST_CASE("generated rings walk makeShape's DAG transfer by transfer") {
+  struct Case {
+    CollectiveAlgorithm algorithm;
+    uint32_t n;
+    uint32_t per_server;
+  };
+  const Case cases[] = {{CollectiveAlgorithm::kRing, 2, 1},         {CollectiveAlgorithm::kRing, 5, 1},
+                        {CollectiveAlgorithm::kRing, 8, 4},         {CollectiveAlgorithm::kHierarchical, 8, 2},
+                        {CollectiveAlgorithm::kHierarchical, 12, 4}, {CollectiveAlgorithm::kHierarchical, 6, 3},
+                        {CollectiveAlgorithm::kHierarchical, 6, 6},  {CollectiveAlgorithm::kHierarchical, 6, 1}};
+  for (const Case& c : cases) {
+    for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kAllGather, CollectiveOp::kReduceScatter}) {
+      for (uint32_t chunks : {1u, 3u}) {
+        INFO(algorithmName(c.algorithm) << " " << collectiveOpName(op) << " n " << c.n << " per server "
+                                        << c.per_server << " chunks " << chunks);
+        const CollectiveShape dag = makeShape(op, c.algorithm, c.n, chunks, c.per_server);
+        const std::vector<RingPhaseDef> phases = ringPhases(op, c.algorithm, c.n, c.per_server);
+        const uint32_t per_chunk = phases.back().first + phases.back().count;
+        REQUIRE(dag.transfers.size() == size_t{per_chunk} * chunks);
+        // What arrive() starts: the first step of every ring of the first phase.
+        std::vector<bool> starts(dag.transfers.size(), false);
+        for (uint32_t chunk = 0; chunk < chunks; ++chunk) {
+          for (uint32_t q = 0; q < phases[0].rings; ++q) {
+            for (uint32_t i = 0; i < phases[0].size; ++i) {
+              starts[chunk * per_chunk + q * phases[0].steps * phases[0].size + i] = true;
+            }
+          }
+        }
+        for (uint32_t k = 0; k < dag.transfers.size(); ++k) {
+          const TransferDef& d = dag.transfers[k];
+          const RingTransfer g = ringTransfer(phases.data(), static_cast<uint32_t>(phases.size()), chunks, per_chunk, k);
+          CHECK(g.src == d.src);
+          CHECK(g.dst == d.dst);
+          CHECK(g.den == d.den);
+          CHECK(starts[k] == (d.dep_count == 0));
+          CHECK(d.dep_count <= 1);
+          REQUIRE(d.succ_count <= 1);
+          CHECK(g.next == (d.succ_count == 1 ? dag.succs[d.succ_begin] : kNoTransfer));
+        }
+      }
+    }
+  }
+  CHECK_THROWS_AS(ringPhases(CollectiveOp::kAllReduce, CollectiveAlgorithm::kTree, 8), std::invalid_argument);
+  CHECK_THROWS_AS(ringPhases(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 1u << 17), std::length_error);
 }
 
 TEST_CASE("analytical times follow the algorithms' step counts and volumes") {

@@ -61,6 +61,21 @@ TEST_CASE("ring all-reduce over the packet network takes 2(n-1)/n S/B plus its l
   CHECK(r.network.flows_done > 0);
 }
 
+TEST_CASE("a ring over 512 ranks (more than 2^18 transfers) runs generated, at the alpha-beta time") {
+  // 2·511·512 = 523,264 transfers in one all-reduce: refused before rings were generated.
+  TrainingExperiment x = test::tinyExperiment(1, 1, 512, 1, 1);
+  x.model = test::tinyGpt(4, 512);
+  x.collectives.dp_bucket = mebibytes(1024);  // one bucket: the whole all-reduce is exposed
+  x.fidelity = NetworkFidelity::kFlow;
+  const TrainingResult flow = runOne(x);
+  REQUIRE(flow.error.empty());
+  CHECK(flow.network.flows_done == 2 * 511 * 512);
+  x.fidelity = NetworkFidelity::kAnalytical;
+  const TrainingResult alpha_beta = runOne(x);
+  INFO("exposed DP: flow level " << flow.exposed_dp.ps << " ps, alpha-beta " << alpha_beta.exposed_dp.ps << " ps");
+  CHECK(rel(static_cast<double>(flow.exposed_dp.ps), static_cast<double>(alpha_beta.exposed_dp.ps)) < 0.05);
+}
+
 TEST_CASE("training results do not depend on the thread count, the step or the batch") {
   TrainingExperiment packet = test::tinyExperiment(2, 2, 2, 4, 2);
   packet.model = test::tinyGpt(8, 512);

@@ -1,0 +1,114 @@
+/**
+ * @file scale.cpp
+ * Scale benchmark (issue #22): GPT-3 175B (TP 8, SP, full recompute, distributed
+ * optimizer) on a k-ary fat tree of 400 Gb/s links sized to the GPUs, at one fidelity:
+ * the time to build the experiment, its simulation memory by part (the figure `validate`
+ * reports), the process's peak resident memory and, with `--iterate`, one simulated
+ * iteration: wall time and events per second. One configuration per process, so the peak
+ * resident memory is its own; bench/scale.sh runs the table.
+ */
+#include <CLI/CLI.hpp>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "systems/training_sim.hpp"
+#include "topologies/generators.hpp"
+
+namespace mv {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+/// Peak resident memory of this process so far.
+double peakRssGiB() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) * 1024.0 / kGiB;
+}
+
+/// The fat-tree radix whose k³/4 hosts hold `servers` · 8 NICs.
+uint32_t fatTreeRadix(uint32_t nics) {
+  uint32_t k = 2;
+  while (uint64_t{k} * k * k / 4 < nics) k += 2;
+  return k;
+}
+
+TrainingExperiment gpt3(uint32_t gpus, uint32_t pp, NetworkFidelity fidelity) {
+  TrainingExperiment x;
+  x.model = modelByName("gpt3-175b");
+  x.name = "gpt3-175b";
+  x.parallelism.tp = 8;
+  x.parallelism.pp = pp;
+  x.parallelism.dp = gpus / (8 * pp);
+  x.parallelism.sequence_parallel = true;
+  x.parallelism.distributed_optimizer = true;
+  x.parallelism.recompute = Recompute::kFull;
+  x.training.micro_batch = 1;
+  x.training.global_batch = 2 * x.parallelism.dp;
+  x.cluster.gpu = "h100";
+  x.cluster.gpus = gpus;
+  x.cluster.gpus_per_server = 8;
+  x.cluster.nics_per_server = 8;
+  FatTreeParams ft;
+  ft.k = fatTreeRadix(gpus);
+  ft.nic_rate = gigabitsPerSecond(400);
+  ft.fabric_rate = gigabitsPerSecond(400);
+  x.topology = makeFatTree(ft);
+  x.network.cc = net::CcKind::kDcqcn;
+  x.fidelity = fidelity;
+  return x;
+}
+
+}  // namespace
+}  // namespace mv
+
+int main(int argc, char** argv) {
+  CLI::App app{"Scale benchmark: build time, memory and iteration time of GPT-3 175B on thousands of GPUs"};
+  uint32_t gpus = 1024;
+  uint32_t pp = 8;
+  std::string fidelity = "analytical";
+  bool iterate = false;
+  int threads = 2;
+  app.add_option("--gpus", gpus, "GPUs (a multiple of 8 · pp)")->check(CLI::Range(64u, 1u << 19));
+  app.add_option("--pp", pp, "pipeline stages")->check(CLI::Range(1u, 128u));
+  app.add_option("--fidelity", fidelity, "analytical, flow or packet")
+      ->check(CLI::IsMember({"analytical", "flow", "packet"}));
+  app.add_flag("--iterate", iterate, "also simulate one iteration");
+  app.add_option("--threads", threads, "OpenMP threads")->check(CLI::Range(1, 256));
+  CLI11_PARSE(app, argc, argv);
+  if (gpus % (8 * pp) != 0) {
+    std::fprintf(stderr, "--gpus must be a multiple of 8 · pp\n");
+    return 2;
+  }
+  const mv::NetworkFidelity f = fidelity == "packet" ? mv::NetworkFidelity::kPacket
+                                : fidelity == "flow" ? mv::NetworkFidelity::kFlow
+                                                     : mv::NetworkFidelity::kAnalytical;
+  const mv::TrainingExperiment x = mv::gpt3(gpus, pp, f);
+  const mv::TrainingFootprint fp = mv::measureFootprint(x);
+  std::printf("%6u GPUs  %-10s  dp %5u  build %6.2f s  memory %7.3f GiB (programs %6.3f, ranks %6.3f, collectives %6.3f,"
+              " network %6.3f, run %6.3f)  rank tasks %10lld  collectives %6lld  transfer counters %8lld  live flows %8lld"
+              "  peak RSS %6.2f GiB\n",
+              gpus, fidelity.c_str(), x.parallelism.dp, fp.build_seconds, fp.total_bytes / mv::kGiB,
+              fp.program_bytes / mv::kGiB, fp.rank_bytes / mv::kGiB, fp.collective_bytes / mv::kGiB,
+              fp.network_bytes / mv::kGiB, fp.run_bytes / mv::kGiB, static_cast<long long>(fp.rank_tasks),
+              static_cast<long long>(fp.collectives), static_cast<long long>(fp.transfer_states),
+              static_cast<long long>(fp.flows_per_step), mv::peakRssGiB());
+  std::fflush(stdout);
+  if (!iterate) return 0;
+  mv::SimulationOptions o;
+  o.threads = threads;
+  const std::vector<mv::TrainingExperiment> one{x};
+  const auto start = std::chrono::steady_clock::now();
+  const mv::TrainingResult r = mv::simulateTraining(one, o).front();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("%6u GPUs  %-10s  iteration %9.2f ms  status %s  wall %8.2f s (run %8.2f)  events %11lld (%.2f M/s)"
+              "  peak RSS %6.2f GiB\n",
+              gpus, fidelity.c_str(), static_cast<double>(r.iteration.ps) * 1e-9, r.error.empty() ? "ok" : r.error.c_str(),
+              wall, r.wall_seconds, static_cast<long long>(r.events),
+              static_cast<double>(r.events) / std::max(r.wall_seconds, 1e-9) / 1e6, mv::peakRssGiB());
+  return 0;
+}

@@ -1,0 +1,87 @@
+/**
+ * @file ring_schedule.hpp
+ * Ring collectives generated step by step (ring and hierarchical algorithms, issue #22): a
+ * collective is a few phases of disjoint rings, and transfer k — its sender, receiver, size
+ * and the one transfer its arrival releases — is computed from k, so an instance over n
+ * members holds O(1) rows instead of the 2(n−1)·n transfer rows and counters of an explicit
+ * DAG. The numbering and the dependencies are those of `makeShape` (collective_shapes.hpp),
+ * which the tests check transfer by transfer. Host and device code.
+ */
+#pragma once
+
+#include <cstdint>
+
+#include "ecs/table.hpp"
+
+namespace mv::train {
+
+/// One phase of a generated ring collective: `rings` disjoint rings of `size` positions;
+/// position i of ring q is group member q·ring_stride + i·pos_stride (either ring_stride =
+/// size and pos_stride = 1: consecutive members, or ring_stride = 1 and pos_stride =
+/// rings: one member per block). In each of `steps` steps every position sends
+/// 1/(parts·chunks) of the buffer to the next, after receiving the previous step; a
+/// member's first send waits for the last transfer it received in the previous phase.
+struct RingPhaseDef {
+  uint32_t rings = 1;
+  uint32_t size = 0;
+  uint32_t ring_stride = 0;
+  uint32_t pos_stride = 1;
+  uint32_t steps = 0;
+  uint32_t parts = 1;
+  uint32_t first = 0;  ///< index of the phase's first transfer within a chunk
+  uint32_t count = 0;  ///< its transfers per chunk: rings · steps · size
+};
+struct RingShape : Archetype<RingPhaseDef> {
+  static constexpr const char* kName = "RingShape";
+  static constexpr bool kStatic = true;
+};
+
+inline constexpr uint32_t kNoTransfer = 0xffffffffu;
+
+/// What transfer k of a generated ring collective does.
+struct RingTransfer {
+  uint32_t src = 0;               ///< group member that sends
+  uint32_t dst = 0;               ///< group member that receives
+  uint32_t den = 1;               ///< it moves ⌈buffer / den⌉ bytes
+  uint32_t next = kNoTransfer;    ///< the transfer its arrival releases
+};
+
+/// Group member at position i of ring q of a phase.
+MV_HD inline uint32_t ringMember(const RingPhaseDef& p, uint32_t q, uint32_t i) {
+  return q * p.ring_stride + i * p.pos_stride;
+}
+
+/// Index within a chunk of member m's first send in phase p.
+MV_HD inline uint32_t firstSendOf(const RingPhaseDef& p, uint32_t m) {
+  const uint32_t q = p.pos_stride == 1 ? m / p.size : m % p.rings;
+  const uint32_t i = p.pos_stride == 1 ? m % p.size : m / p.rings;
+  return p.first + q * p.steps * p.size + i;
+}
+
+/// Transfer k of a collective of `phase_count` phases split into `chunks` chunks of
+/// `chunk_transfers` transfers each (the sum of the phases' counts).
+MV_HD inline RingTransfer ringTransfer(const RingPhaseDef* phases, uint32_t phase_count, uint32_t chunks,
+                                       uint32_t chunk_transfers, uint32_t k) {
+  const uint32_t chunk_first = k - k % chunk_transfers;
+  const uint32_t local = k % chunk_transfers;
+  uint32_t p = 0;
+  while (local >= phases[p].first + phases[p].count) ++p;
+  const RingPhaseDef& ph = phases[p];
+  const uint32_t within = local - ph.first;
+  const uint32_t q = within / (ph.steps * ph.size);
+  const uint32_t j = within / ph.size % ph.steps;
+  const uint32_t i = within % ph.size;
+  const uint32_t i_next = i + 1 == ph.size ? 0 : i + 1;
+  RingTransfer t;
+  t.src = ringMember(ph, q, i);
+  t.dst = ringMember(ph, q, i_next);
+  t.den = ph.parts * chunks;
+  if (j + 1 < ph.steps) {
+    t.next = chunk_first + ph.first + (q * ph.steps + j + 1) * ph.size + i_next;
+  } else if (p + 1 < phase_count) {
+    t.next = chunk_first + firstSendOf(phases[p + 1], t.dst);
+  }
+  return t;
+}
+
+}  // namespace mv::train
