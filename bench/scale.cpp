@@ -4,8 +4,9 @@
  * optimizer) on a k-ary fat tree of 400 Gb/s links sized to the GPUs, at one fidelity:
  * the time to build the experiment, its simulation memory by part (the figure `validate`
  * reports), the process's peak resident memory and, with `--iterate`, one simulated
- * iteration: wall time and events per second. One configuration per process, so the peak
- * resident memory is its own; bench/scale.sh runs the table.
+ * iteration (or its first `--sim-ms` milliseconds): wall time, simulated time per wall
+ * time, events per second. One configuration per process, so the peak resident memory is
+ * its own; bench/scale.sh runs the table.
  */
 #include <CLI/CLI.hpp>
 #include <sys/resource.h>
@@ -72,12 +73,15 @@ int main(int argc, char** argv) {
   uint32_t pp = 8;
   std::string fidelity = "analytical";
   bool iterate = false;
+  double sim_ms = 0;
   int threads = 2;
   app.add_option("--gpus", gpus, "GPUs (a multiple of 8 · pp)")->check(CLI::Range(64u, 1u << 19));
   app.add_option("--pp", pp, "pipeline stages")->check(CLI::Range(1u, 128u));
   app.add_option("--fidelity", fidelity, "analytical, flow or packet")
       ->check(CLI::IsMember({"analytical", "flow", "packet"}));
   app.add_flag("--iterate", iterate, "also simulate one iteration");
+  app.add_option("--sim-ms", sim_ms, "with --iterate: stop at this simulated time, ms (0: the whole iteration)")
+      ->check(CLI::Range(0.0, 1e6));
   app.add_option("--threads", threads, "OpenMP threads")->check(CLI::Range(1, 256));
   CLI11_PARSE(app, argc, argv);
   if (gpus % (8 * pp) != 0) {
@@ -101,14 +105,18 @@ int main(int argc, char** argv) {
   if (!iterate) return 0;
   mv::SimulationOptions o;
   o.threads = threads;
+  o.time_limit = mv::Picoseconds{static_cast<int64_t>(sim_ms * 1e9)};
   const std::vector<mv::TrainingExperiment> one{x};
   const auto start = std::chrono::steady_clock::now();
   const mv::TrainingResult r = mv::simulateTraining(one, o).front();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("%6u GPUs  %-10s  iteration %9.2f ms  status %s  wall %8.2f s (run %8.2f)  events %11lld (%.2f M/s)"
+  // A run stopped by --sim-ms reached the limit; a whole iteration its own length.
+  const double simulated_s = r.error.empty() ? static_cast<double>(r.iteration.ps) * 1e-12 : sim_ms * 1e-3;
+  std::printf("%6u GPUs  %-10s  %s %9.2f ms  wall %8.2f s (run %8.2f)  sim/wall %.5f  events %11lld (%.2f M/s)"
               "  peak RSS %6.2f GiB\n",
-              gpus, fidelity.c_str(), static_cast<double>(r.iteration.ps) * 1e-9, r.error.empty() ? "ok" : r.error.c_str(),
-              wall, r.wall_seconds, static_cast<long long>(r.events),
+              gpus, fidelity.c_str(), r.error.empty() ? "iteration" : "simulated", simulated_s * 1e3, wall,
+              r.wall_seconds, simulated_s / wall, static_cast<long long>(r.events),
               static_cast<double>(r.events) / std::max(r.wall_seconds, 1e-9) / 1e6, mv::peakRssGiB());
+  if (!r.error.empty() && sim_ms == 0) std::printf("  error: %s\n", r.error.c_str());
   return 0;
 }

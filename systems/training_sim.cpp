@@ -353,7 +353,7 @@ int64_t buildTraining(TrainWorld& world, ExpId e, const TrainingExperiment& x, c
 
   const uint32_t gpus = c.tp * c.pp * c.dp;
   std::vector<RankInfo> ranks(gpus);
-  std::vector<TaskState> states;
+  int64_t states = 0;
   for (uint32_t r = 0; r < gpus; ++r) {
     RankInfo& ri = ranks[r];
     ri.rank = r;
@@ -366,12 +366,9 @@ int64_t buildTraining(TrainWorld& world, ExpId e, const TrainingExperiment& x, c
     ri.program_base = program_base[ri.stage];
     ri.succ_base = succ_base[ri.stage];
     ri.task_count = static_cast<uint32_t>(prog.tasks.size());
-    ri.state_base = static_cast<uint32_t>(states.size());
-    for (const TaskDef& d : prog.tasks) {
-      TaskState s;
-      s.deps_left = static_cast<int32_t>(d.dep_count);
-      states.push_back(s);
-    }
+    ri.state_base = static_cast<uint32_t>(states);
+    states += ri.task_count;
+    if (states >= (int64_t{1} << 32)) throw TrainingError("parallelism: more than 2^32 task states over the ranks");
   }
   CollectiveBuilder colls(world, e, x, plan);
   colls.build(ranks);
@@ -381,7 +378,15 @@ int64_t buildTraining(TrainWorld& world, ExpId e, const TrainingExperiment& x, c
     t.template get<RankStreams>(r) = RankStreams{};
     t.template get<RankTimes>(r) = RankTimes{};
   });
-  appendRows<RankTask>(world, e, states, [](auto& t, int64_t r, const TaskState& v) { t.template get<TaskState>(r) = v; });
+  // The ranks' task states (the largest table of a big experiment), written in place.
+  const int64_t state0 = world.appendStatic<RankTask>(e, states);
+  auto& state_table = world.table<RankTask>();
+  for (const RankInfo& ri : ranks) {
+    const StageProgram& prog = plan.program.stages[ri.stage];
+    for (uint32_t k = 0; k < ri.task_count; ++k) {
+      state_table.get<TaskState>(state0 + ri.state_base + k).deps_left = static_cast<int32_t>(prog.tasks[k].dep_count);
+    }
+  }
   colls.commit();
   return colls.liveFlows() + 2 * int64_t{gpus};
 }
