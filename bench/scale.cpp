@@ -113,10 +113,10 @@ int main(int argc, char** argv) {
   // A run stopped by --sim-ms reached the limit; a whole iteration its own length.
   const double simulated_s = r.error.empty() ? static_cast<double>(r.iteration.ps) * 1e-12 : sim_ms * 1e-3;
   std::printf("%6u GPUs  %-10s  %s %9.2f ms  wall %8.2f s (run %8.2f)  sim/wall %.5f  events %11lld (%.2f M/s)"
-              "  peak RSS %6.2f GiB\n",
+              "  storage retries %u  peak RSS %6.2f GiB\n",
               gpus, fidelity.c_str(), r.error.empty() ? "iteration" : "simulated", simulated_s * 1e3, wall,
               r.wall_seconds, simulated_s / wall, static_cast<long long>(r.events),
-              static_cast<double>(r.events) / std::max(r.wall_seconds, 1e-9) / 1e6, mv::peakRssGiB());
+              static_cast<double>(r.events) / std::max(r.wall_seconds, 1e-9) / 1e6, r.storage_retries, mv::peakRssGiB());
   if (!r.error.empty() && sim_ms == 0) std::printf("  error: %s\n", r.error.c_str());
   return 0;
 }
