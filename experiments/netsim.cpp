@@ -390,10 +390,13 @@ class NetsimWriter {
     for (int64_t row = records.expBegin(e); row < records.expEnd(e); ++row) {
       const net::FlowResult& f = records.get<net::FlowResult>(row);
       const int64_t packets = (f.bytes + v.cfg.payload_bytes - 1) / v.cfg.payload_bytes;
-      const int64_t wire = f.bytes + packets * (net::dataWireBytes(0, v.cfg.cc));
+      const int64_t header = net::dataWireBytes(0, v.cfg.cc);
+      const int64_t wire = f.bytes + packets * header;
+      const int64_t first_wire = std::min<int64_t>(f.bytes, v.cfg.payload_bytes) + header;
+      const int64_t ideal = idealFct(in_.topo, routing_, f.src_nic, f.dst_nic, first_wire, wire);
+      // fct.txt keeps ns-3's standalone FCT: idle RTT (full payload per hop) + all wire bytes.
       const int64_t rtt = idleRtt(in_.topo, routing_, f.src_nic, f.dst_nic, v.cfg.payload_bytes);
       const int64_t bottleneck = bottleneckRate(in_.topo, routing_, f.src_nic, f.dst_nic);
-      const int64_t ideal = rtt + serializationTime(Bytes{wire}, BitsPerSecond{bottleneck}).ps;
       fct_lines.emplace_back(f.finish_ps, f.id, fctLine(v, f, rtt, bottleneck));
       const int64_t fct = f.finish_ps - f.start_ps;
       flows << f.id << ',' << f.src_nic << ',' << f.dst_nic << ',' << f.bytes << ',' << f.start_ps << ',' << f.finish_ps

@@ -19,6 +19,17 @@ int64_t idleRtt(const Topology& topo, const Routing& routing, uint32_t src, uint
   return rtt;
 }
 
+int64_t idealFct(const Topology& topo, const Routing& routing, uint32_t src, uint32_t dst, int64_t first_wire,
+                 int64_t wire) {
+  int64_t t = 0;
+  for (uint32_t l : routing.firstPath(src, dst)) {
+    const TopoLink& link = topo.link(l);
+    t += 2 * link.delay.ps + serializationTime(Bytes{first_wire}, link.rate).ps;
+  }
+  const BitsPerSecond slowest{bottleneckRate(topo, routing, src, dst)};
+  return t + serializationTime(Bytes{wire - first_wire}, slowest).ps;
+}
+
 int64_t bottleneckRate(const Topology& topo, const Routing& routing, uint32_t src, uint32_t dst) {
   int64_t rate = INT64_MAX;
   for (uint32_t l : routing.firstPath(src, dst)) rate = std::min(rate, topo.link(l).rate.bps);

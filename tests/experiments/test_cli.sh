@@ -65,6 +65,17 @@ for v in dcqcn hpcc dctcp; do
     { echo "FAIL: $v with grown packet storage differs from the default run"; fail=1; }
 done
 
+# ideal_fct_ps is a lower bound that a flow alone in the idle network nearly reaches, from
+# one byte (one packet) to 10 MB, one after another: every slowdown in [1, 1.01] (it was 0.96 for one byte).
+printf 'src,dst,bytes,start_us\n0,15,1,0\n1,14,1000,100\n2,3,4000,200\n4,9,100000,300\n6,11,10000000,400\n' > "$tmp/lone.csv"
+printf 'topology: {kind: fat_tree, k: 4, link_rate: 100Gbps, link_delay: 1us}\nflows: lone.csv\n' > "$tmp/lone.yaml"
+expect 0 "5 flows, 1 experiment(s)" netsim "$tmp/lone.yaml" --out "$tmp/lone"
+awk -F, 'NR > 1 && ($7 < $8 || $7 > 1.01 * $8) { print "FAIL: lone flow " $1 ": fct " $7 " ps, ideal " $8 " ps"; bad = 1 }
+         END { exit bad }' "$tmp/lone/lone/flows.csv" || fail=1
+for v in dcqcn hpcc dctcp; do
+  awk -F, 'NR > 1 && $7 < $8 { exit 1 }' "$tmp/ok/$v/flows.csv" || { echo "FAIL: $v: a flow beat its ideal FCT"; fail=1; }
+done
+
 # The ns-3 reference's own files: flow.txt names node ids (node 0 is the switch), its flows
 # start at 2 s; queues.csv covers the active period and fct.txt is the reference's format.
 ns3="$src_dir/tests/network/data/ns3"
