@@ -8,9 +8,9 @@
  * time, events per second. One configuration per process, so the peak resident memory is
  * its own; bench/scale.sh runs the table.
  */
-#include <CLI/CLI.hpp>
 #include <sys/resource.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -93,14 +93,15 @@ int main(int argc, char** argv) {
                                                      : mv::NetworkFidelity::kAnalytical;
   const mv::TrainingExperiment x = mv::gpt3(gpus, pp, f);
   const mv::TrainingFootprint fp = mv::measureFootprint(x);
-  std::printf("%6u GPUs  %-10s  dp %5u  build %6.2f s  memory %7.3f GiB (programs %6.3f, ranks %6.3f, collectives %6.3f,"
-              " network %6.3f, run %6.3f)  rank tasks %10lld  collectives %6lld  transfer counters %8lld  live flows %8lld"
-              "  peak RSS %6.2f GiB\n",
-              gpus, fidelity.c_str(), x.parallelism.dp, fp.build_seconds, fp.total_bytes / mv::kGiB,
-              fp.program_bytes / mv::kGiB, fp.rank_bytes / mv::kGiB, fp.collective_bytes / mv::kGiB,
-              fp.network_bytes / mv::kGiB, fp.run_bytes / mv::kGiB, static_cast<long long>(fp.rank_tasks),
-              static_cast<long long>(fp.collectives), static_cast<long long>(fp.transfer_states),
-              static_cast<long long>(fp.flows_per_step), mv::peakRssGiB());
+  std::printf(
+      "%6u GPUs  %-10s  dp %5u  build %6.2f s  memory %7.3f GiB (programs %6.3f, ranks %6.3f, collectives %6.3f,"
+      " network %6.3f, run %6.3f)  rank tasks %10lld  collectives %6lld  transfer counters %8lld  live flows %8lld"
+      "  peak RSS %6.2f GiB\n",
+      gpus, fidelity.c_str(), x.parallelism.dp, fp.build_seconds, fp.total_bytes / mv::kGiB,
+      fp.program_bytes / mv::kGiB, fp.rank_bytes / mv::kGiB, fp.collective_bytes / mv::kGiB,
+      fp.network_bytes / mv::kGiB, fp.run_bytes / mv::kGiB, static_cast<long long>(fp.rank_tasks),
+      static_cast<long long>(fp.collectives), static_cast<long long>(fp.transfer_states),
+      static_cast<long long>(fp.flows_per_step), mv::peakRssGiB());
   std::fflush(stdout);
   if (!iterate) return 0;
   mv::SimulationOptions o;
@@ -112,11 +113,12 @@ int main(int argc, char** argv) {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // A run stopped by --sim-ms reached the limit; a whole iteration its own length.
   const double simulated_s = r.error.empty() ? static_cast<double>(r.iteration.ps) * 1e-12 : sim_ms * 1e-3;
-  std::printf("%6u GPUs  %-10s  %s %9.2f ms  wall %8.2f s (run %8.2f)  sim/wall %.5f  events %11lld (%.2f M/s)"
-              "  storage retries %u  peak RSS %6.2f GiB\n",
-              gpus, fidelity.c_str(), r.error.empty() ? "iteration" : "simulated", simulated_s * 1e3, wall,
-              r.wall_seconds, simulated_s / wall, static_cast<long long>(r.events),
-              static_cast<double>(r.events) / std::max(r.wall_seconds, 1e-9) / 1e6, r.storage_retries, mv::peakRssGiB());
+  std::printf(
+      "%6u GPUs  %-10s  %s %9.2f ms  wall %8.2f s (run %8.2f)  sim/wall %.5f  events %11lld (%.2f M/s)"
+      "  storage retries %u  peak RSS %6.2f GiB\n",
+      gpus, fidelity.c_str(), r.error.empty() ? "iteration" : "simulated", simulated_s * 1e3, wall, r.wall_seconds,
+      simulated_s / wall, static_cast<long long>(r.events),
+      static_cast<double>(r.events) / std::max(r.wall_seconds, 1e-9) / 1e6, r.storage_retries, mv::peakRssGiB());
   if (!r.error.empty() && sim_ms == 0) std::printf("  error: %s\n", r.error.c_str());
   return 0;
 }

@@ -40,10 +40,10 @@ inline constexpr uint32_t kNoTransfer = 0xffffffffu;
 
 /// What transfer k of a generated ring collective does.
 struct RingTransfer {
-  uint32_t src = 0;               ///< group member that sends
-  uint32_t dst = 0;               ///< group member that receives
-  uint32_t den = 1;               ///< it moves ⌈buffer / den⌉ bytes
-  uint32_t next = kNoTransfer;    ///< the transfer its arrival releases
+  uint32_t src = 0;             ///< group member that sends
+  uint32_t dst = 0;             ///< group member that receives
+  uint32_t den = 1;             ///< it moves ⌈buffer / den⌉ bytes
+  uint32_t next = kNoTransfer;  ///< the transfer its arrival releases
 };
 
 /// Group member at position i of ring q of a phase.

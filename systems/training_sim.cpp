@@ -170,7 +170,8 @@ class CollectiveBuilder {
     appendRows<TransferShape>(world_, e_, shapes_, [](auto& t, int64_t r, const TransferDef& v) { t.template get<TransferDef>(r) = v; });
     appendRows<TransferSucc>(world_, e_, succs_, [](auto& t, int64_t r, uint32_t v) { t.template get<TransferNext>(r) = TransferNext{v}; });
     appendRows<TransferState>(world_, e_, counters_, [](auto& t, int64_t r, const TransferCounter& v) { t.template get<TransferCounter>(r) = v; });
-    appendRows<RingShape>(world_, e_, ring_phases_, [](auto& t, int64_t r, const RingPhaseDef& v) { t.template get<RingPhaseDef>(r) = v; });
+    appendRows<RingShape>(world_, e_, ring_phases_,
+                          [](auto& t, int64_t r, const RingPhaseDef& v) { t.template get<RingPhaseDef>(r) = v; });
   }
 
   /// Bits a transfer's index takes in its flow id (TrainConfig::transfer_bits): 18, or
@@ -180,7 +181,8 @@ class CollectiveBuilder {
     while (bits < kTransferIdBits && (uint64_t{1} << bits) < max_transfers_) ++bits;
     if ((uint64_t{1} << (kTransferIdBits - bits)) < infos_.size()) {
       throw TrainingError("collectives.chunk: " + std::to_string(infos_.size()) + " collectives of up to " +
-                          std::to_string(max_transfers_) + " transfers each cannot be numbered in 39-bit flow ids; "
+                          std::to_string(max_transfers_) +
+                          " transfers each cannot be numbered in 39-bit flow ids; "
                           "raise the chunk size or dp_bucket");
     }
     return bits;
@@ -296,8 +298,8 @@ class CollectiveBuilder {
       const CollectiveShape shape = makeShape(info.op, info.algorithm, info.members, chunks, per_server);
       if (shape.transfers.size() > kMaxShapeTransfers) {
         throw TrainingError("collectives: the " + std::string(algorithmName(info.algorithm)) + " algorithm over " +
-                            std::to_string(info.members) + " ranks in " + std::to_string(chunks) + " chunks would hold " +
-                            std::to_string(shape.transfers.size()) +
+                            std::to_string(info.members) + " ranks in " + std::to_string(chunks) +
+                            " chunks would hold " + std::to_string(shape.transfers.size()) +
                             " transfers (at most 2^24); use ring or hierarchical, or raise the chunk size");
       }
       const auto base = static_cast<uint32_t>(shapes_.size());
@@ -330,7 +332,8 @@ class CollectiveBuilder {
   std::vector<RingPhaseDef> ring_phases_;
   std::map<std::tuple<CollectiveOp, CollectiveAlgorithm, uint32_t, uint32_t, uint32_t>, std::pair<uint32_t, uint32_t>>
       shape_index_;
-  std::map<std::tuple<CollectiveOp, CollectiveAlgorithm, uint32_t, uint32_t>, std::pair<uint32_t, uint32_t>> ring_index_;
+  std::map<std::tuple<CollectiveOp, CollectiveAlgorithm, uint32_t, uint32_t>, std::pair<uint32_t, uint32_t>>
+      ring_index_;
   int64_t live_flows_ = 0;
   uint64_t max_transfers_ = 0;
 };
@@ -577,7 +580,8 @@ RunRows runRows(const TrainingExperiment& x, int64_t flows) {
 void sizeForRun(TrainWorld& world, const RunRows& rows, bool trace) {
   world.commitAllHost();
   world.fitStaticTables();
-  if (rows.packet_flows > 0) world.grow<net::Flow>(TableCapacity{2 * rows.packet_flows + 1024, rows.packet_flows + 1024});
+  if (rows.packet_flows > 0)
+    world.grow<net::Flow>(TableCapacity{2 * rows.packet_flows + 1024, rows.packet_flows + 1024});
   if (rows.fluid_flows > 0) world.grow<net::FluidFlow>(TableCapacity{2 * rows.fluid_flows + 1024, rows.fluid_flows + 1024});
   world.grow<net::FlowRecord>(TableCapacity{rows.records + 1024, rows.records + 1024});
   if (trace) {

@@ -72,12 +72,13 @@ struct TrainOps {
     auto& t = ctx.template table<TransferState>();
     return t.template get<TransferCounter>(base(t) + c.state_base + k);
   }
-  /// Transfer k of a collective: generated (kRing) or read from its shape (kTransfers; the
-  /// successors are then in TransferSucc, and `next` is unset).
+  /// Phase p of a generated ring collective (kRing).
   MV_HD const RingPhaseDef& ringPhase(const CollInfo& c, uint32_t p) const {
     auto& t = ctx.template table<RingShape>();
     return t.template get<RingPhaseDef>(base(t) + c.shape_base + p);
   }
+  /// Transfer k of a collective: generated (kRing) or read from its shape (kTransfers; the
+  /// successors are then in TransferSucc, and `next` is unset).
   MV_HD RingTransfer transfer(const CollInfo& c, uint32_t k) const {
     if (c.mode == CollMode::kRing) return ringTransfer(&ringPhase(c, 0), c.phases, c.chunks, c.chunk_transfers, k);
     const TransferDef& d = shape(c, k);
@@ -164,7 +165,8 @@ struct TrainOps {
       const RingPhaseDef& p = ringPhase(c, 0);
       for (uint32_t chunk = 0; chunk < c.chunks; ++chunk) {
         for (uint32_t q = 0; q < p.rings; ++q) {
-          for (uint32_t i = 0; i < p.size; ++i) startTransfer(coll, c, chunk * c.chunk_transfers + q * p.steps * p.size + i, t1);
+          const uint32_t ring_first = chunk * c.chunk_transfers + q * p.steps * p.size;
+          for (uint32_t i = 0; i < p.size; ++i) startTransfer(coll, c, ring_first + i, t1);
         }
       }
       return;

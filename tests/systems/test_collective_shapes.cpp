@@ -133,15 +133,15 @@ TEST_CASE("generated rings walk makeShape's DAG transfer by transfer") {
     uint32_t n;
     uint32_t per_server;
   };
-  const Case cases[] = {{CollectiveAlgorithm::kRing, 2, 1},         {CollectiveAlgorithm::kRing, 5, 1},
-                        {CollectiveAlgorithm::kRing, 8, 4},         {CollectiveAlgorithm::kHierarchical, 8, 2},
+  const Case cases[] = {{CollectiveAlgorithm::kRing, 2, 1},          {CollectiveAlgorithm::kRing, 5, 1},
+                        {CollectiveAlgorithm::kRing, 8, 4},          {CollectiveAlgorithm::kHierarchical, 8, 2},
                         {CollectiveAlgorithm::kHierarchical, 12, 4}, {CollectiveAlgorithm::kHierarchical, 6, 3},
                         {CollectiveAlgorithm::kHierarchical, 6, 6},  {CollectiveAlgorithm::kHierarchical, 6, 1}};
   for (const Case& c : cases) {
     for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kAllGather, CollectiveOp::kReduceScatter}) {
       for (uint32_t chunks : {1u, 3u}) {
-        INFO(algorithmName(c.algorithm) << " " << collectiveOpName(op) << " n " << c.n << " per server "
-                                        << c.per_server << " chunks " << chunks);
+        INFO(algorithmName(c.algorithm) << " " << collectiveOpName(op) << " n " << c.n << " per server " << c.per_server
+                                        << " chunks " << chunks);
         const CollectiveShape dag = makeShape(op, c.algorithm, c.n, chunks, c.per_server);
         const std::vector<RingPhaseDef> phases = ringPhases(op, c.algorithm, c.n, c.per_server);
         const uint32_t per_chunk = phases.back().first + phases.back().count;
@@ -157,7 +157,8 @@ TEST_CASE("generated rings walk makeShape's DAG transfer by transfer") {
         }
         for (uint32_t k = 0; k < dag.transfers.size(); ++k) {
           const TransferDef& d = dag.transfers[k];
-          const RingTransfer g = ringTransfer(phases.data(), static_cast<uint32_t>(phases.size()), chunks, per_chunk, k);
+          const RingTransfer g =
+              ringTransfer(phases.data(), static_cast<uint32_t>(phases.size()), chunks, per_chunk, k);
           CHECK(g.src == d.src);
           CHECK(g.dst == d.dst);
           CHECK(g.den == d.den);
