@@ -68,12 +68,12 @@ else
   echo "ok: netsim batches cut to the GPU's memory; a variant that does not fit fails alone, with its bytes"
 fi
 ls "$tmp/nemu-incast_bins"/*/links.csv > /dev/null 2>&1 || { echo "FAIL: netsim with link_bin wrote no links.csv"; fail=1; }
-# Device memory: a GPU of 24 MiB (90 % of it for a batch) takes the 6 experiments (27 MiB by
-# the estimates) in two batches, results unchanged; on a GPU of 4 MiB no batch fits, and
+# Device memory: a GPU of 23 MiB (90 % of it for a batch) takes the 6 experiments (21.4 MiB
+# by the estimates) in two batches, results unchanged; on a GPU of 4 MiB no batch fits, and
 # each one fails with the bytes it needed while the worker goes on with the next.
-MV_EMU_MEMORY=25165824 run small-gpu "$emu" --backend cuda --experiments "$src/tests/emu/data/sweep.yaml" \
+MV_EMU_MEMORY=24117248 run small-gpu "$emu" --backend cuda --experiments "$src/tests/emu/data/sweep.yaml" \
   --out "$tmp/small" --threads 2
-grep -q "; 2 batches;" "$tmp/small-gpu.log" || { echo "FAIL: a 24 MiB GPU did not cut the sweep in 2 batches"; head -1 "$tmp/small-gpu.log"; fail=1; }
+grep -q "; 2 batches;" "$tmp/small-gpu.log" || { echo "FAIL: a 23 MiB GPU did not cut the sweep in 2 batches"; head -1 "$tmp/small-gpu.log"; fail=1; }
 [ -f "$tmp/small/summary.csv" ] && { $compare "$tmp/cpu/summary.csv" "$tmp/small/summary.csv" || fail=1; }
 MV_EMU_MEMORY=4194304 "$emu" --backend cuda --experiments "$src/tests/emu/data/sweep.yaml" --out "$tmp/tiny" --threads 2 \
   > "$tmp/tiny.log" 2>&1
