@@ -31,7 +31,7 @@ double peakRssGiB() {
   return static_cast<double>(u.ru_maxrss) * 1024.0 / kGiB;
 }
 
-/// The fat-tree radix whose k³/4 hosts hold `servers` · 8 NICs.
+/// The smallest even fat-tree radix whose k³/4 hosts hold `nics` NICs.
 uint32_t fatTreeRadix(uint32_t nics) {
   uint32_t k = 2;
   while (uint64_t{k} * k * k / 4 < nics) k += 2;

@@ -51,11 +51,16 @@ MV_HD inline uint32_t ringMember(const RingPhaseDef& p, uint32_t q, uint32_t i) 
   return q * p.ring_stride + i * p.pos_stride;
 }
 
+/// Index within a chunk of the transfer position i of ring q sends in step j of phase p.
+MV_HD inline uint32_t ringStepTransfer(const RingPhaseDef& p, uint32_t q, uint32_t j, uint32_t i) {
+  return p.first + (q * p.steps + j) * p.size + i;
+}
+
 /// Index within a chunk of member m's first send in phase p.
 MV_HD inline uint32_t firstSendOf(const RingPhaseDef& p, uint32_t m) {
   const uint32_t q = p.pos_stride == 1 ? m / p.size : m % p.rings;
   const uint32_t i = p.pos_stride == 1 ? m % p.size : m / p.rings;
-  return p.first + q * p.steps * p.size + i;
+  return ringStepTransfer(p, q, 0, i);
 }
 
 /// Transfer k of a collective of `phase_count` phases split into `chunks` chunks of
@@ -77,7 +82,7 @@ MV_HD inline RingTransfer ringTransfer(const RingPhaseDef* phases, uint32_t phas
   t.dst = ringMember(ph, q, i_next);
   t.den = ph.parts * chunks;
   if (j + 1 < ph.steps) {
-    t.next = chunk_first + ph.first + (q * ph.steps + j + 1) * ph.size + i_next;
+    t.next = chunk_first + ringStepTransfer(ph, q, j + 1, i_next);
   } else if (p + 1 < phase_count) {
     t.next = chunk_first + firstSendOf(phases[p + 1], t.dst);
   }

@@ -165,8 +165,9 @@ struct TrainOps {
       const RingPhaseDef& p = ringPhase(c, 0);
       for (uint32_t chunk = 0; chunk < c.chunks; ++chunk) {
         for (uint32_t q = 0; q < p.rings; ++q) {
-          const uint32_t ring_first = chunk * c.chunk_transfers + q * p.steps * p.size;
-          for (uint32_t i = 0; i < p.size; ++i) startTransfer(coll, c, ring_first + i, t1);
+          for (uint32_t i = 0; i < p.size; ++i) {
+            startTransfer(coll, c, chunk * c.chunk_transfers + ringStepTransfer(p, q, 0, i), t1);
+          }
         }
       }
       return;

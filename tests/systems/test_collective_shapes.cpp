@@ -151,7 +151,7 @@ TEST_CASE("generated rings walk makeShape's DAG transfer by transfer") {
         for (uint32_t chunk = 0; chunk < chunks; ++chunk) {
           for (uint32_t q = 0; q < phases[0].rings; ++q) {
             for (uint32_t i = 0; i < phases[0].size; ++i) {
-              starts[chunk * per_chunk + q * phases[0].steps * phases[0].size + i] = true;
+              starts[chunk * per_chunk + ringStepTransfer(phases[0], q, 0, i)] = true;
             }
           }
         }
