@@ -28,7 +28,7 @@ struct RowContext {
   WorldViewT* world;
   ExpId exp;
   int64_t row;
-  Entity self;
+  Entity self;            ///< the row's handle (none for a StaticArchetype's row)
   uint64_t key;            ///< the row's creation key, unique within its experiment
   Picoseconds now;         ///< start of this step's window
   Picoseconds window_end;  ///< events before this time are processed this step
@@ -127,8 +127,15 @@ struct System {
         if (e == kGapRow) return;
         const ExperimentClock& c = world.clocks[e];
         if (c.done()) return;
-        const RowContext<WV> ctx{&world, e, row, t.entity[row], t.key[row], Picoseconds{c.now_ps},
-                                 Picoseconds{c.now_ps + c.lookahead_ps}};
+        // A StaticArchetype's rows have no handle, and their key is their index within the
+        // experiment (World::appendStatic): static tables never move rows.
+        Entity self = Entity::none();
+        uint64_t key = static_cast<uint64_t>(row - t.expBegin(e));
+        if constexpr (!StaticArchetype<A>) {
+          self = t.entity[row];
+          key = t.key[row];
+        }
+        const RowContext<WV> ctx{&world, e, row, self, key, Picoseconds{c.now_ps}, Picoseconds{c.now_ps + c.lookahead_ps}};
         callRun(ctx, t, row, SystemComponents<S>{});
       });
     }

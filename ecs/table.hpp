@@ -191,8 +191,10 @@ struct TableView {
   MV_HD int64_t expEnd(ExpId e) const { return exp_begin[e] + exp_rows[e]; }
   MV_HD int64_t expRows(ExpId e) const { return exp_rows[e]; }
 
-  /// True when `h` still names a live row.
+  /// True when `h` still names a live row (never for a StaticArchetype: its rows have no
+  /// handles, World::visitTableBuffers).
   MV_HD bool isAlive(Entity h) const {
+    if constexpr (StaticArchetype<Arch>) return false;
     return !h.isNone() && h.index < static_cast<uint64_t>(capacity) && slot_gen[h.index] == h.generation &&
            slot_row[h.index] < static_cast<uint64_t>(rows) && entity[slot_row[h.index]] == h;
   }

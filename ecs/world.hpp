@@ -14,6 +14,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -161,7 +162,8 @@ class World {
    * Appends `count` zeroed rows of experiment `e` to a static table (one made with
    * `pending_per_step = 0`: pooled storage filled by the host, never resized in a run).
    * Experiments must be filled in increasing order. Row keys are their index within the
-   * experiment. Returns the first new row.
+   * experiment (a StaticArchetype stores none: its rows have no handles, see
+   * visitTableBuffers, and systems see the index as the key). Returns the first new row.
    */
   template <class A>
   int64_t appendStatic(ExpId e, int64_t count) {
@@ -177,11 +179,13 @@ class World {
     const int64_t local0 = first - t.exp_begin[e];
     for (int64_t i = 0; i < count; ++i) {
       const int64_t r = first + i;
-      const uint32_t index = t.free_ring[(t.free_head + i) % t.capacity];
-      t.entity[r] = Entity{index, t.slot_gen[index]};
-      t.slot_row[index] = static_cast<uint32_t>(r);
       t.exp[r] = e;
-      t.key[r] = static_cast<uint64_t>(local0 + i);
+      if constexpr (!StaticArchetype<A>) {
+        const uint32_t index = t.free_ring[(t.free_head + i) % t.capacity];
+        t.entity[r] = Entity{index, t.slot_gen[index]};
+        t.slot_row[index] = static_cast<uint32_t>(r);
+        t.key[r] = static_cast<uint64_t>(local0 + i);
+      }
     }
     zeroRows(t, first, count, typename A::Components{});
     t.free_head += count;
@@ -267,6 +271,19 @@ class World {
     }
     return n;
   }
+  /**
+   * Bytes table A's buffers would hold at `capacity`, computed without allocating (the same
+   * buffers `grow` allocates): how a caller counts a table it does not fill, such as a
+   * static table fitted to a known number of rows.
+   */
+  template <class A>
+  std::size_t tableBytesAt(TableCapacity capacity) const {
+    TableView<A> t = view_.template table<A>();
+    std::size_t n = 0;
+    visitTableBuffers(t, capacity.rows, StaticArchetype<A> ? 0 : capacity.pending_per_step,
+                      [&n](auto* field, int64_t count) { n += bufferBytesFor<std::remove_pointer_t<decltype(field)>>(count); });
+    return n;
+  }
   /// Bytes held by all buffers of the world.
   std::size_t totalBytes() const {
     std::size_t n = 0;
@@ -295,41 +312,50 @@ class World {
     return e;
   }
 
+  /// Bytes of a buffer of `count` T (at least one: every field points at a buffer).
+  template <class T>
+  static std::size_t bufferBytesFor(int64_t count) {
+    return sizeof(T) * static_cast<std::size_t>(count > 0 ? count : 1);
+  }
+
   template <class T>
   void allocate(T*& field, int64_t count) {
     const std::size_t offset = reinterpret_cast<const std::byte*>(&field) - reinterpret_cast<const std::byte*>(&view_);
     bool known = false;
     for (std::size_t f : fields_) known = known || f == offset;
     if (!known) fields_.push_back(offset);
-    const std::size_t bytes = sizeof(T) * static_cast<std::size_t>(count > 0 ? count : 1);
+    const std::size_t bytes = bufferBytesFor<T>(count);
     Buffer b{std::make_unique<std::byte[]>(bytes), bytes};
     std::memset(b.data.get(), 0, bytes);
     field = reinterpret_cast<T*>(b.data.get());
     buffers_.emplace(b.data.get(), std::move(b));
   }
   /// Calls f(pointer field, element count) for every buffer of table A. Static tables
-  /// (no creations per step) get no compaction or pending buffers.
+  /// (no creations per step) get no compaction or pending buffers, and a StaticArchetype
+  /// no handles, keys or free list either: its rows are addressed by row, and a row costs
+  /// its components and its experiment id (half the bytes of a task state, for example).
   template <class A, class F>
-  void visitTableBuffers(TableView<A>& t, int64_t rows, int64_t pend, F&& f) {
+  void visitTableBuffers(TableView<A>& t, int64_t rows, int64_t pend, F&& f) const {
     const int64_t exps = view_.num_exps;
     const int64_t moving = pend > 0 ? rows : 0;
+    const int64_t handles = StaticArchetype<A> ? 0 : rows;
     const int64_t blocks = (moving + kCommitBlockRows - 1) / kCommitBlockRows;
     visitColumns(t, rows, moving, pend, f, typename A::Components{});
-    f(t.entity, rows);
+    f(t.entity, handles);
     f(t.entity_alt, moving);
     f(t.exp, rows);
     f(t.exp_alt, moving);
-    f(t.key, rows);
+    f(t.key, handles);
     f(t.key_alt, moving);
-    f(t.dead, rows);
+    f(t.dead, handles);
     f(t.pending_exp, pend);
     f(t.pending_key, pend);
     f(t.pending_dest, pend);
     f(t.sort_a, pend);
     f(t.sort_b, pend);
-    f(t.slot_row, rows);
-    f(t.slot_gen, rows);
-    f(t.free_ring, rows);
+    f(t.slot_row, handles);
+    f(t.slot_gen, handles);
+    f(t.free_ring, handles);
     f(t.exp_begin, exps + 1);
     f(t.exp_begin_alt, exps + 1);
     f(t.exp_rows, exps);
@@ -345,7 +371,7 @@ class World {
     f(t.alive_before, moving + 1);
   }
   template <class A, class F, class... Cs>
-  void visitColumns(TableView<A>& t, int64_t rows, int64_t moving, int64_t pend, F& f, TypeList<Cs...>) {
+  void visitColumns(TableView<A>& t, int64_t rows, int64_t moving, int64_t pend, F& f, TypeList<Cs...>) const {
     ((f(static_cast<detail::ColumnSlot<Cs>&>(t.columns).cur, rows),
       f(static_cast<detail::ColumnSlot<Cs>&>(t.columns).alt, moving),
       f(static_cast<detail::ColumnSlot<Cs>&>(t.columns).pending, pend)),
@@ -374,6 +400,13 @@ class World {
     TableView<A>& t = table<A>();
     const TableView<A> old = t;
     const int64_t rows = capacity.rows;
+    if constexpr (StaticArchetype<A>) {
+      if (rows < old.rows) throw std::logic_error(std::string("table ") + A::kName + ": rows do not fit the new capacity");
+      allocateTable<A>(capacity);
+      copyColumns(t, old, typename A::Components{});
+      copyExperimentRows(t, old);
+      return;
+    }
     std::vector<uint32_t> free_indices;
     for (int64_t i = 0; i < old.capacity - old.live; ++i) {
       const uint32_t index = old.free_ring[(old.free_head + i) % old.capacity];
@@ -386,19 +419,26 @@ class World {
     allocateTable<A>(capacity);
     copyColumns(t, old, typename A::Components{});
     std::memcpy(t.entity, old.entity, sizeof(Entity) * old.rows);
-    std::memcpy(t.exp, old.exp, sizeof(ExpId) * old.rows);
     std::memcpy(t.key, old.key, sizeof(uint64_t) * old.rows);
     const int64_t slots = std::min(old.capacity, rows);
     std::memcpy(t.slot_row, old.slot_row, sizeof(uint32_t) * slots);
     std::memcpy(t.slot_gen, old.slot_gen, sizeof(uint32_t) * slots);
+    if (!free_indices.empty()) {  // data() of an empty vector may be null, which memcpy may not take
+      std::memcpy(t.free_ring, free_indices.data(), sizeof(uint32_t) * free_indices.size());
+    }
+    copyExperimentRows(t, old);
+  }
+
+  /// Part of `reallocate`: copies the experiment ids of `old`'s rows, its per-experiment
+  /// regions and counters into the freshly allocated `t`, then releases `old`.
+  template <class A>
+  void copyExperimentRows(TableView<A>& t, const TableView<A>& old) {
+    std::memcpy(t.exp, old.exp, sizeof(ExpId) * old.rows);
     std::memcpy(t.exp_begin, old.exp_begin, sizeof(int64_t) * (view_.num_exps + 1));
     std::memcpy(t.exp_rows, old.exp_rows, sizeof(int64_t) * view_.num_exps);
     std::memcpy(t.exp_generation, old.exp_generation, sizeof(uint32_t) * view_.num_exps);
     std::memcpy(t.exp_layout, old.exp_layout, sizeof(uint32_t) * view_.num_exps);
     std::memcpy(t.exp_reserve, old.exp_reserve, sizeof(int64_t) * view_.num_exps);
-    if (!free_indices.empty()) {  // data() of an empty vector may be null, which memcpy may not take
-      std::memcpy(t.free_ring, free_indices.data(), sizeof(uint32_t) * free_indices.size());
-    }
     t.free_head = 0;
     t.rows = old.rows;
     t.live = old.live;
@@ -415,7 +455,9 @@ class World {
     const int64_t rows = capacity.rows;
     const int64_t pend = StaticArchetype<A> ? 0 : capacity.pending_per_step;
     visitTableBuffers(t, rows, pend, [&](auto*& field, int64_t count) { allocate(field, count); });
-    for (int64_t i = 0; i < rows; ++i) t.free_ring[i] = static_cast<uint32_t>(i);
+    if constexpr (!StaticArchetype<A>) {
+      for (int64_t i = 0; i < rows; ++i) t.free_ring[i] = static_cast<uint32_t>(i);
+    }
     t.capacity = rows;
     t.pending_capacity = pend;
     t.rows = 0;

@@ -220,10 +220,12 @@ void appendRouteRows(WorldT& world, ExpId e, const NetworkLayout& layout) {
   }
 }
 
-/// Fills the network rows of experiment `e` (call for e = 0, 1, ... in order).
+/// Fills the network rows of experiment `e` (call for e = 0, 1, ... in order). Without
+/// `pools`, the packet pools (link rings, NIC control rings, the switch pool: packetStorage)
+/// are left out, for a caller that counts them instead of holding them.
 template <class WorldT>
-void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const NetworkConfig& cfg,
-                  int64_t lookahead_ps) {
+void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const NetworkConfig& cfg, int64_t lookahead_ps,
+                  bool pools = true) {
   if (layout.nics.empty() || layout.switches.empty()) throw std::invalid_argument("network layout is empty");
   const int32_t max_wire = dataWireBytes(cfg.payload_bytes, cfg.cc);
   const uint32_t nic_count = static_cast<uint32_t>(layout.nics.size());
@@ -273,7 +275,7 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
       if (!lp.peer_is_nic) setLink(2 * nic_count + port_base[s] + p, lp.rate_bps, lp.delay_ps);
     }
   }
-  appendPacketSlots<LinkSlot, LinkSlotInt>(world, e, slots, cfg);
+  if (pools) appendPacketSlots<LinkSlot, LinkSlotInt>(world, e, slots, cfg);
 
   // NICs, their control rings and where they attach.
   auto& nics = world.template table<Nic>();
@@ -295,7 +297,7 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
     ni.delay_ps = ln.delay_ps;
     routes.template get<NicRoute>(route0 + i) = NicRoute{ln.edge, ln.tor, ln.tor_port};
   }
-  appendPacketSlots<NicSlot, NicSlotInt>(world, e, int64_t{nic_count} * ctrl_capacity, cfg);
+  if (pools) appendPacketSlots<NicSlot, NicSlotInt>(world, e, int64_t{nic_count} * ctrl_capacity, cfg);
 
   // Switches, ports, packet pools, routing.
   auto& switches = world.template table<Switch>();
@@ -344,11 +346,13 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
     }
   }
   appendRouteRows<RouteIndexTable, RouteSetTable, RoutePortTable>(world, e, layout);
-  auto& pool = world.template table<SwitchSlot>();
-  const int64_t pool0 = appendPacketSlots<SwitchSlot, SwitchSlotInt>(world, e, cfg.switch_pool_slots, cfg);
-  for (int32_t k = 0; k < cfg.switch_pool_slots; ++k) {
-    pool.template get<PacketHeader>(pool0 + k).next =
-        k + 1 < cfg.switch_pool_slots ? static_cast<uint32_t>(k + 1) : kNone32;
+  if (pools) {
+    auto& pool = world.template table<SwitchSlot>();
+    const int64_t pool0 = appendPacketSlots<SwitchSlot, SwitchSlotInt>(world, e, cfg.switch_pool_slots, cfg);
+    for (int32_t k = 0; k < cfg.switch_pool_slots; ++k) {
+      pool.template get<PacketHeader>(pool0 + k).next =
+          k + 1 < cfg.switch_pool_slots ? static_cast<uint32_t>(k + 1) : kNone32;
+    }
   }
   auto& stats = world.template table<NetStats>();
   const int64_t stats0 = world.template appendStatic<NetStats>(e, 1);

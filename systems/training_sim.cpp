@@ -338,8 +338,22 @@ class CollectiveBuilder {
   uint64_t max_transfers_ = 0;
 };
 
-/// Fills every training table of experiment e; returns the most flows it may create in a step.
-int64_t buildTraining(TrainWorld& world, ExpId e, const TrainingExperiment& x, const Plan& plan) {
+/// What filling an experiment gives: the most flows it may create in one step, and its
+/// ranks' task states (rows of RankTask, filled or counted).
+struct Filled {
+  int64_t flows = 0;
+  int64_t rank_tasks = 0;
+};
+
+/// Which tables fillExperiment fills.
+enum class Fill {
+  kAll,      ///< every table (a run, FootprintMethod::kBuild)
+  kCounted,  ///< all but the ones that grow with the cluster, counted instead (FootprintMethod::kCount):
+             ///< the ranks' task states and the packet pools
+};
+
+/// Fills every training table of experiment e (all but the task states unless `states_too`).
+Filled buildTraining(TrainWorld& world, ExpId e, const TrainingExperiment& x, const Plan& plan, bool states_too) {
   const TrainConfig& c = plan.cfg;
   std::vector<TaskDef> tasks;
   std::vector<uint32_t> succs;
@@ -382,16 +396,18 @@ int64_t buildTraining(TrainWorld& world, ExpId e, const TrainingExperiment& x, c
     t.template get<RankTimes>(r) = RankTimes{};
   });
   // The ranks' task states (the largest table of a big experiment), written in place.
-  const int64_t state0 = world.appendStatic<RankTask>(e, states);
-  auto& state_table = world.table<RankTask>();
-  for (const RankInfo& ri : ranks) {
-    const StageProgram& prog = plan.program.stages[ri.stage];
-    for (uint32_t k = 0; k < ri.task_count; ++k) {
-      state_table.get<TaskState>(state0 + ri.state_base + k).deps_left = static_cast<int32_t>(prog.tasks[k].dep_count);
+  if (states_too) {
+    const int64_t state0 = world.appendStatic<RankTask>(e, states);
+    auto& state_table = world.table<RankTask>();
+    for (const RankInfo& ri : ranks) {
+      const StageProgram& prog = plan.program.stages[ri.stage];
+      for (uint32_t k = 0; k < ri.task_count; ++k) {
+        state_table.get<TaskState>(state0 + ri.state_base + k).deps_left = static_cast<int32_t>(prog.tasks[k].dep_count);
+      }
     }
   }
   colls.commit();
-  return colls.liveFlows() + 2 * int64_t{gpus};
+  return Filled{colls.liveFlows() + 2 * int64_t{gpus}, states};
 }
 
 /// The "args" object of a task's trace event: what it computed or moved.
@@ -542,10 +558,9 @@ void reserveBatchStorage(TrainWorld& world, const std::vector<const TrainingExpe
   net::reservePacketStorage(world, hpcc, true);
 }
 
-/// Fills experiment e of a batch under its `plan`; returns the most flows it may create in
-/// one step.
-int64_t fillExperiment(TrainWorld& world, ExpId e, const TrainingExperiment& x, const Plan& plan,
-                       const SimulationOptions& options) {
+/// Fills experiment e of a batch under its `plan` (the tables `fill` names).
+Filled fillExperiment(TrainWorld& world, ExpId e, const TrainingExperiment& x, const Plan& plan,
+                      const SimulationOptions& options, Fill fill) {
   if (plan.program.templateTasks() >= kMaxFlowTasks) {
     throw TrainingError("experiment '" + x.name + "': more than 2^20 tasks per stage");
   }
@@ -558,14 +573,16 @@ int64_t fillExperiment(TrainWorld& world, ExpId e, const TrainingExperiment& x, 
   clock.seed = x.seed;
   clock.stable_id = static_cast<uint32_t>(x.id ^ (x.id >> 32));
   if (options.time_limit.ps > 0) clock.end_ps = options.time_limit.ps;
-  const int64_t flows = buildTraining(world, e, x, plan);
+  const Filled filled = buildTraining(world, e, x, plan, fill == Fill::kAll);
   // Each experiment has rows only in the tables of its fidelity (none at analytical).
-  if (x.fidelity == NetworkFidelity::kPacket) net::buildNetwork(world, e, plan.layout, x.network, lookahead);
+  if (x.fidelity == NetworkFidelity::kPacket) {
+    net::buildNetwork(world, e, plan.layout, x.network, lookahead, fill == Fill::kAll);
+  }
   if (x.fidelity == NetworkFidelity::kFlow) {
-    const auto active = static_cast<uint32_t>(std::min<int64_t>(std::max<int64_t>(4 * flows, 4096), 1 << 24));
+    const auto active = static_cast<uint32_t>(std::min<int64_t>(std::max<int64_t>(4 * filled.flows, 4096), 1 << 24));
     net::buildFluidNetwork(world, e, plan.layout, x.network, active);
   }
-  return flows;
+  return filled;
 }
 
 /// The run rows of an experiment that may create `flows` flows in one step.
@@ -575,19 +592,35 @@ RunRows runRows(const TrainingExperiment& x, int64_t flows) {
 }
 
 /// Sizes the tables rows are created in during a run (packet and fluid flows, flow records,
-/// trace spans) for a batch that may create `rows` in one step, and fits the static tables
-/// to their rows.
-void sizeForRun(TrainWorld& world, const RunRows& rows, bool trace) {
+/// trace spans, one per task state of `trace_tasks`) for a batch that may create `rows` in
+/// one step, and fits the static tables to their rows.
+void sizeForRun(TrainWorld& world, const RunRows& rows, int64_t trace_tasks) {
   world.commitAllHost();
   world.fitStaticTables();
   if (rows.packet_flows > 0)
     world.grow<net::Flow>(TableCapacity{2 * rows.packet_flows + 1024, rows.packet_flows + 1024});
   if (rows.fluid_flows > 0) world.grow<net::FluidFlow>(TableCapacity{2 * rows.fluid_flows + 1024, rows.fluid_flows + 1024});
   world.grow<net::FlowRecord>(TableCapacity{rows.records + 1024, rows.records + 1024});
-  if (trace) {
-    const int64_t tasks = world.table<RankTask>().rows;
-    world.grow<TaskSpan>(TableCapacity{tasks + 1024, tasks + 1024});
-  }
+  if (trace_tasks > 0) world.grow<TaskSpan>(TableCapacity{trace_tasks + 1024, trace_tasks + 1024});
+}
+
+/// Bytes static table A adds when fitted to `rows` rows instead of being left empty.
+template <class A>
+std::size_t countedBytes(const TrainWorld& world, int64_t rows) {
+  return rows > 0 ? world.tableBytesAt<A>(TableCapacity{rows, 0}) - world.tableBytes<A>() : 0;
+}
+
+/// Bytes experiment x's packet pools (packetStorage) add to a world that lacks them.
+std::size_t countedPoolBytes(const TrainWorld& world, const TrainingExperiment& x, const Plan& plan,
+                             const SimulationOptions& options) {
+  if (x.fidelity != NetworkFidelity::kPacket) return 0;
+  const net::PacketStorage st = net::packetStorage(plan.layout, x.network, lookaheadOf(plan, options));
+  const bool hpcc = x.network.cc == net::CcKind::kHpcc;
+  auto pool = [&](auto header, auto integral, int64_t slots) {
+    return countedBytes<decltype(header)>(world, slots) + (hpcc ? countedBytes<decltype(integral)>(world, slots) : 0);
+  };
+  return pool(net::LinkSlot{}, net::LinkSlotInt{}, st.link_slots) + pool(net::NicSlot{}, net::NicSlotInt{}, st.nic_slots) +
+         pool(net::SwitchSlot{}, net::SwitchSlotInt{}, st.switch_slots);
 }
 
 template <class... As>
@@ -601,33 +634,43 @@ int64_t rowsOf(const TrainWorld& world, TypeList<As...>) {
 
 }  // namespace
 
-TrainingFootprint measureFootprint(const TrainingExperiment& x, const SimulationOptions& options) {
+TrainingFootprint measureFootprint(const TrainingExperiment& x, const SimulationOptions& options, FootprintMethod how) {
   const std::vector<std::string> problems = checkTrainingExperiment(x);
   if (!problems.empty()) throw TrainingError("experiment '" + x.name + "': " + problems.front());
   const auto start = std::chrono::steady_clock::now();
+  const bool count = how == FootprintMethod::kCount;
   TrainWorld world(1, TableCapacity{1, 1});
   TrainingFootprint f;
   std::vector<Plan> plans;
   plans.push_back(makePlan(x));
-  reserveBatchStorage(world, {&x}, plans, options);
-  f.flows_per_step = fillExperiment(world, 0, x, plans.front(), options);
-  sizeForRun(world, runRows(x, f.flows_per_step), options.trace);
+  const Plan& plan = plans.front();
+  if (count && x.fidelity == NetworkFidelity::kPacket) {
+    checkPacketStorage(x, plan.layout, lookaheadOf(plan, options), options.memory_budget);
+  } else if (!count) {
+    reserveBatchStorage(world, {&x}, plans, options);
+  }
+  const Filled filled = fillExperiment(world, 0, x, plan, options, count ? Fill::kCounted : Fill::kAll);
+  f.flows_per_step = filled.flows;
+  sizeForRun(world, runRows(x, filled.flows), options.trace ? filled.rank_tasks : 0);
+  const std::size_t counted_states = count ? countedBytes<RankTask>(world, filled.rank_tasks) : 0;
+  const std::size_t counted_pools = count ? countedPoolBytes(world, x, plan, options) : 0;
   f.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const TrainView& v = world.view();
   f.ranks = v.table<Rank>().rows;
   f.template_tasks = v.table<ProgramTask>().rows;
-  f.rank_tasks = v.table<RankTask>().rows;
+  f.rank_tasks = filled.rank_tasks;
   f.collectives = v.table<Collective>().rows;
   f.transfer_states = v.table<TransferState>().rows;
   f.program_bytes = bytesOf(world, TypeList<ProgramTask, ProgramSucc>{});
-  f.rank_bytes = bytesOf(world, TypeList<Rank, RankTask>{});
+  f.rank_bytes = bytesOf(world, TypeList<Rank, RankTask>{}) + counted_states;
   f.collective_bytes =
       bytesOf(world, TypeList<Collective, GroupMember, TransferShape, TransferSucc, TransferState, RingShape>{});
   const std::size_t flow_tables = bytesOf(world, TypeList<net::Flow, net::FluidFlow, net::FlowRecord>{});
   f.run_bytes = flow_tables + bytesOf(world, TypeList<TaskSpan>{});
-  f.network_bytes = bytesOf(world, ConcatT<net::NetworkArchetypes, net::FluidArchetypes>{}) - flow_tables;
+  f.network_bytes =
+      bytesOf(world, ConcatT<net::NetworkArchetypes, net::FluidArchetypes>{}) - flow_tables + counted_pools;
   f.network_rows = rowsOf(world, ConcatT<net::NetworkArchetypes, net::FluidArchetypes>{});
-  f.total_bytes = world.totalBytes();
+  f.total_bytes = world.totalBytes() + counted_states + counted_pools;
   return f;
 }
 
@@ -791,8 +834,12 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
   }
   if (batch.empty()) return results;
 
+  // Tables start empty, as measureFootprint's do: static tables grow to their rows and
+  // sizeForRun sizes the ones filled during the run, so the batch holds the sum of its
+  // experiments' estimates and no idle capacity (4.9 MB when every table started at 1,024
+  // rows, which a device budget cut to the estimates did not have).
   const auto n = static_cast<uint32_t>(batch.size());
-  TrainWorld world(n, TableCapacity{1024, 1024});
+  TrainWorld world(n, TableCapacity{1, 1});
   RunRows rows;
   std::vector<const TrainingExperiment*> xs;
   std::vector<Plan> plans;
@@ -801,11 +848,14 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
     plans.push_back(makePlan(*xs.back()));
   }
   reserveBatchStorage(world, xs, plans, options);
+  int64_t tasks = 0;
   for (ExpId e = 0; e < n; ++e) {
-    rows += runRows(*xs[e], fillExperiment(world, e, *xs[e], plans[e], options));
+    const Filled filled = fillExperiment(world, e, *xs[e], plans[e], options, Fill::kAll);
+    rows += runRows(*xs[e], filled.flows);
+    tasks += filled.rank_tasks;
     plans[e] = Plan{};  // its program is in the world now
   }
-  sizeForRun(world, rows, options.trace);
+  sizeForRun(world, rows, options.trace ? tasks : 0);
 
   const CpuExecutor exec(options.threads, options.cpu_block);
   std::unique_ptr<StepSession<TrainWorld>> session = openStepSession<TrainGraph>(options.device_runner, exec, world);

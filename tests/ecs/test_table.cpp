@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "ecs/system.hpp"
 #include "ecs/world.hpp"
 
 using namespace mv;
@@ -28,6 +29,22 @@ struct Item : Archetype<Value, Tag> {
 };
 struct NoConfig {};
 using ItemWorld = World<NoConfig, Item>;
+
+/// A static archetype: host-filled pooled storage whose rows have no handles.
+struct Pooled : Archetype<Value> {
+  static constexpr const char* kName = "Pooled";
+  static constexpr bool kStatic = true;
+};
+using PooledWorld = World<NoConfig, Pooled>;
+
+/// Writes what a system sees of each row: key · 10, plus 1 when the row has no handle.
+struct SeeRow {
+  static constexpr const char* kName = "see_row";
+  static constexpr const char* kWhy = "test";
+  static void run(const RowContext<PooledWorld::View>& ctx, Value& v) {
+    v.v = static_cast<int64_t>(ctx.key) * 10 + (ctx.self.isNone() ? 1 : 0);
+  }
+};
 
 /// Values of experiment e in row order.
 std::vector<int64_t> valuesOf(ItemWorld& w, ExpId e) {
@@ -451,6 +468,32 @@ TEST_CASE("fitting static tables releases the growth headroom and keeps rows and
   dynamic.commitAllHost();
   dynamic.fitStaticTables();
   CHECK(dynamic.table<Item>().capacity == 64);
+}
+
+TEST_CASE("a static archetype's rows cost their components and experiment id, and have no handles", "[table]") {
+  PooledWorld w(2, TableCapacity{4, 0});
+  auto& t = w.table<Pooled>();
+  const std::size_t empty = w.totalBytes();
+  w.appendStatic<Pooled>(0, 3);
+  w.appendStatic<Pooled>(1, 1000);
+  w.fitStaticTables();
+  REQUIRE(t.capacity == 1003);
+  // Per row: the Value column and the experiment id; per table a few fixed buffers.
+  const std::size_t per_row = sizeof(Value) + sizeof(ExpId);
+  CHECK(w.totalBytes() - empty == (1003 - 4) * per_row);
+  CHECK(t.rowOf(Entity{0, 0}) == -1);
+  CHECK(t.expBegin(1) == 3);
+
+  // A system sees each row's index within its experiment as its key, and no handle.
+  System<SeeRow>::runPhase(SerialPolicy{}, w.view(), 0);
+  CHECK(t.get<Value>(2).v == 21);
+  CHECK(t.get<Value>(3).v == 1);
+  CHECK(t.get<Value>(1002).v == 9991);
+
+  // Growth after a fit keeps the values.
+  w.appendStatic<Pooled>(1, 1);
+  CHECK(t.get<Value>(1002).v == 9991);
+  CHECK(t.expRows(1) == 1001);
 }
 
 }  // namespace

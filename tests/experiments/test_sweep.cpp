@@ -754,10 +754,10 @@ TEST_CASE("the memory estimate is measured once per configuration and follows th
   }
   const MemoryEstimate dcqcn = at(0, 0, 0);
   const MemoryEstimate hpcc = at(0, 1, 0);
-  // Only HPCC packets carry INT records (80 B), in rows of their own (36 B of bookkeeping
-  // each in a static table): at least one per slot of the switches' shared pool.
-  CHECK(hpcc.network - dcqcn.network >= int64_t{65536} * (80 + 36));
-  CHECK(dcqcn.network > int64_t{65536} * (56 + 36));
+  // Only HPCC packets carry INT records (80 B), in rows of their own (and a 4-byte
+  // experiment id each in a static table): at least one per slot of the switches' shared pool.
+  CHECK(hpcc.network - dcqcn.network >= int64_t{65536} * (80 + 4));
+  CHECK(dcqcn.network > int64_t{65536} * (56 + 4));
   CHECK(at(1, 0, 0).network > 0);
   // The analytical fidelity leaves the network tables empty (a few bytes of buffers each).
   CHECK(at(2, 0, 0).network < 64 * 1024);
@@ -786,10 +786,10 @@ TEST_CASE("an experiment's static tables are sized to their rows", "[sweep][esti
   INFO(d.format());
   REQUIRE(xs.size() == 1);
   const TrainingFootprint f = measureFootprint(xs[0]);
-  // Per row: the components, plus entity (8), experiment (4), key (8), destroyed flag, slot
-  // row, generation and free-list entry (4 each); per table a few hundred bytes of
-  // per-experiment words and one-element compaction buffers.
-  constexpr int64_t kBookkeeping = 36;
+  // Per row: the components and the experiment id (4; static rows have no handle, key,
+  // destroyed flag or free-list entry); per table a few hundred bytes of per-experiment
+  // words and one-element buffers.
+  constexpr int64_t kBookkeeping = 4;
   constexpr int64_t kPerTable = 512;
   const int64_t task_row = static_cast<int64_t>(sizeof(train::TaskState)) + kBookkeeping;
   const int64_t rank_row = kBookkeeping + static_cast<int64_t>(sizeof(train::RankInfo) + sizeof(train::RankStreams) +

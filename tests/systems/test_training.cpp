@@ -375,3 +375,36 @@ TEST_CASE("an experiment whose packet storage runs out starts again with more an
 
 }  // namespace
 }  // namespace mv
+
+namespace mv {
+namespace {
+
+TEST_CASE("counting the task states and packet pools gives the bytes that building them holds") {
+  TrainingExperiment x = test::tinyExperiment(2, 2, 2, 4, 2);
+  x.model = test::tinyGpt(8, 512);
+  const auto [fidelity, cc, trace] = GENERATE(table<NetworkFidelity, net::CcKind, bool>({
+      {NetworkFidelity::kAnalytical, net::CcKind::kDcqcn, false},
+      {NetworkFidelity::kFlow, net::CcKind::kDcqcn, true},
+      {NetworkFidelity::kPacket, net::CcKind::kDcqcn, false},
+      {NetworkFidelity::kPacket, net::CcKind::kHpcc, true},
+  }));
+  x.fidelity = fidelity;
+  x.network.cc = cc;
+  SimulationOptions o;
+  o.trace = trace;
+  const TrainingFootprint counted = measureFootprint(x, o, FootprintMethod::kCount);
+  const TrainingFootprint built = measureFootprint(x, o, FootprintMethod::kBuild);
+  INFO("fidelity " << static_cast<int>(fidelity) << ", trace " << trace);
+  CHECK(counted.rank_tasks == built.rank_tasks);
+  CHECK(counted.rank_tasks >= 8 * 4 * 2);  // 8 ranks, each at least a forward and a backward per micro-batch
+  CHECK(counted.flows_per_step == built.flows_per_step);
+  CHECK(counted.rank_bytes == built.rank_bytes);
+  CHECK(counted.network_bytes == built.network_bytes);
+  CHECK(counted.run_bytes == built.run_bytes);
+  CHECK(counted.total_bytes == built.total_bytes);
+  // The counted parts are most of the bytes of a packet-level experiment.
+  if (fidelity == NetworkFidelity::kPacket) CHECK(built.network_bytes > built.total_bytes / 2);
+}
+
+}  // namespace
+}  // namespace mv
