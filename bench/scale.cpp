@@ -2,11 +2,13 @@
  * @file scale.cpp
  * Scale benchmark (issue #22): GPT-3 175B (TP 8, SP, full recompute, distributed
  * optimizer) on a k-ary fat tree of 400 Gb/s links sized to the GPUs, at one fidelity:
- * the time to build the experiment, its simulation memory by part (the figure `validate`
- * reports), the process's peak resident memory and, with `--iterate`, one simulated
- * iteration (or its first `--sim-ms` milliseconds): wall time, simulated time per wall
- * time, events per second. One configuration per process, so the peak resident memory is
- * its own; bench/scale.sh runs the table.
+ * what `validate` does for the experiment (measureFootprint, counting the task states and
+ * packet pools): its time, the simulation memory by part and the process's peak resident
+ * memory; with `--build`, building every table as a run does (time, peak resident
+ * memory); with `--iterate`, one simulated iteration (or its first `--sim-ms`
+ * milliseconds): wall time, simulated time per wall time, events per second. One
+ * configuration per process, so each peak resident memory is its own; bench/scale.sh runs
+ * the table.
  */
 #include <sys/resource.h>
 
@@ -72,14 +74,19 @@ int main(int argc, char** argv) {
   uint32_t gpus = 1024;
   uint32_t pp = 8;
   std::string fidelity = "analytical";
+  bool build = false;
   bool iterate = false;
+  int32_t switch_pool = 0;
   double sim_ms = 0;
   int threads = 2;
   app.add_option("--gpus", gpus, "GPUs (a multiple of 8 · pp)")->check(CLI::Range(64u, 1u << 19));
   app.add_option("--pp", pp, "pipeline stages")->check(CLI::Range(1u, 128u));
   app.add_option("--fidelity", fidelity, "analytical, flow or packet")
       ->check(CLI::IsMember({"analytical", "flow", "packet"}));
+  app.add_flag("--build", build, "also build every table as a run does");
   app.add_flag("--iterate", iterate, "also simulate one iteration");
+  app.add_option("--switch-pool", switch_pool, "network.switch_pool_slots (0: the default)")
+      ->check(CLI::Range(0, 1 << 26));
   app.add_option("--sim-ms", sim_ms, "with --iterate: stop at this simulated time, ms (0: the whole iteration)")
       ->check(CLI::Range(0.0, 1e6));
   app.add_option("--threads", threads, "OpenMP threads")->check(CLI::Range(1, 256));
@@ -91,10 +98,11 @@ int main(int argc, char** argv) {
   const mv::NetworkFidelity f = fidelity == "packet" ? mv::NetworkFidelity::kPacket
                                 : fidelity == "flow" ? mv::NetworkFidelity::kFlow
                                                      : mv::NetworkFidelity::kAnalytical;
-  const mv::TrainingExperiment x = mv::gpt3(gpus, pp, f);
+  mv::TrainingExperiment x = mv::gpt3(gpus, pp, f);
+  if (switch_pool > 0) x.network.switch_pool_slots = switch_pool;
   const mv::TrainingFootprint fp = mv::measureFootprint(x);
   std::printf(
-      "%6u GPUs  %-10s  dp %5u  build %6.2f s  memory %7.3f GiB (programs %6.3f, ranks %6.3f, collectives %6.3f,"
+      "%6u GPUs  %-10s  dp %5u  validate %6.2f s  memory %7.3f GiB (programs %6.3f, ranks %6.3f, collectives %6.3f,"
       " network %6.3f, run %6.3f)  rank tasks %10lld  collectives %6lld  transfer counters %8lld  live flows %8lld"
       "  peak RSS %6.2f GiB\n",
       gpus, fidelity.c_str(), x.parallelism.dp, fp.build_seconds, fp.total_bytes / mv::kGiB,
@@ -103,6 +111,12 @@ int main(int argc, char** argv) {
       static_cast<long long>(fp.collectives), static_cast<long long>(fp.transfer_states),
       static_cast<long long>(fp.flows_per_step), mv::peakRssGiB());
   std::fflush(stdout);
+  if (build) {
+    const mv::TrainingFootprint built = mv::measureFootprint(x, {}, mv::FootprintMethod::kBuild);
+    std::printf("%6u GPUs  %-10s  build %6.2f s  memory %7.3f GiB  peak RSS %6.2f GiB\n", gpus, fidelity.c_str(),
+                built.build_seconds, built.total_bytes / mv::kGiB, mv::peakRssGiB());
+    std::fflush(stdout);
+  }
   if (!iterate) return 0;
   mv::SimulationOptions o;
   o.threads = threads;

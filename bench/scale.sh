@@ -2,11 +2,12 @@
 # @file scale.sh
 # The scale table of issue #22 (bench/README.md): GPT-3 175B on 1,024 / 8,192 / 54,000 GPUs
 # at analytical, flow and packet fidelity, one configuration per process (mv_bench_scale):
-# build time and simulation memory of each; a whole iteration at analytical fidelity; at
-# 1,024 GPUs the first FLOW_SIM_MS (default 2) simulated milliseconds at flow level and the
-# first PACKET_SIM_MS (default 0.2) at packet level (whole iterations there take hours).
+# what `validate` costs (time, peak memory) and the simulation memory of each; building
+# every table as a run does; a whole iteration at analytical fidelity; at 1,024 GPUs the
+# first FLOW_SIM_MS (default 2) simulated milliseconds at flow level and the first
+# PACKET_SIM_MS (default 0.2) at packet level (whole iterations there take hours).
 # Usage: bench/scale.sh [BUILD_DIR] (default build/release); MAX_GPUS (default 54000) skips
-# the larger clusters (54,000 GPUs at packet level needs about 19 GB).
+# the larger clusters (54,000 GPUs at packet level needs about 10 GB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build/release}"
@@ -21,7 +22,7 @@ for config in "1024 8" "8192 8" "54000 6"; do
     "$bench" --gpus "$gpus" --pp "$pp" --fidelity flow --iterate --sim-ms "${FLOW_SIM_MS:-2}"
     "$bench" --gpus "$gpus" --pp "$pp" --fidelity packet --iterate --sim-ms "${PACKET_SIM_MS:-0.2}"
   else
-    "$bench" --gpus "$gpus" --pp "$pp" --fidelity flow
-    "$bench" --gpus "$gpus" --pp "$pp" --fidelity packet
+    "$bench" --gpus "$gpus" --pp "$pp" --fidelity flow --build
+    "$bench" --gpus "$gpus" --pp "$pp" --fidelity packet --build
   fi
 done

@@ -17,6 +17,7 @@
 #include "experiments/estimate.hpp"
 #include "experiments/experiment_yaml.hpp"
 #include "experiments/netsim.hpp"
+#include "experiments/report.hpp"
 #include "experiments/run_sweep.hpp"
 #include "ecs/quantity.hpp"
 #include "systems/training_sim.hpp"
@@ -55,7 +56,7 @@ int runValidate(const std::filesystem::path& file, int64_t max_memory) {
             << plural(sweep.combinations, "combination") << ", " << sweep.dropped << " dropped by constraints)\n"
             << "simulation memory: " << formatBytes(total) << " in all, at most " << formatBytes(largest)
             << " per experiment (" << plural(static_cast<uint64_t>(meter.builds()), "configuration")
-            << " built to measure it, see docs/sweep.md)\n";
+            << " measured, see docs/sweep.md)\n";
   return kExitOk;
 }
 
@@ -188,6 +189,13 @@ int runCli(int argc, char** argv) {
   validate->add_option("sweep", validate_file, "sweep.yaml: base, sweep, zip, constraints")->required();
   int64_t validate_memory = 0;
   addMaxMemoryOption(*validate, validate_memory);
+  std::string report_dir;
+  std::string report_out;
+  CLI::App* report = app.add_subcommand(
+      "report", "Write one self-contained HTML page of a results folder's tables and charts (see docs/report.md)");
+  report->add_option("results", report_dir, "a results folder of multiverse --experiments or multiverse netsim")
+      ->required();
+  report->add_option("--out", report_out, "the page to write (default RESULTS/report.html)");
   app.footer(
       "Backends in this build: " + std::string(kBackends) +
       "\nExit codes: 0 success, 1 simulation error, 2 bad command line or input.");
@@ -233,6 +241,7 @@ int runCli(int argc, char** argv) {
       return kExitRunError;
     }
   }
+  if (report->parsed()) return runReport(report_dir, report_out);
   if (validate->parsed() || net->parsed()) {
     try {
       return validate->parsed() ? runValidate(validate_file, validate_memory) : runNetsim(netsim_file, netsim);

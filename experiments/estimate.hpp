@@ -1,10 +1,10 @@
 /**
  * @file estimate.hpp
- * The memory one experiment's simulation takes, measured by building the experiment alone
- * (measureFootprint: programs generated, every table filled and sized as a batch sizes it,
- * nothing simulated): what `multiverse validate` prints and what the runner sizes batches
- * by. Experiments that differ only in name and seed build the same tables, so a meter
- * builds each distinct configuration once.
+ * The memory one experiment's simulation takes, measured on the experiment alone
+ * (measureFootprint: programs generated, tables filled and sized as a batch sizes them,
+ * the task states and packet pools counted, nothing simulated): what `multiverse validate`
+ * prints and what the runner sizes batches by. Experiments that differ only in name and
+ * seed give the same tables, so a meter measures each distinct configuration once.
  */
 #pragma once
 
@@ -40,7 +40,7 @@ class MemoryMeter {
   /// memory (it is reported as out of memory, not simulated).
   MemoryEstimate measure(const ExpandedExperiment& expanded, const TrainingExperiment& x);
 
-  /// Experiments built so far.
+  /// Configurations measured so far.
   int64_t builds() const { return builds_; }
 
  private:

@@ -8,6 +8,7 @@ packages=(
   libyaml-cpp-dev nlohmann-json3-dev catch2 libcli11-dev libboost-context-dev
   libopenmpi-dev openmpi-bin
   clang libomp-dev
+  chromium  # tests/experiments/test_report.sh renders the report pages headless
 )
 
 missing=()

@@ -126,7 +126,7 @@ expect 2 "missing.yaml: cannot open the file" netsim "$tmp/missing.yaml"
 # every problem with file:line: key.
 data="$src_dir/tests/experiments/data"
 expect 0 "good_sweep.yaml: 6 experiments (18 combinations, 12 dropped by constraints)" validate "$data/good_sweep.yaml"
-expect 0 "per experiment (6 configurations built to measure it" validate "$data/good_sweep.yaml"
+expect 0 "per experiment (6 configurations measured" validate "$data/good_sweep.yaml"
 expect 2 "bad_sweep.yaml:4: workload.model: unknown model 'gpt3-13bb'" validate "$data/bad_sweep.yaml"
 expect 2 "bad_sweep.yaml:6: workload.precison: unknown key (did you mean 'precision'?)" validate "$data/bad_sweep.yaml"
 expect 2 "bad_sweep.yaml:7: parallelism.tp: tensor parallelism must stay inside a server" validate "$data/bad_sweep.yaml"
