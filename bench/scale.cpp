@@ -6,7 +6,8 @@
  * packet pools): its time, the simulation memory by part and the process's peak resident
  * memory; with `--build`, building every table as a run does (time, peak resident
  * memory); with `--iterate`, one simulated iteration (or its first `--sim-ms`
- * milliseconds): wall time, simulated time per wall time, events per second. One
+ * milliseconds) of the experiment, or of a campaign of `--copies` copies with other seeds
+ * in one batch: wall time, simulated time per wall time, events per second. One
  * configuration per process, so each peak resident memory is its own; bench/scale.sh runs
  * the table.
  */
@@ -77,6 +78,7 @@ int main(int argc, char** argv) {
   bool build = false;
   bool iterate = false;
   int32_t switch_pool = 0;
+  uint32_t copies = 1;
   double sim_ms = 0;
   int threads = 2;
   app.add_option("--gpus", gpus, "GPUs (a multiple of 8 · pp)")->check(CLI::Range(64u, 1u << 19));
@@ -87,6 +89,8 @@ int main(int argc, char** argv) {
   app.add_flag("--iterate", iterate, "also simulate one iteration");
   app.add_option("--switch-pool", switch_pool, "network.switch_pool_slots (0: the default)")
       ->check(CLI::Range(0, 1 << 26));
+  app.add_option("--copies", copies, "with --iterate: a campaign of this many copies (other seeds) in one batch")
+      ->check(CLI::Range(1u, 4096u));
   app.add_option("--sim-ms", sim_ms, "with --iterate: stop at this simulated time, ms (0: the whole iteration)")
       ->check(CLI::Range(0.0, 1e6));
   app.add_option("--threads", threads, "OpenMP threads")->check(CLI::Range(1, 256));
@@ -121,18 +125,25 @@ int main(int argc, char** argv) {
   mv::SimulationOptions o;
   o.threads = threads;
   o.time_limit = mv::Picoseconds{static_cast<int64_t>(sim_ms * 1e9)};
-  const std::vector<mv::TrainingExperiment> one{x};
+  std::vector<mv::TrainingExperiment> batch(copies, x);
+  for (uint32_t i = 0; i < copies; ++i) {
+    batch[i].id = i;
+    batch[i].seed = i + 1;
+  }
   const auto start = std::chrono::steady_clock::now();
-  const mv::TrainingResult r = mv::simulateTraining(one, o).front();
+  const std::vector<mv::TrainingResult> results = mv::simulateTraining(batch, o);
+  const mv::TrainingResult& r = results.front();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  int64_t events = 0;
+  for (const mv::TrainingResult& c : results) events += c.events;
   // A run stopped by --sim-ms reached the limit; a whole iteration its own length.
   const double simulated_s = r.error.empty() ? static_cast<double>(r.iteration.ps) * 1e-12 : sim_ms * 1e-3;
   std::printf(
-      "%6u GPUs  %-10s  %s %9.2f ms  wall %8.2f s (run %8.2f)  sim/wall %.5f  events %11lld (%.2f M/s)"
-      "  storage retries %u  peak RSS %6.2f GiB\n",
-      gpus, fidelity.c_str(), r.error.empty() ? "iteration" : "simulated", simulated_s * 1e3, wall, r.wall_seconds,
-      simulated_s / wall, static_cast<long long>(r.events),
-      static_cast<double>(r.events) / std::max(r.wall_seconds, 1e-9) / 1e6, r.storage_retries, mv::peakRssGiB());
+      "%6u GPUs  %-10s  %s %9.2f ms  x %u  wall %8.2f s (run %8.2f, %.2f s per experiment)  sim/wall %.5f"
+      "  events %11lld (%.2f M/s)  storage retries %u  peak RSS %6.2f GiB\n",
+      gpus, fidelity.c_str(), r.error.empty() ? "iteration" : "simulated", simulated_s * 1e3, copies, wall,
+      r.wall_seconds, wall / copies, simulated_s / wall, static_cast<long long>(events),
+      static_cast<double>(events) / std::max(r.wall_seconds, 1e-9) / 1e6, r.storage_retries, mv::peakRssGiB());
   if (!r.error.empty() && sim_ms == 0) std::printf("  error: %s\n", r.error.c_str());
   return 0;
 }

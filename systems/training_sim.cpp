@@ -839,7 +839,10 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
   // experiments' estimates and no idle capacity (4.9 MB when every table started at 1,024
   // rows, which a device budget cut to the estimates did not have).
   const auto n = static_cast<uint32_t>(batch.size());
-  TrainWorld world(n, TableCapacity{1, 1});
+  // Owned through a pointer so that a restart with more storage frees it first: otherwise
+  // every restart would hold all the worlds before it.
+  auto owned = std::make_unique<TrainWorld>(n, TableCapacity{1, 1});
+  TrainWorld& world = *owned;
   RunRows rows;
   std::vector<const TrainingExperiment*> xs;
   std::vector<Plan> plans;
@@ -889,7 +892,8 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
       for (ExpId e = 0; e < n; ++e) ran_out[e] = net::experimentCounters(world, e).overflow > 0;
       report(false, ran_out);
       const std::string tables = tableProblems(world, TrainWorld::Archetypes{});
-      session.reset();  // the device's copy of this world is not needed again
+      session.reset();  // neither the device's copy of this world nor the world is needed again
+      owned.reset();
       return retryWithMoreStorage(experiments, options, on_result, batch, reported, ran_out, wall, r.status, tables,
                                   results);
     }

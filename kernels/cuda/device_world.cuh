@@ -1,8 +1,12 @@
 /**
  * @file device_world.cuh
  * A world's mirror in device memory, kept for a whole run. Every buffer the host `World`
- * owns gets one `cudaMalloc` twin, uploaded once; the device copy of the view is the host
- * view with each pointer field patched to its twin. Copies back map pointers by value, so
+ * owns gets a device twin, uploaded once; the device copy of the view is the host view with
+ * each pointer field patched to its twin. The twins of the first upload are carved out of
+ * one `cudaMalloc` arena (256-byte aligned, as cudaMalloc aligns): a world has about a
+ * thousand buffers, most of a few bytes, and one allocation each would cost a page or more
+ * apiece on top of the bytes the batcher counts. A buffer made or resized later gets an
+ * allocation of its own. Copies back map pointers by value, so
  * pointer swaps done by the device (compaction double buffers) come back right. Each host
  * buffer is either current (equal to its twin) or stale (the device ran since); only
  * stale buffers are copied back, and only when asked. Plain device memory, no managed
@@ -36,6 +40,8 @@ class DeviceWorld {
     try {
       MV_CUDA_CHECK(cudaMalloc(&device_view_, sizeof(View)));
       MV_CUDA_CHECK(cudaMallocHost(&staging_, kStagingBytes));
+      for (std::size_t off : world_.pointerFields()) arena_bytes_ += aligned(world_.bufferBytes(fieldAt(world_.view(), off)));
+      MV_CUDA_CHECK(cudaMalloc(&arena_, arena_bytes_));
       pushFields(0, sizeof(View));
       pushView();
       ++stats_.full_uploads;
@@ -130,11 +136,17 @@ class DeviceWorld {
   /// Copies of at most this many bytes go through pinned memory.
   static constexpr std::size_t kStagingBytes = std::size_t{1} << 20;
 
+  /// Alignment of a twin inside the arena (cudaMalloc's own).
+  static constexpr std::size_t kAlign = 256;
+
   struct Twin {
     void* device = nullptr;
     std::size_t bytes = 0;
     bool host_current = false;
+    bool in_arena = false;  ///< carved out of the arena (freed with it), else its own allocation
   };
+
+  static std::size_t aligned(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
   /// Calls f(host buffer) for every pointer field of the host view in bytes [lo, hi).
   template <class F>
@@ -158,10 +170,16 @@ class DeviceWorld {
     if (twin.device != nullptr && twin.bytes == bytes) return twin;
     if (twin.device != nullptr) {
       to_host_.erase(twin.device);
-      MV_CUDA_CHECK(cudaFree(twin.device));
+      if (!twin.in_arena) MV_CUDA_CHECK(cudaFree(twin.device));
       twin.device = nullptr;
     }
-    MV_CUDA_CHECK(cudaMalloc(&twin.device, bytes));
+    twin.in_arena = arena_used_ + aligned(bytes) <= arena_bytes_;
+    if (twin.in_arena) {
+      twin.device = static_cast<std::byte*>(arena_) + arena_used_;
+      arena_used_ += aligned(bytes);
+    } else {
+      MV_CUDA_CHECK(cudaMalloc(&twin.device, bytes));
+    }
     twin.bytes = bytes;
     to_host_[twin.device] = host;
     return twin;
@@ -186,7 +204,13 @@ class DeviceWorld {
   }
 
   void release() {
-    for (auto& [host, twin] : twins_) cudaFree(twin.device);
+    for (auto& [host, twin] : twins_) {
+      if (!twin.in_arena) cudaFree(twin.device);
+    }
+    cudaFree(arena_);
+    arena_ = nullptr;
+    arena_bytes_ = 0;
+    arena_used_ = 0;
     twins_.clear();
     to_host_.clear();
     cudaFree(device_view_);
@@ -202,6 +226,9 @@ class DeviceWorld {
   WorldT& world_;
   View* device_view_ = nullptr;
   void* staging_ = nullptr;
+  void* arena_ = nullptr;        ///< the first upload's twins, back to back
+  std::size_t arena_bytes_ = 0;
+  std::size_t arena_used_ = 0;
   std::unordered_map<void*, Twin> twins_;  ///< by host buffer
   std::unordered_map<void*, void*> to_host_;
   TransferStats stats_;
