@@ -156,6 +156,8 @@ int runCli(int argc, char** argv) {
   CLI::Option* resume =
       app.add_flag("--resume", sweep.resume, "Keep the experiments the results folder already holds; run the rest");
   app.add_flag("--force", sweep.force, "Replace the results the folder already holds")->excludes(resume);
+  app.add_flag("--skip-infeasible", sweep.skip_infeasible,
+               "Write experiments with problems (infeasible parallelism, ...) as rows of status invalid and run the rest");
   app.add_option("--threads", sweep.threads, "CPU threads per process (default: all cores)")->check(CLI::Range(1, 1024));
   addExperimentCountOption(app, sweep.cpu_block, "--cpu-block", kCpuBlockHelp);
   addExperimentCountOption(app, sweep.batch_size, "--batch-size", kBatchSizeHelp);

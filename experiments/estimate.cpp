@@ -28,22 +28,27 @@ MemoryEstimate MemoryMeter::measure(const ExpandedExperiment& expanded, const Tr
   return it->second;
 }
 
+MemoryEstimate measureExperiment(const Sweep& sweep, size_t i, const TrainingExperiment& x, MemoryMeter& meter,
+                                 int64_t budget, Diagnostics& diags) {
+  MemoryEstimate m;
+  try {
+    m = meter.measure(sweep.experiments[i], x);
+  } catch (const TrainingError& e) {
+    diags.add(Diagnostic{sweep.file.string(), 0, "", e.what()});
+  }
+  if (budget > 0 && m.total > budget) {
+    diags.add(Diagnostic{sweep.file.string(), 0, "",
+                         "experiment '" + x.name + "' needs " + formatBytes(m.total) +
+                             " of simulation memory, more than the memory budget of " + formatBytes(budget) +
+                             " (--max-memory; default half the RAM)"});
+  }
+  return m;
+}
+
 std::vector<MemoryEstimate> measureSweep(const Sweep& sweep, const std::vector<TrainingExperiment>& xs,
                                          MemoryMeter& meter, int64_t budget, Diagnostics& diags) {
   std::vector<MemoryEstimate> out(xs.size());
-  for (size_t i = 0; i < xs.size(); ++i) {
-    try {
-      out[i] = meter.measure(sweep.experiments[i], xs[i]);
-    } catch (const TrainingError& e) {
-      diags.add(Diagnostic{sweep.file.string(), 0, "", e.what()});
-    }
-    if (budget > 0 && out[i].total > budget) {
-      diags.add(Diagnostic{sweep.file.string(), 0, "",
-                           "experiment '" + xs[i].name + "' needs " + formatBytes(out[i].total) +
-                               " of simulation memory, more than the memory budget of " + formatBytes(budget) +
-                               " (--max-memory; default half the RAM)"});
-    }
-  }
+  for (size_t i = 0; i < xs.size(); ++i) out[i] = measureExperiment(sweep, i, xs[i], meter, budget, diags);
   return out;
 }
 

@@ -51,6 +51,14 @@ class MemoryMeter {
 };
 
 /**
+ * Measures experiment `x`, read from `sweep.experiments[i]`: a build that fails or a total
+ * above `budget` (when positive) becomes a diagnostic on the sweep file naming it (a failed
+ * build's estimate stays zero).
+ */
+MemoryEstimate measureExperiment(const Sweep& sweep, size_t i, const TrainingExperiment& x, MemoryMeter& meter,
+                                 int64_t budget, Diagnostics& diags);
+
+/**
  * Measures experiment i of `xs`, read from `sweep.experiments[i]`, for every i. A build
  * that fails (a limit only building finds, such as tasks per stage) and an experiment that
  * needs more than `budget` bytes (when positive) become diagnostics on the sweep file

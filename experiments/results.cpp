@@ -59,12 +59,12 @@ Cell milliseconds(Picoseconds t) {
 }
 
 /// Cells of the metric columns: everything for ok; memory and simulator cost for oom;
-/// only the status and message for error.
+/// only the status and message for error and invalid.
 std::vector<Cell> metricCells(const ExperimentRecord& r) {
   const RunStatus status = r.status();
   const TrainingResult& res = r.result;
   const bool ok = status == RunStatus::kOk;
-  const bool ran = status != RunStatus::kError;
+  const bool ran = r.ran();
   const net::NetCounters& n = res.network;
   auto simulated = [ok](Cell c) { return ok ? std::move(c) : Cell{}; };
   auto count = [&simulated](int64_t v) { return simulated(Cell{v}); };
@@ -162,7 +162,7 @@ Json summaryRowJson(const ExperimentRecord& r) {
   Json row = {{"name", r.name}, {"id", formatExperimentId(r.id)}, {"swept", sweptJson(r)}};
   const std::vector<Cell> cells = metricCells(r);
   for (size_t i = 0; i < kMetricCount; ++i) row[kMetricColumns[i]] = jsonCell(cells[i]);
-  row["memory"] = r.status() == RunStatus::kError ? Json(nullptr) : memoryJson(r.result.peak_memory);
+  row["memory"] = r.ran() ? memoryJson(r.result.peak_memory) : Json(nullptr);
   return row;
 }
 
@@ -449,11 +449,14 @@ const char* runStatusName(RunStatus status) {
       return "oom";
     case RunStatus::kError:
       return "error";
+    case RunStatus::kInvalid:
+      return "invalid";
   }
   return "?";
 }
 
 RunStatus ExperimentRecord::status() const {
+  if (invalid) return RunStatus::kInvalid;
   if (!error.empty()) return RunStatus::kError;
   return result.oom ? RunStatus::kOom : RunStatus::kOk;
 }
@@ -502,6 +505,7 @@ ExperimentRecord parseManifest(const std::string& text) {
     r.index = j.at("index").get<uint64_t>();
     r.seed = j.at("seed").get<uint64_t>();
     r.error = j.at("error").get<std::string>();
+    r.invalid = j.at("status").get<std::string>() == runStatusName(RunStatus::kInvalid);
     for (const auto& [key, value] : j.at("swept").items()) r.swept.emplace_back(key, value.get<std::string>());
     r.resolved_config = j.at("config_yaml").get<std::string>();
     r.result = resultFromJson(j.at("result"));
@@ -684,7 +688,7 @@ std::string rankedTable(const std::vector<ExperimentRecord>& records, size_t top
   for (const ExperimentRecord& r : records) order.push_back(&r);
   std::stable_sort(order.begin(), order.end(), [by](const ExperimentRecord* a, const ExperimentRecord* b) {
     const RunStatus sa = a->status(), sb = b->status();
-    if (sa != sb) return sa < sb;  // ok, then oom, then error
+    if (sa != sb) return sa < sb;  // ok, then oom, then error, then invalid
     return sa == RunStatus::kOk && rankValue(*a, by) < rankValue(*b, by);
   });
   if (top > 0 && order.size() > top) order.resize(top);
@@ -704,9 +708,9 @@ std::string rankedTable(const std::vector<ExperimentRecord>& records, size_t top
       row.insert(row.end(), {fixed(static_cast<double>(r.result.iteration.ps) / kPsPerMs, 3),
                              fixed(100 * r.result.mfu, 1), fixed(r.result.tokens_per_second, 0)});
     } else {
-      row.insert(row.end(), {status == RunStatus::kOom ? "OOM" : "error", "-", "-"});
+      row.insert(row.end(), {status == RunStatus::kOom ? "OOM" : runStatusName(status), "-", "-"});
     }
-    row.push_back(status == RunStatus::kError ? "-" : fixed(peakGib(r), 1));
+    row.push_back(r.ran() ? fixed(peakGib(r), 1) : "-");
     rows.push_back(std::move(row));
   }
   std::vector<bool> right(header.size(), false);
@@ -760,7 +764,7 @@ std::string progressRecordLine(const ProgressSnapshot& p, const ExperimentRecord
   std::string done = std::to_string(p.done);
   done.insert(0, total.size() > done.size() ? total.size() - done.size() : 0, ' ');
   std::string status = runStatusName(r.status());
-  status.resize(5, ' ');
+  status.resize(std::max<size_t>(status.size(), 5), ' ');
   std::string line = "[" + done + "/" + total + "] " + status + " " + r.name + "  ";
   switch (r.status()) {
     case RunStatus::kOk:
@@ -771,6 +775,7 @@ std::string progressRecordLine(const ProgressSnapshot& p, const ExperimentRecord
       line += "needs " + fixed(peakGib(r), 1) + " GiB per GPU";
       break;
     case RunStatus::kError:
+    case RunStatus::kInvalid:
       line += r.error;
       break;
   }
@@ -804,7 +809,7 @@ void Progress::finished(const ExperimentRecord& record) {
       *out_ << progressRecordLine(p, record) << "\n" << std::flush;
       return;
     case ProgressStyle::kBar:
-      if (record.status() == RunStatus::kError) *out_ << "\r\x1b[K" << progressRecordLine(p, record) << "\n";
+      if (!record.ran()) *out_ << "\r\x1b[K" << progressRecordLine(p, record) << "\n";
       *out_ << "\r" << progressBarLine(p) << "\x1b[K" << std::flush;
       return;
   }

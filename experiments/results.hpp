@@ -30,9 +30,10 @@ enum class RunStatus : uint8_t {
   kOk,     ///< simulated
   kOom,    ///< did not fit in GPU memory; only the memory estimate is meaningful
   kError,  ///< failed (bad configuration found late, simulation error); see `error`
+  kInvalid,  ///< not run: its configuration is infeasible (`--skip-infeasible`); see `error`
 };
 
-/// "ok", "oom" or "error".
+/// "ok", "oom", "error" or "invalid".
 const char* runStatusName(RunStatus status);
 
 /// One finished experiment: what identifies it, how it was configured, what it produced.
@@ -49,11 +50,15 @@ struct ExperimentRecord {
   std::string resolved_config;
   uint64_t seed = 1;
   TrainingResult result;
-  /// Why the experiment failed; non-empty means status error.
+  /// Why the experiment failed; non-empty means status error (or invalid).
   std::string error;
+  /// Refused by the checks before anything ran (`--skip-infeasible`); `error` says why.
+  bool invalid = false;
 
-  /// error when `error` is set, else oom when `result.oom`, else ok.
+  /// invalid when `invalid`, error when `error` is set, else oom when `result.oom`, else ok.
   RunStatus status() const;
+  /// Simulated: ok or oom (the result's fields mean something).
+  bool ran() const { return status() == RunStatus::kOk || status() == RunStatus::kOom; }
 };
 
 /// Writes `text` to `path` through `<path>.tmp` and a rename, so a reader (or a resume after

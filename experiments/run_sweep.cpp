@@ -41,6 +41,9 @@ struct Job {
   TrainingExperiment x;
   int64_t memory = 0;
   double cost = 0;
+  /// Why it cannot run (`--skip-infeasible`: its problems, file:line: key: message); it is
+  /// then written as an invalid row instead of run.
+  std::string invalid;
 };
 
 std::string yamlText(const YAML::Node& node) {
@@ -59,6 +62,13 @@ ExperimentRecord recordOf(const Job& job, const TrainingResult& result, const st
   r.seed = job.x.seed;
   r.result = result;
   r.error = error;
+  return r;
+}
+
+/// The invalid row of a job that cannot run.
+ExperimentRecord invalidRecordOf(const Job& job) {
+  ExperimentRecord r = recordOf(job, TrainingResult{}, job.invalid);
+  r.invalid = true;
   return r;
 }
 
@@ -238,13 +248,50 @@ RankBy rankByName(const std::string& name) {
   return RankBy::kIterationTime;
 }
 
+/**
+ * With `--skip-infeasible`: checks each experiment of `sweep` alone (reading, the
+ * simulation's checks, its memory); one with problems becomes an invalid job carrying
+ * them. When every experiment has problems, they all go to `diags` as without the flag.
+ */
+std::vector<Job> readJobsSkippingInfeasible(const Sweep& sweep, bool trace, int64_t budget, Diagnostics& diags) {
+  std::vector<Job> jobs;
+  MemoryMeter meter(trace, budget);
+  Diagnostics all;
+  size_t valid = 0;
+  for (size_t i = 0; i < sweep.experiments.size(); ++i) {
+    Diagnostics one;
+    Job j;
+    j.index = i;
+    j.expanded = &sweep.experiments[i];
+    j.x = readExperiment(sweep.experiments[i], sweep.file.parent_path(), one);
+    if (one.empty()) j.memory = measureExperiment(sweep, i, j.x, meter, budget, one).total;
+    j.x.name = sweep.experiments[i].name;
+    j.x.id = sweep.experiments[i].id;
+    if (one.empty()) {
+      j.cost = estimatedCost(j.x);
+      ++valid;
+    } else {
+      for (const Diagnostic& d : one.items()) j.invalid += (j.invalid.empty() ? "" : "; ") + d.format();
+      for (const Diagnostic& d : one.items()) all.add(d);
+    }
+    jobs.push_back(std::move(j));
+  }
+  if (valid == 0) {
+    for (const Diagnostic& d : all.items()) diags.add(d);
+    jobs.clear();
+  }
+  return jobs;
+}
+
 /// Reads, expands and checks the whole sweep (readExperiment applies the simulation's own
-/// checks too); every problem goes to `diags`.
-std::vector<Job> readJobs(const std::filesystem::path& file, bool trace, int64_t budget, Sweep& sweep,
-                          Diagnostics& diags) {
+/// checks too); every problem goes to `diags`, or with `skip_infeasible` makes its
+/// experiment an invalid job (readJobsSkippingInfeasible).
+std::vector<Job> readJobs(const std::filesystem::path& file, bool trace, int64_t budget, bool skip_infeasible,
+                          Sweep& sweep, Diagnostics& diags) {
   sweep = readSweep(file, diags);
   std::vector<Job> jobs;
   if (!diags.empty()) return jobs;
+  if (skip_infeasible) return readJobsSkippingInfeasible(sweep, trace, budget, diags);
   std::vector<TrainingExperiment> read;
   readExperiments(sweep, diags, [&](TrainingExperiment&& x) { read.push_back(std::move(x)); });
   if (!diags.empty()) return jobs;
@@ -289,7 +336,7 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
   Diagnostics diags;
   Sweep sweep;
   const int64_t total_budget = options.max_memory > 0 ? options.max_memory : defaultMemoryBudget();
-  const std::vector<Job> jobs = readJobs(file, options.trace, total_budget, sweep, diags);
+  const std::vector<Job> jobs = readJobs(file, options.trace, total_budget, options.skip_infeasible, sweep, diags);
   BackendPlan plan = planBackend(options.backend, options.devices, usableCudaDevices(), cudaBackendBuilt());
   if (shard.size() > 1) {  // ranks on one node take distinct devices
     shareDevicesOnNode(plan, envInt("OMPI_COMM_WORLD_LOCAL_RANK", 0), envInt("OMPI_COMM_WORLD_LOCAL_SIZE", 1));
@@ -337,10 +384,17 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
   }
   shard.share(done_ids);
   std::vector<Job> pending;
+  std::vector<const Job*> invalid;  // not done yet and not to run: written as invalid rows
+  size_t done_before = 0;
   for (const Job& j : jobs) {
-    if (std::find(done_ids.begin(), done_ids.end(), j.x.id) == done_ids.end()) pending.push_back(j);
+    if (std::find(done_ids.begin(), done_ids.end(), j.x.id) != done_ids.end()) {
+      ++done_before;
+    } else if (!j.invalid.empty()) {
+      invalid.push_back(&j);
+    } else {
+      pending.push_back(j);
+    }
   }
-  const size_t done_before = jobs.size() - pending.size();
   // Each worker's experiments, longest first, cut into batches by memory and batch size.
   // Auto CPU workers: no more than experiments, nor than copies of the largest experiment
   // the memory budget holds at once (each worker has one batch in memory).
@@ -368,15 +422,19 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
     std::cout << "; backend " << plan.describe() << "; " << (shard.size() > 1 ? "rank 0 runs " : "") << batch_count
               << " batch" << (batch_count == 1 ? "" : "es");
     if (batch_size > 0) std::cout << " of at most " << batch_size << " experiment" << (batch_size == 1 ? "" : "s");
+    if (!invalid.empty()) std::cout << "; " << invalid.size() << " invalid, not run (--skip-infeasible)";
     std::cout << "; results in " << out.string() << "\n";
   }
 
   bool failed = false;
   auto keep = [&](const ExperimentRecord& r) {
-    failed = failed || !r.error.empty();
+    failed = failed || r.status() == RunStatus::kError;
     writer.write(r);
     progress.finished(r);
   };
+  if (shard.root()) {
+    for (const Job* j : invalid) keep(invalidRecordOf(*j));
+  }
   auto deliver = [&](const ExperimentRecord& r) {
     if (shard.root()) {
       keep(r);

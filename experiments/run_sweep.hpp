@@ -22,6 +22,10 @@ struct SweepOptions {
   bool resume = false;
   /// Replace the results a folder already holds.
   bool force = false;
+  /// Write experiments with problems (infeasible parallelism, a topology too small, memory
+  /// above the budget, ...) as rows of status `invalid` and run the rest, instead of
+  /// refusing the sweep; the sweep is still refused when every experiment has problems.
+  bool skip_infeasible = false;
   /// OpenMP threads per process; 0 = all cores.
   int threads = 0;
   /// CPU backend: experiments of a batch advanced together per block; 0 = all, -1

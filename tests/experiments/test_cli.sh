@@ -246,4 +246,27 @@ if command -v mpirun >/dev/null; then
     echo "ok: mpirun -np 2 into a locked folder stops every rank with exit 1"
   fi
 fi
+# --skip-infeasible: a combination with problems (tp 8 does not fit a 4-GPU server) is a
+# row of status invalid carrying them, the rest runs, exit 0; without the flag the sweep is
+# refused; when every combination has problems it is refused with the flag too.
+cat > "$tmp/skip.yaml" <<'YAML'
+base:
+  name: "s-tp{parallelism.tp}"
+  workload:
+    model: {layers: 4, hidden: 512, heads: 8, vocab: 1024, seq: 512}
+    global_batch: 8
+  parallelism: {tp: 2, pp: 2, dp: 2}
+  cluster: {gpus: 8, gpus_per_server: 4, nics_per_server: 4}
+sweep:
+  parallelism.tp: [2, 8]
+YAML
+expect 2 "tp (8) must divide gpus_per_server (4)" --experiments "$tmp/skip.yaml" --out "$tmp/skip_no"
+expect 0 "1 invalid, not run (--skip-infeasible)" --experiments "$tmp/skip.yaml" --out "$tmp/skip" --skip-infeasible
+grep -q '^s-tp8,[0-9a-f]*,8,invalid,.*tp (8) must divide gpus_per_server (4)' "$tmp/skip/summary.csv" ||
+  { echo "FAIL: the infeasible combination is not an invalid row with its problem"; cat "$tmp/skip/summary.csv"; fail=1; }
+grep -q '^s-tp2,[0-9a-f]*,2,ok,' "$tmp/skip/summary.csv" || { echo "FAIL: the feasible combination did not run"; fail=1; }
+expect 0 "2 already done" --experiments "$tmp/skip.yaml" --out "$tmp/skip" --skip-infeasible --resume
+sed 's/\[2, 8\]/[8, 16]/' "$tmp/skip.yaml" > "$tmp/skip_all.yaml"
+expect 2 "heads (8) must be divisible by tp (16)" --experiments "$tmp/skip_all.yaml" --out "$tmp/skip_all" --skip-infeasible
+
 exit $fail

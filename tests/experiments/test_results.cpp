@@ -6,6 +6,7 @@
  */
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -441,6 +442,41 @@ TEST_CASE("manifest: identity, configuration, version and the whole result", "[e
     CHECK(resumed.isDone(77));
     CHECK_FALSE(resumed.isDone(r.id));
   }
+}
+
+TEST_CASE("an invalid experiment is a row of its problems, ranked last, and stays invalid when read back",
+          "[experiments][results]") {
+  TempDir tmp("invalid");
+  ResultsWriter writer;
+  writer.open(tmp.path, OpenMode::kCreate);
+  std::vector<ExperimentRecord> records = fiveRecords();
+  ExperimentRecord r = records[0];
+  r.name = "gpt-x";
+  r.id = 42;
+  r.result = TrainingResult{};
+  r.error = "sweep.yaml:6: parallelism.tp: tp (8) must divide gpus_per_server (4)";
+  r.invalid = true;
+  CHECK(r.status() == RunStatus::kInvalid);
+  CHECK_FALSE(r.ran());
+  writer.write(r);
+  const ExperimentRecord back = parseManifest(readText(tmp.path / "experiments" / "gpt-x" / "manifest.json"));
+  CHECK(back.status() == RunStatus::kInvalid);
+  CHECK(back.error == r.error);
+  // Only the identity, the status and the problems: no simulated value, no memory.
+  const std::vector<std::vector<std::string>> csv = parseCsv(readText(tmp.path / "summary.csv"));
+  REQUIRE(csv.size() == 2);
+  const std::vector<std::string>& row = csv[1];
+  const auto column = [&](const std::string& name) {
+    return static_cast<size_t>(std::find(csv[0].begin(), csv[0].end(), name) - csv[0].begin());
+  };
+  CHECK(row[column("status")] == "invalid");
+  CHECK(row[column("error")] == r.error);
+  CHECK(row[column("iteration_ms")].empty());
+  CHECK(row[column("peak_memory_gib")].empty());
+  records.push_back(r);
+  const std::string table = rankedTable(records, 0);
+  CHECK(table.rfind("gpt-x") > table.rfind("gpt-e"));  // after the failed one
+  CHECK_THAT(table, contains("invalid"));
 }
 
 TEST_CASE("the closing table ranks the best first, OOM and failures last", "[experiments][results]") {
