@@ -112,6 +112,12 @@ class CsvTable {
   std::map<std::string, size_t> column_;
 };
 
+/// The name of folder `dir` ("results/x/" and "results/x" are both "x").
+std::string folderName(const fs::path& dir) {
+  const fs::path p = fs::absolute(dir).lexically_normal();
+  return p.has_filename() ? p.filename().string() : p.parent_path().filename().string();
+}
+
 std::string fixed(double v, int digits) {
   if (!std::isfinite(v)) return "";
   char buf[48];
@@ -176,11 +182,12 @@ std::vector<nlohmann::json> rankedRows(const nlohmann::json& summary, const fs::
     const std::string s = r["status"].get<std::string>();
     return s == "ok" ? 0 : s == "oom" ? 1 : 2;
   };
+  auto time = [](const nlohmann::json& r) {
+    const double t = value(r, "iteration_ms");
+    return std::isfinite(t) ? t : INFINITY;
+  };
   std::stable_sort(rows.begin(), rows.end(), [&](const nlohmann::json& a, const nlohmann::json& b) {
-    if (order(a) != order(b)) return order(a) < order(b);
-    const double ta = value(a, "iteration_ms");
-    const double tb = value(b, "iteration_ms");
-    return std::isfinite(ta) && std::isfinite(tb) && ta < tb;
+    return order(a) != order(b) ? order(a) < order(b) : time(a) < time(b);
   });
   return rows;
 }
@@ -222,8 +229,8 @@ std::string rankedTable(const std::vector<nlohmann::json>& rows, const std::vect
     for (const char* f : {"manifest.json", "trace.json"}) {
       const fs::path rel = fs::path("experiments") / name / f;
       if (!fs::exists(dir / rel)) continue;
-      files += (files.empty() ? "" : " ") + std::string("<a href=\"") + escape(rel.generic_string()) + "\">" +
-               escape(f) + "</a>";
+      if (!files.empty()) files += ' ';
+      files += "<a href=\"" + escape(rel.generic_string()) + "\">" + escape(f) + "</a>";
     }
     out += "<td class=\"l\">" + files + "</td></tr>\n";
   }
@@ -361,7 +368,7 @@ std::string sweepReport(const fs::path& dir) {
   }
   std::string counts;
   for (const auto& [s, n] : statuses) counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + s;
-  std::string page = pageHead("Multiverse sweep: " + fs::absolute(dir).filename().string(),
+  std::string page = pageHead("Multiverse sweep: " + folderName(dir),
                               std::to_string(rows.size()) + " experiments (" + (counts.empty() ? "none" : counts) +
                                   "), from " + file.string());
   page += "<h2>Ranked by iteration time</h2>\n" + rankedTable(rows, keys, dir);
@@ -399,7 +406,7 @@ std::string netsimReport(const fs::path& dir) {
   const std::vector<std::string> columns = {"experiment", "cc", "load_balance", "flows", "finished", "last_finish_ps",
                                             "mean_slowdown", "p99_slowdown", "ecn_marks", "pauses", "drops"};
   const CsvTable summary(file, columns);
-  std::string page = pageHead("Multiverse netsim: " + fs::absolute(dir).filename().string(),
+  std::string page = pageHead("Multiverse netsim: " + folderName(dir),
                               std::to_string(summary.size()) + " variants, from " + file.string());
   page += "<h2>Variants</h2>\n<table>\n<tr>" + headCell("variant", true) + headCell("cc", true) +
           headCell("load balance", true) + headCell("flows") + headCell("finished") + headCell("last finish µs") +
@@ -418,6 +425,8 @@ std::string netsimReport(const fs::path& dir) {
             cell(fixed(summary.number(i, "mean_slowdown"), 2)) + cell(fixed(summary.number(i, "p99_slowdown"), 2)) +
             cell(summary.text(i, "ecn_marks")) + cell(summary.text(i, "pauses")) + cell(summary.text(i, "drops")) +
             "</tr>\n";
+    // A variant's files are in the folder of its name (a plain name: never a path).
+    if (name.empty() || name == "." || name == ".." || name.find_first_of("/\\") != std::string::npos) continue;
     const fs::path variant = dir / name;
     if (fs::exists(variant / "flows.csv")) {
       const CsvTable flows(variant / "flows.csv", {"fct_ps", "ideal_fct_ps"});
