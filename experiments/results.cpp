@@ -480,6 +480,26 @@ std::string summaryCsv(const std::vector<ExperimentRecord>& records) {
   return text;
 }
 
+std::string sweepOfExperiment(const std::string& config) {
+  std::string out = "base:\n  ";
+  for (size_t i = 0; i < config.size(); ++i) {
+    out += config[i];
+    if (config[i] == '\n' && i + 1 < config.size()) out += "  ";
+  }
+  return out;
+}
+
+std::string experimentOfSweep(const std::string& sweep) {
+  const std::string head = "base:\n  ";
+  if (sweep.compare(0, head.size(), head) != 0) return sweep;  // a manifest from before the wrapping
+  std::string out;
+  for (size_t i = head.size(); i < sweep.size(); ++i) {
+    out += sweep[i];
+    if (sweep[i] == '\n' && sweep.compare(i + 1, 2, "  ") == 0) i += 2;
+  }
+  return out;
+}
+
 std::string manifestJson(const ExperimentRecord& r) {
   const Json manifest = {{"name", r.name},
                          {"id", formatExperimentId(r.id)},
@@ -490,7 +510,7 @@ std::string manifestJson(const ExperimentRecord& r) {
                          {"status", runStatusName(r.status())},
                          {"error", r.error},
                          {"swept", sweptJson(r)},
-                         {"config_yaml", r.resolved_config},
+                         {"config_yaml", sweepOfExperiment(r.resolved_config)},
                          {"config", configJson(r.resolved_config)},
                          {"result", resultJson(r.result)}};
   return manifest.dump(2) + "\n";
@@ -507,7 +527,7 @@ ExperimentRecord parseManifest(const std::string& text) {
     r.error = j.at("error").get<std::string>();
     r.invalid = j.at("status").get<std::string>() == runStatusName(RunStatus::kInvalid);
     for (const auto& [key, value] : j.at("swept").items()) r.swept.emplace_back(key, value.get<std::string>());
-    r.resolved_config = j.at("config_yaml").get<std::string>();
+    r.resolved_config = experimentOfSweep(j.at("config_yaml").get<std::string>());
     r.result = resultFromJson(j.at("result"));
     return r;
   } catch (const nlohmann::json::exception& e) {

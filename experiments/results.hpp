@@ -61,6 +61,14 @@ struct ExperimentRecord {
   bool ran() const { return status() == RunStatus::kOk || status() == RunStatus::kOom; }
 };
 
+/// A sweep file of one experiment: its resolved configuration `config` (YAML) under
+/// `base:`, which `multiverse validate` and `--experiments` take as is (a manifest's
+/// `config_yaml`).
+std::string sweepOfExperiment(const std::string& config);
+/// The configuration inside a sweep file of one experiment (sweepOfExperiment undone);
+/// text that is not one (a manifest written before the wrapping) is returned as it is.
+std::string experimentOfSweep(const std::string& sweep);
+
 /// Writes `text` to `path` through `<path>.tmp` and a rename, so a reader (or a resume after
 /// a kill) never sees half a file.
 void writeFileAtomically(const std::filesystem::path& path, const std::string& text);

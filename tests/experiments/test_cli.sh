@@ -269,4 +269,13 @@ expect 0 "2 already done" --experiments "$tmp/skip.yaml" --out "$tmp/skip" --ski
 sed 's/\[2, 8\]/[8, 16]/' "$tmp/skip.yaml" > "$tmp/skip_all.yaml"
 expect 2 "heads (8) must be divisible by tp (16)" --experiments "$tmp/skip_all.yaml" --out "$tmp/skip_all" --skip-infeasible
 
+# A manifest's config_yaml is a sweep file of its one experiment: it validates as is, and
+# running it gives the same experiment (the same id: the hash of its configuration).
+python3 -c 'import json, sys; sys.stdout.write(json.load(open(sys.argv[1]))["config_yaml"])' \
+  "$tmp/skip/experiments/s-tp2/manifest.json" > "$tmp/again.yaml"
+expect 0 "1 experiment (1 combination" validate "$tmp/again.yaml"
+expect 0 "" --experiments "$tmp/again.yaml" --out "$tmp/again" --quiet
+[ "$(cut -d, -f2 "$tmp/again/summary.csv" | tail -1)" = "$(grep '^s-tp2,' "$tmp/skip/summary.csv" | cut -d, -f2)" ] ||
+  { echo "FAIL: the manifest's config_yaml ran another experiment (its id differs)"; fail=1; }
+
 exit $fail
