@@ -156,6 +156,10 @@ int runCli(int argc, char** argv) {
   CLI::Option* resume =
       app.add_flag("--resume", sweep.resume, "Keep the experiments the results folder already holds; run the rest");
   app.add_flag("--force", sweep.force, "Replace the results the folder already holds")->excludes(resume);
+  app.add_option("--heartbeat", sweep.heartbeat_s,
+                 "Seconds between lines saying where the running batches stand (simulated time reached); 0 = none "
+                 "(default 10)")
+      ->check(CLI::Range(0.0, 86400.0));
   app.add_flag("--skip-infeasible", sweep.skip_infeasible,
                "Write experiments with problems (infeasible parallelism, ...) as rows of status invalid and run the rest");
   app.add_option("--threads", sweep.threads, "CPU threads per process (default: all cores)")->check(CLI::Range(1, 1024));

@@ -819,6 +819,20 @@ ProgressSnapshot Progress::snapshot() const {
   return p;
 }
 
+void Progress::heartbeat(const std::string& text) {
+  const ProgressSnapshot p = snapshot();
+  switch (style_) {
+    case ProgressStyle::kQuiet:
+      return;
+    case ProgressStyle::kLines:
+      *out_ << "... " << text << "  elapsed " << formatDuration(p.elapsed_s) << "\n" << std::flush;
+      return;
+    case ProgressStyle::kBar:
+      *out_ << "\r" << progressBarLine(p) << "  " << text << "\x1b[K" << std::flush;
+      return;
+  }
+}
+
 void Progress::finished(const ExperimentRecord& record) {
   ++state_.done;
   const ProgressSnapshot p = snapshot();

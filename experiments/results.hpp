@@ -245,6 +245,9 @@ class Progress {
 
   /// Reports one finished experiment.
   void finished(const ExperimentRecord& record);
+  /// Reports where the running batches stand (`text`), between finished experiments: a
+  /// line of its own (kLines) or after the bar (kBar).
+  void heartbeat(const std::string& text);
   /// Ends the progress output (a newline after the bar).
   void finish();
   ProgressSnapshot snapshot() const;

@@ -4,6 +4,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
@@ -129,11 +131,16 @@ class RecordQueue {
     }
     ready_.notify_one();
   }
-  /// Waits for records or for the last worker; false once every worker is done and all
-  /// records were taken.
-  bool take(int workers, std::vector<ExperimentRecord>& out) {
+  /// Waits for records or for the last worker, at most `wait` (forever when not positive;
+  /// `out` is then empty); false once every worker is done and all records were taken.
+  bool take(int workers, std::vector<ExperimentRecord>& out, std::chrono::duration<double> wait) {
     std::unique_lock<std::mutex> lock(mutex_);
-    ready_.wait(lock, [&] { return !records_.empty() || done_ == workers; });
+    const auto due = [&] { return !records_.empty() || done_ == workers; };
+    if (wait.count() > 0) {
+      ready_.wait_for(lock, wait, due);
+    } else {
+      ready_.wait(lock, due);
+    }
     out.swap(records_);
     records_.clear();
     return !out.empty() || done_ < workers;
@@ -144,6 +151,50 @@ class RecordQueue {
   std::condition_variable ready_;
   std::vector<ExperimentRecord> records_;
   int done_ = 0;
+};
+
+/// The latest progress of each worker's running batch (set by the workers, read by the
+/// thread that prints the heartbeat).
+class Heartbeats {
+ public:
+  explicit Heartbeats(int workers) : beats_(static_cast<size_t>(workers)) {}
+  /// Worker w runs batch `batch` (0-based) of its `batches` and stands at `p`.
+  void update(int w, size_t batch, size_t batches, const BatchProgress& p) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    beats_[static_cast<size_t>(w)] = Beat{true, batch, batches, p};
+  }
+  /// Worker w runs no batch.
+  void idle(int w) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    beats_[static_cast<size_t>(w)].running = false;
+  }
+  /// What the running batches stand at, one clause per worker ("" when none runs).
+  std::string line() const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    std::string out;
+    for (size_t w = 0; w < beats_.size(); ++w) {
+      const Beat& b = beats_[w];
+      if (!b.running) continue;
+      char buf[200];
+      std::snprintf(buf, sizeof(buf), "%sbatch %zu/%zu%s: %u of %u running, simulated %.3f ms (the slowest)",
+                    out.empty() ? "" : "; ", b.batch + 1, b.batches,
+                    beats_.size() > 1 ? (" of worker " + std::to_string(w)).c_str() : "",
+                    b.progress.experiments - b.progress.finished, b.progress.experiments,
+                    static_cast<double>(b.progress.slowest.ps) * 1e-9);
+      out += buf;
+    }
+    return out;
+  }
+
+ private:
+  struct Beat {
+    bool running = false;
+    size_t batch = 0;
+    size_t batches = 0;
+    BatchProgress progress;
+  };
+  mutable std::mutex mutex_;
+  std::vector<Beat> beats_;
 };
 
 /// An integer environment variable (OpenMPI's node-local rank and size), or `fallback`.
@@ -444,6 +495,7 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
     }
   };
   RecordQueue queue;
+  Heartbeats heartbeats(workers);
   std::atomic<bool> cannot_write{false};  // results stopped being written: run no more batches
   std::vector<std::thread> threads;
   for (int w = 0; w < workers; ++w) {
@@ -454,7 +506,10 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
       sim.trace = options.trace;
       sim.device_runner = stepRunner(plan, w);
       std::string device_fault;  // once set, this worker's device is not used again
-      for (const std::vector<const Job*>& batch : work[static_cast<size_t>(w)]) {
+      const std::vector<std::vector<const Job*>>& mine_batches = work[static_cast<size_t>(w)];
+      for (size_t b = 0; b < mine_batches.size(); ++b) {
+        const std::vector<const Job*>& batch = mine_batches[b];
+        sim.on_progress = [&, b](const BatchProgress& p) { heartbeats.update(w, b, mine_batches.size(), p); };
         std::vector<bool> reported(batch.size(), false);
         const auto failRest = [&](const std::string& why) {
           for (size_t i = 0; i < batch.size(); ++i) {
@@ -485,6 +540,7 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
         } catch (const std::exception& e) {
           failRest(e.what());
         }
+        heartbeats.idle(w);
       }
       queue.workerDone();
     });
@@ -494,7 +550,17 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
   // run then stops with the error, every result written before it kept.
   std::vector<ExperimentRecord> ready;
   std::string write_error;
-  while (queue.take(workers, ready)) {
+  // Every `beat`, where the running batches stand, when it changed since the last line.
+  const std::chrono::duration<double> beat(shard.root() ? options.heartbeat_s : 0.0);
+  auto last_beat = std::chrono::steady_clock::now();
+  std::string last_line;
+  while (queue.take(workers, ready, beat)) {
+    if (beat.count() > 0 && std::chrono::steady_clock::now() - last_beat >= beat) {
+      const std::string line = heartbeats.line();
+      if (!line.empty() && line != last_line) progress.heartbeat(line);
+      last_line = line;
+      last_beat = std::chrono::steady_clock::now();
+    }
     for (const ExperimentRecord& r : ready) {
       if (!write_error.empty()) continue;
       try {

@@ -26,6 +26,9 @@ struct SweepOptions {
   /// above the budget, ...) as rows of status `invalid` and run the rest, instead of
   /// refusing the sweep; the sweep is still refused when every experiment has problems.
   bool skip_infeasible = false;
+  /// Seconds between heartbeat lines while batches run (where each running batch stands);
+  /// 0 = none.
+  double heartbeat_s = 10;
   /// OpenMP threads per process; 0 = all cores.
   int threads = 0;
   /// CPU backend: experiments of a batch advanced together per block; 0 = all, -1

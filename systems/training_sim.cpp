@@ -899,6 +899,17 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
     }
     report(false, none);
     if (r.finished || r.steps == 0) break;
+    if (options.on_progress) {
+      BatchProgress p{n, 0, Picoseconds{INT64_MAX}, wall};
+      for (ExpId e = 0; e < n; ++e) {
+        if (reported[e]) {
+          ++p.finished;
+        } else {
+          p.slowest = minTime(p.slowest, Picoseconds{world.clock(e).now_ps});
+        }
+      }
+      options.on_progress(p);
+    }
   }
   report(true, none);
   return results;

@@ -151,6 +151,14 @@ class StepSession;
 using TrainingStepRunner = std::function<std::unique_ptr<StepSession<TrainWorld>>(TrainWorld& world)>;
 
 /// Knobs of a simulation run (not of an experiment).
+/// Where a running batch stands (SimulationOptions::on_progress).
+struct BatchProgress {
+  uint32_t experiments = 0;  ///< in the batch (those simulated: OOM ones are not)
+  uint32_t finished = 0;     ///< whose results were reported
+  Picoseconds slowest;       ///< simulated time of the running experiment furthest behind
+  double wall_seconds = 0;   ///< the batch's run time so far
+};
+
 struct SimulationOptions {
   /// OpenMP threads; 0 = all cores.
   int threads = 0;
@@ -170,6 +178,9 @@ struct SimulationOptions {
   /// Bytes an experiment's packet storage may take (its link rings grow with rate × delay);
   /// one that needs more is refused with its figure before anything is allocated (0 = no limit).
   int64_t memory_budget = 0;
+  /// Called on the batch's thread after every run of steps (kTrainingStepsPerRun) with
+  /// where the batch stands: what a heartbeat prints (empty: not called).
+  std::function<void(const BatchProgress&)> on_progress;
 };
 
 }  // namespace mv

@@ -278,4 +278,22 @@ expect 0 "" --experiments "$tmp/again.yaml" --out "$tmp/again" --quiet
 [ "$(cut -d, -f2 "$tmp/again/summary.csv" | tail -1)" = "$(grep '^s-tp2,' "$tmp/skip/summary.csv" | cut -d, -f2)" ] ||
   { echo "FAIL: the manifest's config_yaml ran another experiment (its id differs)"; fail=1; }
 
+# A heartbeat while batches run: where each stands (simulated time of its slowest running
+# experiment), every --heartbeat seconds when it changed; none with 0.
+cat > "$tmp/beat.yaml" <<'YAML'
+base:
+  name: "beat"
+  workload:
+    model: {base: gpt3-13b, layers: 8}
+    global_batch: 32
+    seq: 2048
+  parallelism: {tp: 2, pp: 2, dp: 4, sp: true, recompute: selective, distributed_optimizer: true}
+  cluster: {gpu: a100-80gb, gpus: 16, gpus_per_server: 8, nics_per_server: 8}
+  network: {fidelity: packet, cc: hpcc}
+YAML
+expect 0 "... batch 1/1: 1 of 1 running, simulated " --experiments "$tmp/beat.yaml" --out "$tmp/beat" --threads 2 --heartbeat 0.1
+"$exe" --experiments "$tmp/beat.yaml" --out "$tmp/beat0" --threads 2 --heartbeat 0 | grep -q "^\.\.\. batch" &&
+  { echo "FAIL: --heartbeat 0 printed a heartbeat"; fail=1; }
+expect 2 "--heartbeat" --experiments "$tmp/beat.yaml" --out "$tmp/beat1" --heartbeat -1
+
 exit $fail
