@@ -4,10 +4,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
