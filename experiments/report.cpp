@@ -136,7 +136,7 @@ std::string pageHead(const std::string& title, const std::string& subtitle) {
          "table{border-collapse:collapse;font-size:12px}td,th{padding:2px 8px;border-bottom:1px solid #eee;"
          "text-align:right}td.l,th.l{text-align:left}th{background:#f4f4f4}\n"
          ".meta{color:#666}.bad{color:#b00}svg{display:block;margin:8px 0}.wide{overflow-x:auto}"
-         "td.l{white-space:nowrap}\n"
+         "td.l{white-space:nowrap}td.bad{white-space:normal;min-width:240px;max-width:420px}\n"
          "</style>\n</head>\n<body>\n<h1>" +
          escape(title) + "</h1>\n<p class=\"meta\">" + escape(subtitle) + "</p>\n";
 }
