@@ -150,6 +150,22 @@ zip:
   CHECK(has(d, 11, "zip[1].parallelism.dp", "swept twice (also at line 10)"));
 }
 
+TEST_CASE("a sweep its problems already refuse holds one experiment, with the problems of every one", "[sweep]") {
+  Diagnostics d;
+  const Sweep s = expand(kBase + R"(  name: "x-{parallelism.dq}-{parallelism.tp}-{seed}-{parallelism.dp}"
+sweep:
+  parallelism.tp: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+  seed: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+  parallelism.dp: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+  parallelism.pp: []
+)",
+                         d);
+  CHECK(s.combinations == 1000);
+  CHECK(s.experiments.size() == 1);  // not 1,000 configurations built only to be refused
+  CHECK(has(d, 10, "sweep.parallelism.pp", "expected a non-empty list"));
+  CHECK(has(d, 5, "name", "'{parallelism.dq}' in the name template is set neither in base nor by an axis"));
+}
+
 TEST_CASE("unknown top-level keys, a missing base and YAML syntax errors", "[sweep]") {
   Diagnostics d;
   expand(kBase + "sweeps:\n  network.cc: [hpcc]\n", d);
