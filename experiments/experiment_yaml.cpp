@@ -65,7 +65,7 @@ class ExperimentReader {
     checkCrossFields();
     if (local_.empty()) checkSimulationRules();
     for (Diagnostic d : local_.items()) {
-      if (d.line == 0) d.line = lineOf(d.key);
+      if (d.line == 0) d.line = keyLine(x_, d.key);
       out.add(std::move(d));
     }
     return std::move(t_);
@@ -400,45 +400,6 @@ class ExperimentReader {
     local_.add(Diagnostic{file_, 0, key, message});
   }
 
-  /// The line `key` comes from: the axis that set it or a mapping around it; else the line
-  /// it is written on in the base (the key's line for a block mapping or list), or that of
-  /// the closest enclosing key; else an axis that set a key inside it.
-  int lineOf(const std::string& key) const {
-    size_t best = 0;
-    int axis_line = 0;
-    for (const auto& [axis_key, line] : x_.axis_lines) {
-      if (startsWithKey(key, axis_key) && axis_key.size() > best) {
-        best = axis_key.size();
-        axis_line = line;
-      }
-    }
-    if (axis_line > 0) return axis_line;
-    const std::vector<std::string> parts = splitKeyPath(key);
-    int deepest = 0;
-    YAML::Node cur(x_.config);
-    for (size_t i = 0; i < parts.size() && cur.IsMap(); ++i) {
-      std::optional<YAML::Node> next;
-      int line = 0;
-      for (const auto& kv : cur) {
-        if (kv.first.Scalar() != parts[i]) continue;
-        const bool block = !kv.second.IsScalar() && kv.second.Style() != YAML::EmitterStyle::Flow;
-        const int value_line = markLine(kv.second.Mark());
-        line = block || value_line == 0 ? markLine(kv.first.Mark()) : value_line;
-        next.emplace(kv.second);
-        break;
-      }
-      if (!next) break;
-      if (line > 0) deepest = line;
-      if (i + 1 == parts.size() && line > 0) return line;
-      cur.reset(*next);
-    }
-    if (deepest > 0) return deepest;
-    for (const auto& [axis_key, line] : x_.axis_lines) {
-      if (startsWithKey(axis_key, key)) return line;
-    }
-    return 0;
-  }
-
   static std::string num(uint64_t v) { return std::to_string(v); }
 
   static std::string joined(const std::vector<std::string>& names) {
@@ -459,6 +420,42 @@ class ExperimentReader {
 };
 
 }  // namespace
+
+int keyLine(const ExpandedExperiment& x, const std::string& key) {
+  size_t best = 0;
+  int axis_line = 0;
+  for (const auto& [axis_key, line] : x.axis_lines) {
+    if (startsWithKey(key, axis_key) && axis_key.size() > best) {
+      best = axis_key.size();
+      axis_line = line;
+    }
+  }
+  if (axis_line > 0) return axis_line;
+  const std::vector<std::string> parts = splitKeyPath(key);
+  int deepest = 0;
+  YAML::Node cur(x.config);
+  for (size_t i = 0; i < parts.size() && cur.IsMap(); ++i) {
+    std::optional<YAML::Node> next;
+    int line = 0;
+    for (const auto& kv : cur) {
+      if (kv.first.Scalar() != parts[i]) continue;
+      const bool block = !kv.second.IsScalar() && kv.second.Style() != YAML::EmitterStyle::Flow;
+      const int value_line = markLine(kv.second.Mark());
+      line = block || value_line == 0 ? markLine(kv.first.Mark()) : value_line;
+      next.emplace(kv.second);
+      break;
+    }
+    if (!next) break;
+    if (line > 0) deepest = line;
+    if (i + 1 == parts.size() && line > 0) return line;
+    cur.reset(*next);
+  }
+  if (deepest > 0) return deepest;
+  for (const auto& [axis_key, line] : x.axis_lines) {
+    if (startsWithKey(axis_key, key)) return line;
+  }
+  return 0;
+}
 
 TrainingExperiment readExperiment(const ExpandedExperiment& x, const std::filesystem::path& dir, Diagnostics& diags) {
   ExperimentReader reader(x, dir);

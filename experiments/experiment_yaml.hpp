@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <string>
 
 #include "experiments/config_reader.hpp"
 #include "experiments/sweep.hpp"
@@ -27,6 +28,14 @@ namespace mv {
  * servers, as many spines as a leaf has servers, every link 100 Gb/s and 1 µs.
  */
 TrainingExperiment readExperiment(const ExpandedExperiment& x, const std::filesystem::path& dir, Diagnostics& diags);
+
+/**
+ * The 1-based line of the sweep file that dotted `key` of `x` comes from: the axis that set
+ * it or a mapping around it; else the line it is written on in the base (the key's line for a
+ * block mapping or list), or that of the closest enclosing key; else an axis that set a key
+ * inside it; 0 when none.
+ */
+int keyLine(const ExpandedExperiment& x, const std::string& key);
 
 /**
  * Reads every experiment of `sweep` (paths relative to the sweep file's folder) and hands

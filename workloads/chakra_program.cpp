@@ -125,6 +125,10 @@ struct ImportedStage {
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> receives;
   /// Sends: (task index, destination rank, tag).
   std::vector<std::tuple<uint32_t, uint32_t, uint32_t>> sends;
+  /// The trace's node id of each task.
+  std::vector<uint64_t> node_ids;
+  /// Whether each task is a receive some send matched.
+  std::vector<bool> received;
 };
 
 ImportedStage importStage(const ChakraTrace& trace, const Parallelism& par, uint32_t stage) {
@@ -177,6 +181,7 @@ ImportedStage importStage(const ChakraTrace& trace, const Parallelism& par, uint
     if (n.isComm()) t.bytes = static_cast<int64_t>(n.commSize().value_or(0));
     if (const auto s = intOf(n, chakra_attr::kStream); s && *s >= 0 && *s < kStreams) t.stream = static_cast<uint8_t>(*s);
     out.program.tasks.push_back(t);
+    out.node_ids.push_back(n.id);
     // Waits on earlier tasks of the same stream are implied by stream order.
     auto wait = [&](uint64_t dep) {
       const uint32_t from = index_of.at(dep);
@@ -188,6 +193,7 @@ ImportedStage importStage(const ChakraTrace& trace, const Parallelism& par, uint
   std::sort(edges.begin(), edges.end());
   edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
   linkProgram(out.program, std::move(edges));
+  out.received.assign(out.program.tasks.size(), false);
   return out;
 }
 
@@ -233,6 +239,10 @@ TrainingProgram programFromChakra(const std::vector<ChakraTrace>& traces, const 
     }
     stages.push_back(importStage(first, par, s));
   }
+  // "job.4.et: node 31", the place of stage s's task `index` in its first rank's trace.
+  auto where = [&](uint32_t s, uint32_t index) {
+    return traces[size_t{s} * per_stage].source + ": node " + std::to_string(stages[s].node_ids[index]);
+  };
   // Match each stage's sends with the receives of the stage's first rank's peers.
   for (uint32_t s = 0; s < par.pp; ++s) {
     const uint32_t me = s * per_stage;
@@ -240,19 +250,44 @@ TrainingProgram programFromChakra(const std::vector<ChakraTrace>& traces, const 
       const uint32_t peer_stage = dst / per_stage;
       TaskDef& t = stages[s].program.tasks[index];
       if (dst % per_stage != 0 || peer_stage >= par.pp) {
-        throw WorkloadError(traces[me].source + ": task " + std::to_string(index) + ": sends to rank " +
-                            std::to_string(dst) + ", not the same TP and DP position of another stage");
+        throw WorkloadError(where(s, index) + ": sends to rank " + std::to_string(dst) +
+                            ", not the same TP and DP position of another stage");
       }
       const auto it = stages[peer_stage].receives.find({me, tag});
       if (it == stages[peer_stage].receives.end()) {
-        throw WorkloadError(traces[me].source + ": task " + std::to_string(index) + ": no receive on rank " +
-                            std::to_string(dst) + " matches its tag " + std::to_string(tag));
+        throw WorkloadError(where(s, index) + ": no receive on rank " + std::to_string(dst) + " matches its tag " +
+                            std::to_string(tag));
       }
+      const TaskDef& recv = stages[peer_stage].program.tasks[it->second];
+      if (recv.bytes != t.bytes) {
+        throw WorkloadError(where(s, index) + ": sends " + std::to_string(t.bytes) + " bytes to rank " +
+                            std::to_string(dst) + ", whose matching receive (" + where(peer_stage, it->second) +
+                            ") expects " + std::to_string(recv.bytes));
+      }
+      if (stages[peer_stage].received[it->second]) {
+        throw WorkloadError(traces[me].source + ": node " + std::to_string(stages[s].node_ids[index]) +
+                            ": a second send to rank " + std::to_string(dst) + " with tag " + std::to_string(tag));
+      }
+      stages[peer_stage].received[it->second] = true;
       t.peer_stage = peer_stage;
       t.peer_task = it->second;
     }
   }
+  // Every receive needs its send, and no chain of waits may loop across ranks.
+  for (uint32_t s = 0; s < par.pp; ++s) {
+    for (const auto& [from, index] : stages[s].receives) {
+      if (!stages[s].received[index]) {
+        throw WorkloadError(where(s, index) + ": receives from rank " + std::to_string(from.first) + " with tag " +
+                            std::to_string(from.second) + ", but no send of that rank matches it");
+      }
+    }
+  }
   for (ImportedStage& s : stages) out.stages.push_back(std::move(s.program));
+  if (const std::optional<TaskRef> stuck = firstStuckTask(out)) {
+    throw WorkloadError(where(stuck->stage, stuck->task) +
+                        ": can never start: the sends, receives and waits of the ranks wait on each other (a "
+                        "deadlock across ranks)");
+  }
   return out;
 }
 

@@ -34,7 +34,9 @@ std::vector<ChakraTrace> programToChakra(const TrainingProgram& program, const P
  * messages are matched by (source rank, tag). Throws WorkloadError naming the trace and
  * node for anything the simulator cannot run (a node type other than compute, send, receive
  * or collective; a collective other than all-reduce, all-gather, reduce-scatter or
- * all-to-all; a send to a rank outside the pipeline; an unmatched send).
+ * all-to-all; a send to a rank outside the pipeline; a send or receive without its match, a
+ * receive matched twice, a size that differs between the two; waits that loop across ranks,
+ * so that some task could never start).
  */
 TrainingProgram programFromChakra(const std::vector<ChakraTrace>& traces, const Parallelism& par);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <utility>
 
 #include "workloads/flops.hpp"
@@ -21,6 +22,54 @@ int64_t TrainingProgram::templateTasks() const {
   int64_t n = 0;
   for (const StageProgram& s : stages) n += static_cast<int64_t>(s.tasks.size());
   return n;
+}
+
+std::optional<TaskRef> firstStuckTask(const TrainingProgram& program) {
+  std::vector<size_t> base(program.stages.size() + 1, 0);
+  for (size_t s = 0; s < program.stages.size(); ++s) base[s + 1] = base[s] + program.stages[s].tasks.size();
+  // Waits left per task, and who each task releases: its successors, the next task of its
+  // stream and, for a send, the receive it feeds.
+  std::vector<uint32_t> waits(base.back(), 0);
+  std::vector<std::vector<size_t>> releases(base.back());
+  for (size_t s = 0; s < program.stages.size(); ++s) {
+    const StageProgram& p = program.stages[s];
+    size_t previous[kStreams];
+    std::fill(std::begin(previous), std::end(previous), base.back());
+    for (size_t i = 0; i < p.tasks.size(); ++i) {
+      const TaskDef& t = p.tasks[i];
+      const size_t me = base[s] + i;
+      waits[me] += t.dep_count;
+      for (uint32_t k = 0; k < t.succ_count; ++k) releases[me].push_back(base[s] + p.succs[t.succ_begin + k]);
+      if (previous[t.stream] != base.back()) {
+        releases[previous[t.stream]].push_back(me);
+        ++waits[me];
+      }
+      previous[t.stream] = me;
+      if (t.kind == TaskKind::kSend && t.peer_task != kNoTask && t.peer_stage < program.stages.size() &&
+          t.peer_task < program.stages[t.peer_stage].tasks.size()) {
+        const size_t recv = base[t.peer_stage] + t.peer_task;
+        releases[me].push_back(recv);
+        ++waits[recv];
+      }
+    }
+  }
+  std::vector<size_t> ready;
+  for (size_t i = 0; i < waits.size(); ++i) {
+    if (waits[i] == 0) ready.push_back(i);
+  }
+  while (!ready.empty()) {
+    const size_t i = ready.back();
+    ready.pop_back();
+    for (size_t next : releases[i]) {
+      if (--waits[next] == 0) ready.push_back(next);
+    }
+  }
+  for (size_t s = 0; s < program.stages.size(); ++s) {
+    for (size_t i = base[s]; i < base[s + 1]; ++i) {
+      if (waits[i] != 0) return TaskRef{static_cast<uint32_t>(s), static_cast<uint32_t>(i - base[s])};
+    }
+  }
+  return std::nullopt;
 }
 
 uint32_t& collectiveCount(StageProgram& program, CommKind comm) {

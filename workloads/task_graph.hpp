@@ -12,6 +12,7 @@
 
 #include <compare>  // ecs/units.hpp uses <=> without including it
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -133,6 +134,21 @@ struct TrainingProgram {
  */
 TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par,
                                      const ComputeModel& compute, const ProgramOptions& options);
+
+/// A task of a program: its stage and its index in the stage's program.
+struct TaskRef {
+  uint32_t stage = 0;
+  uint32_t task = 0;
+};
+
+/**
+ * The first task (lowest stage, then lowest index) that can never start when every stage's
+ * ranks run `program`: a task starts after its stream's previous task, its waits and, for a
+ * receive, its matched send (peer_stage, peer_task), so such a task lies on or behind a
+ * cycle of those across stages (a deadlock). nullopt when every task can run.
+ * Collectives meet within a stage, whose ranks run one program, so they never block it.
+ */
+std::optional<TaskRef> firstStuckTask(const TrainingProgram& program);
 
 /// A readable name: "compute fwd mb3 chunk0", "send bwd mb1 chunk0", "collective".
 std::string taskName(const TaskDef& task);

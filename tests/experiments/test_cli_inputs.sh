@@ -127,6 +127,35 @@ base:
 YAML
 expect 2 "traces/job.0.et: it is a directory, not a trace file" validate "$tmp/chakra_dir.yaml"
 
+# Chakra traces whose messages do not match across ranks: a receive nobody sends to hung
+# until the time limit; a wait that loops across ranks deadlocked. Both refused at validate.
+mkdir -p "$tmp/p2p"
+comm() { printf '{"name": "comm_size", "int64_val": 1024}, {"name": "%s", "int32_val": %s}, {"name": "comm_tag", "int32_val": %s}' "$@"; }
+cat > "$tmp/p2p/orphan.0.json" <<JSON
+{"nodes": [{"id": 1, "type": "COMP_NODE", "duration_micros": 100},
+  {"id": 2, "type": "COMM_SEND_NODE", "data_deps": [1], "attr": [$(comm comm_dst 1 5)]}]}
+JSON
+cat > "$tmp/p2p/orphan.1.json" <<JSON
+{"nodes": [{"id": 1, "type": "COMM_RECV_NODE", "attr": [$(comm comm_src 0 5)]},
+  {"id": 2, "type": "COMM_RECV_NODE", "attr": [$(comm comm_src 0 6)]}]}
+JSON
+cat > "$tmp/p2p/loop.0.json" <<JSON
+{"nodes": [{"id": 1, "type": "COMM_RECV_NODE", "attr": [$(comm comm_src 1 7)]},
+  {"id": 2, "type": "COMM_SEND_NODE", "data_deps": [1], "attr": [$(comm comm_dst 1 5)]}]}
+JSON
+cat > "$tmp/p2p/loop.1.json" <<JSON
+{"nodes": [{"id": 1, "type": "COMM_RECV_NODE", "attr": [$(comm comm_src 0 5)]},
+  {"id": 2, "type": "COMM_SEND_NODE", "data_deps": [1], "attr": [$(comm comm_dst 0 7)]}]}
+JSON
+for job in orphan loop; do
+  printf 'base:\n  workload: {model: megatron-1.7b, global_batch: 1,\n    chakra: p2p/%s}\n  parallelism: {pp: 2, dp: 1}\n  cluster: {gpus_per_server: 1, nics_per_server: 1}\n' "$job" > "$tmp/$job.yaml"
+done
+expect 2 "orphan.yaml:3: workload.chakra: $tmp/p2p/orphan.1.json: node 2: receives from rank 0 with tag 6, but no send of that rank matches it" validate "$tmp/orphan.yaml"
+expect 2 "orphan.yaml:3: workload.chakra: $tmp/p2p/orphan.1.json: node 2: receives from rank 0" --experiments "$tmp/orphan.yaml" --out "$tmp/orphan_run"
+# Only that problem: a build that throws leaves the memory figure zero, not a spurious one.
+expect 2 "multiverse: 1 problem in $tmp/orphan.yaml" validate "$tmp/orphan.yaml"
+expect 2 "loop.yaml:3: workload.chakra: $tmp/p2p/loop.0.json: node 1: can never start" validate "$tmp/loop.yaml"
+
 # Values the engine cannot represent: errors at their line before anything is allocated
 # (a 20 s link delay wrapped a ring-slot total and crashed, 30 s looped forever, 8000 Tbps
 # and 100 ms ended in bad_alloc, a start near the int64 limit never ended).

@@ -78,6 +78,26 @@ TEST_CASE("programs: every send meets a receive of the same size on its peer sta
     }
     // Each of the 8 micro-batches crosses 4·vpp − 1 virtual-stage boundaries each way.
     CHECK(matched.size() == 2u * 8u * (4u * vpp - 1u));
+    // The schedule never deadlocks; making stage 0's first send wait for its last task does
+    // (the last task needs stage 1's backward, which needs that send).
+    CHECK_FALSE(firstStuckTask(prog).has_value());
+    TrainingProgram looped = prog;
+    StageProgram& first = looped.stages[0];
+    std::vector<std::pair<uint32_t, uint32_t>> edges;
+    for (uint32_t i = 0; i < first.tasks.size(); ++i) {
+      for (uint32_t k = 0; k < first.tasks[i].succ_count; ++k)
+        edges.emplace_back(i, first.succs[first.tasks[i].succ_begin + k]);
+    }
+    uint32_t send = 0;
+    while (first.tasks[send].kind != TaskKind::kSend) ++send;
+    edges.emplace_back(static_cast<uint32_t>(first.tasks.size() - 1), send);
+    first.succs.clear();
+    for (TaskDef& t : first.tasks) t.dep_count = t.succ_count = t.succ_begin = 0;
+    linkProgram(first, edges);
+    const std::optional<TaskRef> stuck = firstStuckTask(looped);
+    REQUIRE(stuck.has_value());
+    CHECK(stuck->stage == 0);
+    CHECK(stuck->task == send);
     // Compute of a stage = m × its per-micro-batch time + its optimizer step (compute model).
     for (uint32_t s = 0; s < 4; ++s) {
       const StageTimes st = compute.stageTimes(x.model, x.training, x.parallelism, s);

@@ -227,6 +227,36 @@ TEST_CASE("Chakra traces written by the project and read back give the same iter
   std::vector<ChakraTrace> broken = traces;
   broken[1].nodes.pop_back();
   CHECK_THROWS_AS(programFromChakra(broken, x.parallelism), WorkloadError);
+  // Every rank of stage 1 (ranks 4-7) waits for a message nobody sends: refused, naming it.
+  std::vector<ChakraTrace> orphan = traces;
+  for (size_t r = 4; r < 8; ++r) {
+    ChakraNode n;
+    n.id = 1'000'000;
+    n.type = ChakraNodeType::kCommRecv;
+    n.setCommSrc(0);
+    n.setCommTag(424242);
+    n.setCommSize(64);
+    orphan[r].nodes.push_back(n);
+  }
+  CHECK_THROWS_WITH(programFromChakra(orphan, x.parallelism),
+                    "rank 4: node 1000000: receives from rank 0 with tag 424242, but no send of that rank matches it");
+  // Stage 0's first send waits for its last receive (a backward that needs that send's
+  // forward): a deadlock across ranks, refused through the send.
+  std::vector<ChakraTrace> looped = traces;
+  uint64_t send = 0;
+  uint64_t last_recv = 0;
+  for (const ChakraNode& n : looped[0].nodes) {
+    if (n.type == ChakraNodeType::kCommSend && send == 0) send = n.id;
+    if (n.type == ChakraNodeType::kCommRecv) last_recv = n.id;
+  }
+  REQUIRE(send < last_recv);
+  for (size_t r = 0; r < 4; ++r) {
+    for (ChakraNode& n : looped[r].nodes) {
+      if (n.id == send) n.data_deps.push_back(last_recv);
+    }
+  }
+  CHECK_THROWS_WITH(programFromChakra(looped, x.parallelism),
+                    Catch::Contains("rank 0: node ") && Catch::Contains("deadlock across ranks"));
 }
 
 }  // namespace
