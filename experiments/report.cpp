@@ -84,7 +84,7 @@ std::vector<std::vector<std::string>> readCsv(const fs::path& path) {
 /// a column of `needed` is missing.
 class CsvTable {
  public:
-  CsvTable(const fs::path& path, const std::vector<std::string>& needed) : path_(path), rows_(readCsv(path)) {
+  CsvTable(const fs::path& path, const std::vector<std::string>& needed) : rows_(readCsv(path)) {
     if (rows_.empty()) throw ReportError(path.string() + ": empty (no header line)");
     for (size_t c = 0; c < rows_[0].size(); ++c) column_[rows_[0][c]] = c;
     for (const std::string& n : needed) {
@@ -107,7 +107,6 @@ class CsvTable {
   }
 
  private:
-  fs::path path_;
   std::vector<std::vector<std::string>> rows_;
   std::map<std::string, size_t> column_;
 };

@@ -75,20 +75,6 @@ inline PacketStorage packetStorage(const NetworkLayout& layout, const NetworkCon
   return st;
 }
 
-/// Bytes one more row of table A takes in a WorldT (its columns and bookkeeping), measured
-/// once on an empty world.
-template <class WorldT, class A>
-int64_t rowBytes() {
-  static const int64_t bytes = [] {
-    constexpr int64_t kRows = 1024;
-    WorldT w(1, TableCapacity{1, 1});
-    const auto before = static_cast<int64_t>(w.template tableBytes<A>());
-    w.template grow<A>(TableCapacity{1 + kRows, 0});
-    return (static_cast<int64_t>(w.template tableBytes<A>()) - before) / kRows;
-  }();
-  return bytes;
-}
-
 /// Grows the packet-storage tables of `world` to hold `st` more slots (INT records too when
 /// `hpcc`), so that experiments appended after it do not grow them step by step: a batch's
 /// storage is allocated once, and its peak is the storage, not the doubled tables plus
@@ -106,14 +92,30 @@ void reservePacketStorage(WorldT& world, const PacketStorage& st, bool hpcc) {
   reserve(SwitchSlot{}, SwitchSlotInt{}, st.switch_slots);
 }
 
-/// Bytes of `st` in a WorldT: packet headers, and INT records when the experiment runs HPCC.
+/// Bytes packet storage `st` adds to `world` (packet headers, and INT records when `hpcc`):
+/// each pool table at its rows plus its slots, less what it holds now, computed by the code
+/// that allocates (World::tableBytesAt), so a count matches a build.
+template <class WorldT>
+int64_t addedPacketStorageBytes(const WorldT& world, const PacketStorage& st, bool hpcc) {
+  auto added = [&](auto row, int64_t slots) -> int64_t {
+    using A = decltype(row);
+    if (slots <= 0) return 0;
+    const int64_t rows = world.view().template table<A>().rows;
+    return static_cast<int64_t>(world.template tableBytesAt<A>(TableCapacity{rows + slots, 0})) -
+           static_cast<int64_t>(world.template tableBytes<A>());
+  };
+  auto pool = [&](auto header, auto integral, int64_t slots) {
+    return added(header, slots) + (hpcc ? added(integral, slots) : 0);
+  };
+  return pool(LinkSlot{}, LinkSlotInt{}, st.link_slots) + pool(NicSlot{}, NicSlotInt{}, st.nic_slots) +
+         pool(SwitchSlot{}, SwitchSlotInt{}, st.switch_slots);
+}
+
+/// Bytes of `st` in an empty WorldT (addedPacketStorageBytes under `cfg`'s congestion control).
 template <class WorldT>
 int64_t packetStorageBytes(const PacketStorage& st, const NetworkConfig& cfg) {
-  const bool hpcc = cfg.cc == CcKind::kHpcc;
-  auto slots = [&](int64_t n, int64_t header, int64_t integral) { return n * (header + (hpcc ? integral : 0)); };
-  return slots(st.link_slots, rowBytes<WorldT, LinkSlot>(), rowBytes<WorldT, LinkSlotInt>()) +
-         slots(st.nic_slots, rowBytes<WorldT, NicSlot>(), rowBytes<WorldT, NicSlotInt>()) +
-         slots(st.switch_slots, rowBytes<WorldT, SwitchSlot>(), rowBytes<WorldT, SwitchSlotInt>());
+  static const WorldT empty(1, TableCapacity{1, 1});
+  return addedPacketStorageBytes(empty, st, cfg.cc == CcKind::kHpcc);
 }
 
 /**

@@ -615,12 +615,7 @@ std::size_t countedPoolBytes(const TrainWorld& world, const TrainingExperiment& 
                              const SimulationOptions& options) {
   if (x.fidelity != NetworkFidelity::kPacket) return 0;
   const net::PacketStorage st = net::packetStorage(plan.layout, x.network, lookaheadOf(plan, options));
-  const bool hpcc = x.network.cc == net::CcKind::kHpcc;
-  auto pool = [&](auto header, auto integral, int64_t slots) {
-    return countedBytes<decltype(header)>(world, slots) + (hpcc ? countedBytes<decltype(integral)>(world, slots) : 0);
-  };
-  return pool(net::LinkSlot{}, net::LinkSlotInt{}, st.link_slots) + pool(net::NicSlot{}, net::NicSlotInt{}, st.nic_slots) +
-         pool(net::SwitchSlot{}, net::SwitchSlotInt{}, st.switch_slots);
+  return static_cast<std::size_t>(net::addedPacketStorageBytes(world, st, x.network.cc == net::CcKind::kHpcc));
 }
 
 template <class... As>
