@@ -469,15 +469,16 @@ class NetsimWriter {
 };
 
 /**
- * Runs a world to its end on `threads` threads, or on a device when `device` is set,
+ * Runs a world to its end on `threads` threads (fewer while the machine is busy when
+ * `yield_to_load`), or on a device when `device` is set,
  * draining its link samples as it goes and writing each variant's results as soon as it is
  * done. When pooled storage runs out, the variants not yet written run again from the
  * start in a new world, those that ran out with that storage doubled (as often as needed,
  * up to the knobs' limits): their results are those of a run that fitted from the start.
  */
 void runNetsimWorld(NetsimWorld& w, const NetsimInput& in, const Routing& routing, int threads, int64_t cpu_block,
-                    const net::NetworkStepRunner& device, NetsimWriter& writer) {
-  const CpuExecutor exec(threads, cpu_block);
+                    bool yield_to_load, const net::NetworkStepRunner& device, NetsimWriter& writer) {
+  const CpuExecutor exec(threads, cpu_block, yield_to_load);
   for (;;) {
     const uint32_t count = w.world->numExperiments();
     w.link_rows.assign(count, std::string());
@@ -615,7 +616,7 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
         try {
           w.world = buildNetsimWorld(in, routing, w);
           runNetsimWorld(w, in, routing, plan.threadsOf(static_cast<int>(k), options.threads), options.cpu_block,
-                         networkStepRunner(plan, static_cast<int>(k)), writer);
+                         options.threads == 0, networkStepRunner(plan, static_cast<int>(k)), writer);
           w.world.reset();
         } catch (const DeviceOutOfMemory& e) {  // this batch only: the device is still usable
           w.error = e.what();

@@ -502,6 +502,7 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
     threads.emplace_back([&, w] {
       SimulationOptions sim;
       sim.threads = plan.threadsOf(w, options.threads);
+      sim.yield_to_load = options.threads == 0;
       sim.cpu_block = options.cpu_block;
       sim.trace = options.trace;
       sim.device_runner = stepRunner(plan, w);

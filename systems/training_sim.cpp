@@ -855,7 +855,7 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
   }
   sizeForRun(world, rows, options.trace ? tasks : 0);
 
-  const CpuExecutor exec(options.threads, options.cpu_block);
+  const CpuExecutor exec(options.threads, options.cpu_block, options.yield_to_load);
   std::unique_ptr<StepSession<TrainWorld>> session = openStepSession<TrainGraph>(options.device_runner, exec, world);
   std::vector<bool> reported(n, false);
   double wall = 0;

@@ -162,6 +162,10 @@ struct BatchProgress {
 struct SimulationOptions {
   /// OpenMP threads; 0 = all cores.
   int threads = 0;
+  /// CPU executor: run each region on fewer threads while other processes keep the cores
+  /// busy (CpuExecutor's yield_to_load); results do not depend on it. The CLI sets it
+  /// unless --threads is given.
+  bool yield_to_load = false;
   /// Stop an experiment whose simulated time passes this (0: the engine's horizon, kTimeHorizonPs).
   Picoseconds time_limit;
   /// Step Δ; 0 = the largest valid one per experiment (min link delay, half the step

@@ -60,6 +60,17 @@ RunReport reportRun(const WV& world, int64_t steps, std::chrono::steady_clock::t
 /// Number of hardware threads OpenMP would use by default.
 int defaultCpuThreads();
 
+/// Threads for a region that yields to load: `want`, or fewer when the machine's other
+/// runnable threads leave fewer of its `cores` free, and at least 1.
+int threadsForLoad(int want, int cores, int runnable_others);
+
+/// Threads other processes have runnable now (Linux: /proc/loadavg's running count, less
+/// `own`, the threads of this process that may be among them); 0 where it cannot be read.
+int runnableOthers(int own);
+
+/// Cores this process may run on (its CPU affinity).
+int usableCores();
+
 /**
  * Runs a world's graph on CPU threads.
  *
@@ -106,9 +117,14 @@ class CpuExecutor {
   static constexpr double kUseSeconds = 1.0;
 
   /// `threads` = 0 means OpenMP's default (all cores); `block` = 0 runs every experiment in
-  /// every step, kAutoBlock chooses.
-  explicit CpuExecutor(int threads = 0, int64_t block = 0)
-      : threads_(threads > 0 ? threads : defaultCpuThreads()), block_(block == kAutoBlock || block > 0 ? block : 0) {}
+  /// every step, kAutoBlock chooses. With `yield_to_load`, each parallel region runs on
+  /// threadsForLoad(threads, usableCores(), runnableOthers(threads)) threads: on a machine
+  /// with more runnable threads than cores, a barrier's partner is often descheduled and a
+  /// team of two runs many times slower than one thread (bench/busy_machine.sh).
+  explicit CpuExecutor(int threads = 0, int64_t block = 0, bool yield_to_load = false)
+      : threads_(threads > 0 ? threads : defaultCpuThreads()),
+        block_(block == kAutoBlock || block > 0 ? block : 0),
+        yield_to_load_(yield_to_load) {}
 
   int threads() const { return threads_; }
   int64_t block() const { return block_; }
@@ -282,7 +298,9 @@ class CpuExecutor {
     prepareRun(world);
     int64_t steps = 0;
     StepBarrier barrier;
-#pragma omp parallel num_threads(threads_)
+    const int team =
+        yield_to_load_ && threads_ > 1 ? threadsForLoad(threads_, usableCores(), runnableOthers(threads_)) : threads_;
+#pragma omp parallel num_threads(team)
     {
 #pragma omp single
       barrier.setCount(omp_get_num_threads());  // the team may be smaller than asked
@@ -295,6 +313,7 @@ class CpuExecutor {
 
   int threads_;
   int64_t block_;
+  bool yield_to_load_;
   mutable AutoState auto_;  ///< an executor serves one host thread
 };
 

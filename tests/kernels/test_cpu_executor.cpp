@@ -4,9 +4,10 @@
  * results for 1, 2 and 4 threads, for lookahead Δ and Δ/2, and for an experiment alone or
  * in a batch with others of different configuration; clock jumps and early exit.
  */
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <thread>
 
 #include "kernels/cpu/cpu_executor.hpp"
 #include "tests/support/demo_world.hpp"
@@ -37,7 +38,8 @@ struct BatchResult {
   int64_t steps = 0;
 };
 
-BatchResult runBatch(const std::vector<uint32_t>& config_ids, int threads, int64_t lookahead, int64_t block = 0) {
+BatchResult runBatch(const std::vector<uint32_t>& config_ids, int threads, int64_t lookahead, int64_t block = 0,
+                     bool yield_to_load = false) {
   DemoWorld world(static_cast<uint32_t>(config_ids.size()), TableCapacity{256, 256});
   for (ExpId e = 0; e < config_ids.size(); ++e) {
     world.config(e) = configFor(config_ids[e]);
@@ -47,7 +49,7 @@ BatchResult runBatch(const std::vector<uint32_t>& config_ids, int threads, int64
   world.commitAllHost();
   // Enough room for the population to grow without a host-side resize mid-run.
   world.grow<Walker>(TableCapacity{1 << 16, 1 << 14});
-  const CpuExecutor exec(threads, block);
+  const CpuExecutor exec(threads, block, yield_to_load);
   const RunReport r = exec.runToEnd<DemoGraph>(world.view(), 64);
   REQUIRE(r.finished);
   REQUIRE(r.status == 0u);
@@ -88,6 +90,55 @@ TEST_CASE("results are identical for 1, 2 and 4 threads", "[cpu][determinism]") 
     CHECK(many.tallies == one.tallies);
     for (size_t e = 0; e < ids.size(); ++e) CHECK(many.walkers[e] == one.walkers[e]);  // same rows, same order
   }
+}
+
+/// Threads that keep `n` cores busy until destroyed.
+class BusyLoops {
+ public:
+  explicit BusyLoops(int n) {
+    for (int i = 0; i < n; ++i) {
+      threads_.emplace_back([this] {
+        while (!stop_.load(std::memory_order_relaxed)) {
+        }
+      });
+    }
+  }
+  ~BusyLoops() {
+    stop_ = true;
+    for (std::thread& t : threads_) t.join();
+  }
+  BusyLoops(const BusyLoops&) = delete;
+  BusyLoops& operator=(const BusyLoops&) = delete;
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
+TEST_CASE("a busy machine gets fewer threads: what is free of its cores, at least one", "[cpu]") {
+  CHECK(threadsForLoad(4, 8, 0) == 4);
+  CHECK(threadsForLoad(4, 8, 5) == 3);
+  CHECK(threadsForLoad(2, 2, 1) == 1);
+  CHECK(threadsForLoad(2, 2, 9) == 1);
+  CHECK(threadsForLoad(2, 2, -3) == 2);
+  CHECK(usableCores() >= 1);
+  CHECK(runnableOthers(1) >= 0);
+  // Three spinning threads are runnable (running or queued) whatever else the machine does.
+  const BusyLoops busy(3);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  int most = 0;
+  for (int i = 0; i < 20; ++i) most = std::max(most, runnableOthers(1));
+  CHECK(most >= 3);
+}
+
+TEST_CASE("a run that yields threads to load gives the results of a fixed team", "[cpu][determinism]") {
+  const std::vector<uint32_t> ids{0, 1, 2, 3};
+  const BatchResult fixed = runBatch(ids, 2, kLookahead);
+  const BusyLoops busy(2 * usableCores());  // regions run on fewer threads than asked
+  const BatchResult yielding = runBatch(ids, 4, kLookahead, 0, true);
+  CHECK(yielding.steps == fixed.steps);
+  CHECK(yielding.tallies == fixed.tallies);
+  for (size_t e = 0; e < ids.size(); ++e) CHECK(yielding.walkers[e] == fixed.walkers[e]);
 }
 
 TEST_CASE("results are identical for lookahead Δ and Δ/2", "[cpu][determinism]") {
