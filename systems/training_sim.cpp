@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include "analytical/gpu.hpp"
@@ -426,9 +427,51 @@ std::string traceArgs(const TaskDef& t) {
 }
 
 /**
+ * Flow events of experiment e's trace: an arrow from each pipeline send (at its start) to
+ * its receive on the peer rank (at its end, when the data has arrived), id'd by the send's
+ * span, category "pp".
+ */
+void appendMessageArrows(TrainWorld& world, ExpId e, std::string& out) {
+  auto& spans = world.table<TaskSpan>();
+  auto& ranks = world.table<Rank>();
+  auto& tasks = world.table<ProgramTask>();
+  const TrainConfig& c = world.config(e).train;
+  auto key = [](uint32_t rank, uint32_t task) { return (uint64_t{rank} << 32) | task; };
+  std::unordered_map<uint64_t, int64_t> span_of;
+  for (int64_t row = spans.expBegin(e); row < spans.expEnd(e); ++row) {
+    const TaskSpanData& d = spans.get<TaskSpanData>(row);
+    span_of.emplace(key(d.rank, d.task), row);
+  }
+  char buf[320];
+  for (int64_t row = spans.expBegin(e); row < spans.expEnd(e); ++row) {
+    const TaskSpanData& d = spans.get<TaskSpanData>(row);
+    const RankInfo& info = ranks.get<RankInfo>(ranks.expBegin(e) + d.rank);
+    const TaskDef& t = tasks.get<TaskDef>(tasks.expBegin(e) + info.program_base + d.task);
+    if (t.kind != TaskKind::kSend || t.peer_task == kNoTask) continue;
+    const uint32_t peer = megatronRank(c.tp, c.dp, t.peer_stage, info.tp_index, info.dp_index);
+    const auto it = span_of.find(key(peer, t.peer_task));
+    if (it == span_of.end()) continue;
+    const TaskSpanData& r = spans.get<TaskSpanData>(it->second);
+    const RankInfo& peer_info = ranks.get<RankInfo>(ranks.expBegin(e) + r.rank);
+    const TaskDef& recv = tasks.get<TaskDef>(tasks.expBegin(e) + peer_info.program_base + r.task);
+    // Inside the receive's slice ("bp":"e" binds to the enclosing slice): 1 ns before its end.
+    const int64_t arrive = std::max(r.start_ps, r.end_ps - 1000);
+    const auto id = static_cast<long long>(row - spans.expBegin(e));
+    std::snprintf(buf, sizeof(buf),
+                  ",\n{\"name\":\"pp\",\"cat\":\"pp\",\"ph\":\"s\",\"id\":%lld,\"pid\":%u,\"tid\":%u,\"ts\":%.6f}"
+                  ",\n{\"name\":\"pp\",\"cat\":\"pp\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%lld,\"pid\":%u,\"tid\":%u,"
+                  "\"ts\":%.6f}",
+                  id, d.rank + 1, unsigned{t.stream}, static_cast<double>(d.start_ps) * 1e-6, id, r.rank + 1,
+                  unsigned{recv.stream}, static_cast<double>(arrive) * 1e-6);
+    out += buf;
+  }
+}
+
+/**
  * Chrome trace JSON of experiment e's recorded tasks: a process per rank (pid rank + 1:
  * Perfetto treats pid 0 as the idle process), named with its stage, TP and DP indices; a
- * thread per stream; each task a complete event whose args say what it computed or moved.
+ * thread per stream; each task a complete event whose args say what it computed or moved;
+ * an arrow from each pipeline send to its receive (appendMessageArrows).
  */
 std::string chromeTrace(TrainWorld& world, ExpId e) {
   static const char* const kStreamNames[kStreams] = {"compute", "pp send", "pp recv", "dp"};
@@ -462,6 +505,7 @@ std::string chromeTrace(TrainWorld& world, ExpId e) {
                   static_cast<double>(d.end_ps - d.start_ps) * 1e-6, traceArgs(t).c_str());
     out += buf;
   }
+  appendMessageArrows(world, e, out);
   out += "\n]}\n";
   return out;
 }

@@ -186,6 +186,7 @@ TEST_CASE("every all-reduce algorithm runs at packet level; hierarchical wins wh
 }  // namespace mv
 
 #include <filesystem>
+#include <map>
 
 #include "analytical/gpu.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -299,6 +300,39 @@ TEST_CASE("a Chrome trace has one complete event per task of every rank, within 
   }
   CHECK(processes == static_cast<size_t>(x.cluster.gpus));
   CHECK(with_args == events);
+  // An arrow per pipeline message: from a "pp send" slice at its start to a "pp recv" slice of
+  // the rank of the same TP and DP position in the other stage, inside that slice, later.
+  std::map<int64_t, nlohmann::json> starts;
+  std::map<int64_t, nlohmann::json> ends;
+  for (const nlohmann::json& ev : trace.at("traceEvents")) {
+    if (ev.at("ph") == "s") starts[ev.at("id").get<int64_t>()] = ev;
+    if (ev.at("ph") == "f") ends[ev.at("id").get<int64_t>()] = ev;
+  }
+  // 4 micro-batches cross the one stage boundary each way on each of the 4 TP·DP positions.
+  CHECK(starts.size() == 2u * 4u * 4u);
+  REQUIRE(ends.size() == starts.size());
+  auto enclosing = [&](const nlohmann::json& at) {
+    int found = 0;
+    for (const nlohmann::json& ev : trace.at("traceEvents")) {
+      if (ev.at("ph") != "X" || ev.at("pid") != at.at("pid") || ev.at("tid") != at.at("tid")) continue;
+      const double ts = ev.at("ts").get<double>();
+      const double t = at.at("ts").get<double>();
+      found += t >= ts && t <= ts + ev.at("dur").get<double>() ? 1 : 0;
+    }
+    return found;
+  };
+  for (const auto& [id, s] : starts) {
+    const nlohmann::json& end = ends.at(id);
+    CHECK(s.at("tid") == 1);    // pp send
+    CHECK(end.at("tid") == 2);  // pp recv
+    const int from = s.at("pid").get<int>() - 1;
+    const int to = end.at("pid").get<int>() - 1;
+    CHECK(from % 4 == to % 4);  // same TP and DP position (tp 2 × dp 2 ranks per stage)
+    CHECK(from / 4 != to / 4);
+    CHECK(end.at("ts").get<double>() > s.at("ts").get<double>());
+    CHECK(enclosing(s) == 1);
+    CHECK(enclosing(end) == 1);
+  }
   // Tracing does not change the result.
   SimulationOptions plain = o;
   plain.trace = false;
