@@ -175,6 +175,8 @@ int runCli(int argc, char** argv) {
   app.add_option("--rank-by", sweep.rank_by, "Closing table order: iteration, mfu, tokens or memory")
       ->check(CLI::IsMember({"iteration", "mfu", "tokens", "memory"}));
   app.add_flag("--trace", sweep.trace, "Write a Chrome trace (trace.json) per experiment");
+  app.add_flag("--network-detail", sweep.network_detail,
+               "Write queues.csv (switch ports: largest and mean queue, utilisation) per packet-level experiment");
   app.add_flag("--quiet", sweep.quiet, "Print nothing but errors");
   NetsimOptions netsim;
   std::string netsim_file;

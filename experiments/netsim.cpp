@@ -13,9 +13,9 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <set>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <tuple>
@@ -34,6 +34,7 @@
 #include "kernels/cpu/cpu_executor.hpp"
 #include "kernels/cpu/step_session.hpp"
 #include "network/builder.hpp"
+#include "network/detail_csv.hpp"
 #include "network/network_sim.hpp"
 #include "systems/network_layout.hpp"
 #include "topologies/routing.hpp"
@@ -185,37 +186,6 @@ NetsimInput readInput(const std::filesystem::path& yaml, int64_t budget, Diagnos
   return in;
 }
 
-
-/// Appends the link samples of every experiment as CSV rows and removes them from the
-/// world; for the experiments with `flush_open[e]` (done), also the bins still open.
-void drainLinkSamples(net::NetWorld& world, std::vector<std::string>& rows, const std::vector<char>& flush_open) {
-  auto& samples = world.table<net::LinkSample>();
-  auto& links = world.table<net::Link>();
-  std::vector<net::LinkBin> bins;
-  for (ExpId e = 0; e < world.numExperiments(); ++e) {
-    const int64_t bin_ps = world.config(e).net.network.link_bin_ps;
-    if (bin_ps <= 0) continue;
-    bins.clear();
-    for (int64_t r = samples.expBegin(e); r < samples.expEnd(e); ++r) bins.push_back(samples.get<net::LinkBin>(r));
-    if (flush_open[e] != 0) {
-      for (int64_t r = links.expBegin(e); r < links.expEnd(e); ++r) {
-        const net::LinkBinState& b = links.get<net::LinkBinState>(r);
-        if (b.bytes > 0) bins.push_back(net::LinkBin{static_cast<uint32_t>(r - links.expBegin(e)), 0, b.bin, b.bytes});
-      }
-    }
-    std::ostringstream out;
-    for (const net::LinkBin& b : bins) {
-      const int64_t rate = links.get<net::LinkInfo>(links.expBegin(e) + b.link).rate_bps;
-      out << b.link << ',' << b.bin * bin_ps << ',' << b.bytes << ','
-          << static_cast<double>(b.bytes) * 8.0 / (static_cast<double>(bin_ps) * 1e-12 * static_cast<double>(rate))
-          << '\n';
-    }
-    rows[e] += out.str();
-  }
-  for (int64_t r = 0; r < samples.rows; ++r) samples.destroyRow(r);
-  world.commitHost<net::LinkSample>();
-}
-
 /// One world of variants, run on one CPU worker (or device): experiment e of the world is
 /// variant `variants[e]` of the file, with the pooled storage of `cfgs[e]`.
 struct NetsimWorld {
@@ -340,9 +310,9 @@ class NetsimWriter {
     std::filesystem::create_directories(out_ / v.name);
     writeFileAtomically(out_ / v.name / "flows.csv", fs.csv);
     writeFileAtomically(out_ / v.name / "fct.txt", fs.fct_txt);
-    writeFileAtomically(out_ / v.name / "queues.csv", queuesCsv(world, e, first_start_, fs.last));
+    writeFileAtomically(out_ / v.name / "queues.csv", net::queuesCsv(world, e, first_start_, fs.last));
     if (v.cfg.link_bin_ps > 0) {
-      writeFileAtomically(out_ / v.name / "links.csv", "link,bin_start_ps,bytes,utilisation\n" + links);
+      writeFileAtomically(out_ / v.name / "links.csv", net::kLinksCsvHeader + links);
     }
     const net::NetCounters c = net::experimentCounters(world, e);
     std::ostringstream row;
@@ -438,23 +408,6 @@ class NetsimWriter {
                   static_cast<long long>(standalone_ps / 1000));
     return line;
   }
-  /// queues.csv of experiment e: mean occupancy and utilisation over the active period
-  /// [first flow start, last finish], so flows that start late do not dilute them.
-  static std::string queuesCsv(net::NetWorld& world, ExpId e, int64_t first_start, int64_t last) {
-    auto& ports = world.table<net::Port>();
-    const double span = last > first_start ? static_cast<double>(last - first_start) : 0.0;
-    std::ostringstream queues;
-    queues << "port,rate_bps,max_bytes,mean_bytes,tx_bytes,utilisation\n";
-    for (int64_t row = ports.expBegin(e); row < ports.expEnd(e); ++row) {
-      const net::PortQueue& q = ports.get<net::PortQueue>(row);
-      const int64_t rate = ports.get<net::PortInfo>(row).rate_bps;
-      queues << row - ports.expBegin(e) << ',' << rate << ',' << q.max_bytes << ','
-             << (span > 0 ? q.byte_ps / span : 0.0) << ',' << q.tx_bytes << ','
-             << (span > 0 ? static_cast<double>(q.tx_bytes) * 8e12 / (span * static_cast<double>(rate)) : 0.0) << '\n';
-    }
-    return queues.str();
-  }
-
   /// The reference's first source port of a host.
   static constexpr uint32_t kFirstSourcePort = 10000;
 
@@ -507,7 +460,7 @@ void runNetsimWorld(NetsimWorld& w, const NetsimInput& in, const Routing& routin
       if (link_bins) {
         session->syncTable<net::LinkSample>();
         session->syncTable<net::Link>();
-        drainLinkSamples(*w.world, w.link_rows, done);
+        net::drainLinkSamples(*w.world, w.link_rows, done);
         session->pushTable<net::LinkSample>();
       }
       for (ExpId e = 0; e < count; ++e) {

@@ -285,11 +285,17 @@ class Shard {
   int done_ = 0;
 };
 
-/// Writes `<out>/experiments/<name>/trace.json`.
-void writeTrace(const std::filesystem::path& out, const std::string& name, const std::string& json) {
-  const std::filesystem::path dir = out / "experiments" / name;
-  std::filesystem::create_directories(dir);
-  writeFileAtomically(dir / "trace.json", json);
+/// Writes the files of experiment `r` beside its manifest, in `<out>/experiments/<name>/`:
+/// trace.json, links.csv and queues.csv, those it has.
+void writeExperimentFiles(const std::filesystem::path& out, const ExperimentRecord& r) {
+  const std::filesystem::path dir = out / "experiments" / r.name;
+  const std::pair<const char*, const std::string*> files[] = {
+      {"trace.json", &r.result.chrome_trace}, {"links.csv", &r.result.links_csv}, {"queues.csv", &r.result.queues_csv}};
+  for (const auto& [file, text] : files) {
+    if (text->empty()) continue;
+    std::filesystem::create_directories(dir);
+    writeFileAtomically(dir / file, *text);
+  }
 }
 
 RankBy rankByName(const std::string& name) {
@@ -505,6 +511,7 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
       sim.yield_to_load = options.threads == 0;
       sim.cpu_block = options.cpu_block;
       sim.trace = options.trace;
+      sim.network_detail = options.network_detail;
       sim.device_runner = stepRunner(plan, w);
       std::string device_fault;  // once set, this worker's device is not used again
       const std::vector<std::vector<const Job*>>& mine_batches = work[static_cast<size_t>(w)];
@@ -565,7 +572,7 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
     for (const ExperimentRecord& r : ready) {
       if (!write_error.empty()) continue;
       try {
-        if (!r.result.chrome_trace.empty()) writeTrace(out, r.name, r.result.chrome_trace);
+        writeExperimentFiles(out, r);
         deliver(r);
       } catch (const std::exception& e) {
         write_error = e.what();

@@ -20,6 +20,7 @@
 #include "kernels/cpu/cpu_executor.hpp"
 #include "kernels/cpu/step_session.hpp"
 #include "network/builder.hpp"
+#include "network/detail_csv.hpp"
 #include "network/flow_builder.hpp"
 #include "systems/collective_shapes.hpp"
 #include "systems/network_layout.hpp"
@@ -510,8 +511,9 @@ std::string chromeTrace(TrainWorld& world, ExpId e) {
   return out;
 }
 
-/// The result of a finished experiment from its rank rows and counters.
-TrainingResult collectResult(TrainWorld& world, ExpId e, const TrainingExperiment& x) {
+/// The result of a finished experiment from its rank rows and counters (and its switch
+/// queues, with `queues`).
+TrainingResult collectResult(TrainWorld& world, ExpId e, const TrainingExperiment& x, bool queues) {
   TrainingResult res;
   auto& ranks = world.table<Rank>();
   int64_t critical = -1;
@@ -550,9 +552,14 @@ TrainingResult collectResult(TrainWorld& world, ExpId e, const TrainingExperimen
     res.network.overflow += fluid.get<net::FluidNetState>(r).overflow;
   }
   if (world.config(e).train.trace != 0) res.chrome_trace = chromeTrace(world, e);
+  if (queues && x.fidelity == NetworkFidelity::kPacket) res.queues_csv = net::queuesCsv(world, e, 0, t.finish);
   res.events = tasks + res.network.packet_hops;
   return res;
 }
+
+/// Steps per run of a batch that records link samples: they are drained after each run, so
+/// their table holds at most this many steps' worth.
+constexpr int64_t kLinkSampleSteps = 256;
 
 /// Most rows a batch's experiments may create in one step in the tables filled during the
 /// run: packet-level flows, and the records of packet- and flow-level ones.
@@ -636,11 +643,23 @@ RunRows runRows(const TrainingExperiment& x, int64_t flows) {
 }
 
 /// Sizes the tables rows are created in during a run (packet and fluid flows, flow records,
-/// trace spans, one per task state of `trace_tasks`) for a batch that may create `rows` in
-/// one step, and fits the static tables to their rows.
+/// trace spans, one per task state of `trace_tasks`, link samples of the experiments with a
+/// link_bin for kLinkSampleSteps steps) for a batch that may create `rows` in one step, and
+/// fits the static tables to their rows.
 void sizeForRun(TrainWorld& world, const RunRows& rows, int64_t trace_tasks) {
   world.commitAllHost();
   world.fitStaticTables();
+  int64_t samples_per_step = 0;
+  for (ExpId e = 0; e < world.numExperiments(); ++e) {
+    const int64_t bin = world.config(e).net.network.link_bin_ps;
+    if (bin <= 0) continue;
+    // Bins closed per link in one step: those its lookahead spans, plus the one it enters.
+    const int64_t per_link = (world.clock(e).lookahead_ps + bin - 1) / bin + 1;
+    samples_per_step += world.table<net::Link>().expRows(e) * per_link;
+  }
+  if (samples_per_step > 0) {
+    world.grow<net::LinkSample>(TableCapacity{samples_per_step * (kLinkSampleSteps + 1), samples_per_step});
+  }
   if (rows.packet_flows > 0)
     world.grow<net::Flow>(TableCapacity{2 * rows.packet_flows + 1024, rows.packet_flows + 1024});
   if (rows.fluid_flows > 0) world.grow<net::FluidFlow>(TableCapacity{2 * rows.fluid_flows + 1024, rows.fluid_flows + 1024});
@@ -750,6 +769,9 @@ std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
     }
   }
   if (c.gpus >= kMaxFlowRanks) out.push_back("cluster.gpus: at most 2^19 GPUs");
+  if (x.network.link_bin_ps > 0 && x.fidelity != NetworkFidelity::kPacket) {
+    out.push_back("network.link_bin: links are recorded at packet fidelity only (network.fidelity: packet)");
+  }
   if (x.collectives.step_latency.ps <= 0) out.push_back("collectives.step_latency: must be positive");
   if (x.cluster.overlap_slowdown != 0 && (x.cluster.overlap_slowdown < 1 || x.cluster.overlap_slowdown > 4)) {
     out.push_back("cluster.overlap_slowdown: must be 1..4 (0 = the GPU's default)");
@@ -904,6 +926,19 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
   std::vector<bool> reported(n, false);
   double wall = 0;
   const std::vector<bool> none(n, false);
+  bool link_bins = false;
+  for (ExpId e = 0; e < n; ++e) link_bins = link_bins || world.config(e).net.network.link_bin_ps > 0;
+  std::vector<std::string> link_rows(n);
+  // Drains the link samples, closing the open bins of the experiments about to be reported.
+  auto drain = [&](bool all, const std::vector<bool>& hold) {
+    if (!link_bins) return;
+    std::vector<char> closing(n, 0);
+    for (ExpId e = 0; e < n; ++e) closing[e] = !reported[e] && !hold[e] && (all || world.clock(e).done()) ? 1 : 0;
+    session->syncTable<net::LinkSample>();
+    session->syncTable<net::Link>();
+    net::drainLinkSamples(world, link_rows, closing);
+    session->pushTable<net::LinkSample>();
+  };
   // Reports the experiments done (all, with `all`), except those in `hold`. The clocks are
   // current after every run; the rest of the world is fetched only when one is reported.
   auto report = [&](bool all, const std::vector<bool>& hold) {
@@ -915,13 +950,15 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
       if (!due(e)) continue;
       reported[e] = true;
       TrainingResult& r = results[batch[e]];
-      r = collectResult(world, e, experiments[batch[e]]);
+      r = collectResult(world, e, experiments[batch[e]], options.network_detail);
+      if (world.config(e).net.network.link_bin_ps > 0) r.links_csv = net::kLinksCsvHeader + link_rows[e];
+      std::string().swap(link_rows[e]);
       r.wall_seconds = wall;
       if (on_result) on_result(batch[e], r);
     }
   };
   for (;;) {
-    const RunReport r = session->run(kTrainingStepsPerRun);
+    const RunReport r = session->run(link_bins ? kLinkSampleSteps : kTrainingStepsPerRun);
     wall += r.wall_seconds;
     if (r.status != 0u) {
       // Experiments done before the error keep their results; one whose storage ran out
@@ -929,6 +966,7 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
       session->syncHost();
       std::vector<bool> ran_out(n);
       for (ExpId e = 0; e < n; ++e) ran_out[e] = net::experimentCounters(world, e).overflow > 0;
+      drain(false, ran_out);
       report(false, ran_out);
       const std::string tables = tableProblems(world, TrainWorld::Archetypes{});
       session.reset();  // neither the device's copy of this world nor the world is needed again
@@ -936,6 +974,7 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
       return retryWithMoreStorage(experiments, options, on_result, batch, reported, ran_out, wall, r.status, tables,
                                   results);
     }
+    drain(r.finished || r.steps == 0, none);
     report(false, none);
     if (r.finished || r.steps == 0) break;
     if (options.on_progress) {

@@ -138,6 +138,12 @@ struct TrainingResult {
   /// Chrome trace JSON of the iteration (one process per rank, one thread per stream, µs),
   /// when SimulationOptions::trace is set.
   std::string chrome_trace;
+  /// links.csv of a packet-level experiment with `network.link_bin` (net/detail_csv.hpp),
+  /// header included; empty otherwise.
+  std::string links_csv;
+  /// queues.csv of a packet-level experiment over [0, iteration] when
+  /// SimulationOptions::network_detail is set; empty otherwise.
+  std::string queues_csv;
 };
 
 struct TrainWorld;
@@ -174,6 +180,8 @@ struct SimulationOptions {
   /// Record every task of every rank and return Chrome trace JSON with each result (memory
   /// grows with ranks × tasks: for small runs).
   bool trace = false;
+  /// Record each packet-level experiment's switch queues (TrainingResult::queues_csv).
+  bool network_detail = false;
   /// CPU executor: experiments advanced together per block (0 = all of the batch in every
   /// step, -1 = CpuExecutor::kAutoBlock); results do not depend on it. See CpuExecutor.
   int64_t cpu_block = 0;

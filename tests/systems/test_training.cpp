@@ -1,7 +1,11 @@
+#include <algorithm>
 #include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
-
 #include <cmath>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <set>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "network/nic_system.hpp"
@@ -59,6 +63,73 @@ TEST_CASE("ring all-reduce over the packet network takes 2(n-1)/n S/B plus its l
   CHECK(rel(static_cast<double>(r.exposed_dp.ps), transfer_ps + latency_ps) < 0.03);
   CHECK(r.network.drops == 0);
   CHECK(r.network.flows_done > 0);
+}
+
+/// Column `name` of CSV `text` (header line first) as numbers, one per row.
+std::vector<double> csvColumn(const std::string& text, const std::string& name) {
+  std::istringstream in(text);
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> header;
+  std::istringstream h(line);
+  for (std::string cell; std::getline(h, cell, ',');) header.push_back(cell);
+  const auto at = static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+  REQUIRE(at < header.size());
+  std::vector<double> out;
+  while (std::getline(in, line)) {
+    std::istringstream row(line);
+    std::string cell;
+    for (size_t c = 0; c <= at; ++c) std::getline(row, cell, ',');
+    out.push_back(std::stod(cell));
+  }
+  return out;
+}
+
+TEST_CASE("a packet-level run records its links and queues, and recording changes nothing") {
+  TrainingExperiment x = test::tinyExperiment(1, 1, 4, 1, 1);
+  x.model = test::tinyGpt(4, 512);
+  x.collectives.dp_bucket = mebibytes(1024);
+  const TrainingResult plain = runOne(x);
+  CHECK(plain.links_csv.empty());
+  CHECK(plain.queues_csv.empty());
+  SimulationOptions o;
+  o.threads = 2;
+  o.network_detail = true;
+  double link_bytes = -1;
+  // A bin of several steps, and one of a fraction of a step (several bins close per step).
+  for (const int64_t bin : {int64_t{3'000'000}, int64_t{250'000}}) {
+    x.network.link_bin_ps = bin;
+    const TrainingResult r = simulateTraining(std::vector<TrainingExperiment>{x}, o).front();
+    INFO("link_bin " << bin << " ps");
+    REQUIRE(r.error.empty());
+    CHECK(r.iteration.ps == plain.iteration.ps);
+    const std::vector<double> links = csvColumn(r.links_csv, "link");
+    const std::vector<double> starts = csvColumn(r.links_csv, "bin_start_ps");
+    const std::vector<double> bytes = csvColumn(r.links_csv, "bytes");
+    const std::vector<double> use = csvColumn(r.links_csv, "utilisation");
+    REQUIRE(!bytes.empty());
+    std::set<std::pair<double, double>> bins;
+    for (size_t i = 0; i < links.size(); ++i) {
+      CHECK(std::fmod(starts[i], static_cast<double>(bin)) == 0);
+      CHECK(starts[i] < static_cast<double>(r.iteration.ps));
+      CHECK(bins.insert({links[i], starts[i]}).second);  // each bin of each link once
+    }
+    // The ring keeps its links near line rate (a bin counts the packets that started in it).
+    CHECK(*std::max_element(use.begin(), use.end()) > 0.9);
+    CHECK(*std::max_element(use.begin(), use.end()) < 1.2);
+    // On a star every byte crosses a NIC's uplink and one switch port's downlink: the links
+    // carry twice what the switch ports sent (their own counters, queues.csv).
+    const double total = std::accumulate(bytes.begin(), bytes.end(), 0.0);
+    const std::vector<double> sent = csvColumn(r.queues_csv, "tx_bytes");
+    CHECK(sent.size() == 4);
+    CHECK(total == 2 * std::accumulate(sent.begin(), sent.end(), 0.0));
+    if (link_bytes >= 0) CHECK(total == link_bytes);
+    link_bytes = total;
+    for (double u : csvColumn(r.queues_csv, "utilisation")) CHECK(u > 0.05);
+  }
+  // Recorded at packet level only.
+  x.fidelity = NetworkFidelity::kFlow;
+  CHECK_THROWS_WITH(runOne(x), Catch::Contains("network.link_bin: links are recorded at packet fidelity only"));
 }
 
 TEST_CASE("a ring over 512 ranks (more than 2^18 transfers) runs generated, at the alpha-beta time") {
