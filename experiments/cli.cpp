@@ -37,7 +37,7 @@ int runValidate(const std::filesystem::path& file, int64_t max_memory) {
   std::vector<TrainingExperiment> xs;
   if (diags.empty()) readExperiments(sweep, diags, [&](TrainingExperiment&& x) { xs.push_back(std::move(x)); });
   const int64_t budget = max_memory > 0 ? max_memory : defaultMemoryBudget();
-  MemoryMeter meter(false, budget);
+  MemoryMeter meter(Recording{}, budget);
   int64_t total = 0;
   int64_t largest = 0;
   if (diags.empty()) {
@@ -176,7 +176,7 @@ int runCli(int argc, char** argv) {
       ->check(CLI::IsMember({"iteration", "mfu", "tokens", "memory"}));
   app.add_flag("--trace", sweep.trace, "Write a Chrome trace (trace.json) per experiment");
   app.add_flag("--network-detail", sweep.network_detail,
-               "Write queues.csv (switch ports: largest and mean queue, utilisation) per packet-level experiment");
+               "Write queues.csv (packet level), flows.csv and fct.txt (packet and flow level) per experiment");
   app.add_flag("--quiet", sweep.quiet, "Print nothing but errors");
   NetsimOptions netsim;
   std::string netsim_file;

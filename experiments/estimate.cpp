@@ -19,7 +19,8 @@ MemoryEstimate MemoryMeter::measure(const ExpandedExperiment& expanded, const Tr
   // Kept only once measured: a build that throws throws again for the next experiment of
   // the same configuration.
   SimulationOptions options;
-  options.trace = trace_;
+  options.trace = recording_.trace;
+  options.network_detail = recording_.network_detail;
   options.memory_budget = budget_;
   const TrainingFootprint f = measureFootprint(x, options);
   ++builds_;

@@ -24,17 +24,23 @@ namespace mv {
 struct MemoryEstimate {
   int64_t training = 0;  ///< stage programs, ranks and their task states, collectives
   int64_t network = 0;   ///< network rows and pooled packet storage (0 at the analytical fidelity)
-  int64_t run = 0;       ///< tables filled during the run: flows, their records, trace spans
+  int64_t run = 0;       ///< tables filled during the run: flows, their records, trace spans, flow log
   int64_t total = 0;     ///< every buffer of the experiment's world, the above included
+};
+
+/// What a run records besides its results, which takes memory of its own.
+struct Recording {
+  bool trace = false;           ///< Chrome traces: a span per task
+  bool network_detail = false;  ///< logged flows (links.csv's samples follow network.link_bin)
 };
 
 /// Measures experiments, one build per distinct configuration (sizingKey).
 class MemoryMeter {
  public:
-  /// `trace`: the run records Chrome traces (their spans are counted). `budget`: the bytes
+  /// `recording`: what the run records (Chrome trace spans, logged flows are counted). `budget`: the bytes
   /// one experiment may take (--max-memory); a packet network whose storage alone needs
   /// more is refused before it is built (0: no limit).
-  explicit MemoryMeter(bool trace = false, int64_t budget = 0) : trace_(trace), budget_(budget) {}
+  explicit MemoryMeter(Recording recording = {}, int64_t budget = 0) : recording_(recording), budget_(budget) {}
 
   /// The memory of `x`, read from `expanded`; zero when it does not fit in its GPUs'
   /// memory (it is reported as out of memory, not simulated).
@@ -44,7 +50,7 @@ class MemoryMeter {
   int64_t builds() const { return builds_; }
 
  private:
-  bool trace_;
+  Recording recording_;
   int64_t budget_;
   int64_t builds_ = 0;
   std::unordered_map<std::string, MemoryEstimate> by_key_;

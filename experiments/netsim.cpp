@@ -36,6 +36,7 @@
 #include "network/builder.hpp"
 #include "network/detail_csv.hpp"
 #include "network/network_sim.hpp"
+#include "systems/flow_files.hpp"
 #include "systems/network_layout.hpp"
 #include "topologies/routing.hpp"
 
@@ -353,30 +354,18 @@ class NetsimWriter {
   };
   FlowStats flowStats(const Variant& v, net::NetWorld& world, ExpId e) const {
     auto& records = world.table<net::FlowRecord>();
-    FlowStats fs;
-    std::ostringstream flows;
-    flows << "flow,src,dst,bytes,start_ps,finish_ps,fct_ps,ideal_fct_ps\n";
-    std::vector<std::tuple<int64_t, uint64_t, std::string>> fct_lines;  // (finish, id, line): fct.txt in finish order
+    std::vector<net::FlowResult> flows;
     for (int64_t row = records.expBegin(e); row < records.expEnd(e); ++row) {
-      const net::FlowResult& f = records.get<net::FlowResult>(row);
-      const int64_t packets = (f.bytes + v.cfg.payload_bytes - 1) / v.cfg.payload_bytes;
-      const int64_t header = net::dataWireBytes(0, v.cfg.cc);
-      const int64_t wire = f.bytes + packets * header;
-      const int64_t first_wire = std::min<int64_t>(f.bytes, v.cfg.payload_bytes) + header;
-      const int64_t ideal = idealFct(in_.topo, routing_, f.src_nic, f.dst_nic, first_wire, wire);
-      // fct.txt keeps ns-3's standalone FCT: idle RTT (full payload per hop) + all wire bytes.
-      const int64_t rtt = idleRtt(in_.topo, routing_, f.src_nic, f.dst_nic, v.cfg.payload_bytes);
-      const int64_t bottleneck = bottleneckRate(in_.topo, routing_, f.src_nic, f.dst_nic);
-      fct_lines.emplace_back(f.finish_ps, f.id, fctLine(v, f, rtt, bottleneck));
-      const int64_t fct = f.finish_ps - f.start_ps;
-      flows << f.id << ',' << f.src_nic << ',' << f.dst_nic << ',' << f.bytes << ',' << f.start_ps << ',' << f.finish_ps
-            << ',' << fct << ',' << ideal << '\n';
-      fs.slowdowns.push_back(static_cast<double>(fct) / static_cast<double>(ideal));
-      fs.last = std::max(fs.last, f.finish_ps);
+      flows.push_back(records.get<net::FlowResult>(row));
     }
-    fs.csv = flows.str();
-    std::sort(fct_lines.begin(), fct_lines.end());
-    for (const auto& line : fct_lines) fs.fct_txt += std::get<2>(line);
+    FlowFiles files = flowFiles(in_.topo, routing_, v.cfg, flows, [&](size_t i) {
+      return std::make_pair(source_ports_[flows[i].id], in_.flows[flows[i].id].dport);
+    });
+    FlowStats fs;
+    fs.csv = std::move(files.csv);
+    fs.fct_txt = std::move(files.fct_txt);
+    fs.slowdowns = std::move(files.slowdowns);
+    fs.last = files.last;
     std::sort(fs.slowdowns.begin(), fs.slowdowns.end());
     for (double sd : fs.slowdowns) fs.mean += sd;
     if (!fs.slowdowns.empty()) {
@@ -385,29 +374,7 @@ class NetsimWriter {
     }
     return fs;
   }
-  /**
-   * The fct.txt line of flow `f` as the ns-3 RDMA reference writes it: source and
-   * destination address (hex, 11.x.y.1 from the node id), source port (10000 upwards per
-   * source host, in flow-list order), destination port, size (B), start (ns), FCT (ns), and
-   * the standalone FCT (ns): the pair's idle RTT `rtt_ps` plus the bytes with their headers
-   * but no INT at the bottleneck rate `bottleneck_bps`.
-   */
-  std::string fctLine(const Variant& v, const net::FlowResult& f, int64_t rtt_ps, int64_t bottleneck_bps) const {
-    auto address = [&](uint32_t nic) {
-      const uint32_t node = in_.topo.nicNode(nic);
-      return 0x0b000001u + (node / 256) * 0x10000u + (node % 256) * 0x100u;
-    };
-    const int64_t packets = (f.bytes + v.cfg.payload_bytes - 1) / v.cfg.payload_bytes;
-    const int64_t standalone_ps =
-        rtt_ps +
-        serializationTimeWholeNs(Bytes{f.bytes + packets * net::kDataHeaderBytes}, BitsPerSecond{bottleneck_bps}).ps;
-    char line[192];
-    std::snprintf(line, sizeof line, "%08x %08x %u %u %lld %lld %lld %lld\n", address(f.src_nic), address(f.dst_nic),
-                  source_ports_[f.id], in_.flows[f.id].dport, static_cast<long long>(f.bytes),
-                  static_cast<long long>(f.start_ps / 1000), static_cast<long long>((f.finish_ps - f.start_ps) / 1000),
-                  static_cast<long long>(standalone_ps / 1000));
-    return line;
-  }
+
   /// The reference's first source port of a host.
   static constexpr uint32_t kFirstSourcePort = 10000;
 

@@ -286,11 +286,14 @@ class Shard {
 };
 
 /// Writes the files of experiment `r` beside its manifest, in `<out>/experiments/<name>/`:
-/// trace.json, links.csv and queues.csv, those it has.
+/// trace.json, links.csv, queues.csv, flows.csv and fct.txt, those it has.
 void writeExperimentFiles(const std::filesystem::path& out, const ExperimentRecord& r) {
   const std::filesystem::path dir = out / "experiments" / r.name;
-  const std::pair<const char*, const std::string*> files[] = {
-      {"trace.json", &r.result.chrome_trace}, {"links.csv", &r.result.links_csv}, {"queues.csv", &r.result.queues_csv}};
+  const std::pair<const char*, const std::string*> files[] = {{"trace.json", &r.result.chrome_trace},
+                                                              {"links.csv", &r.result.links_csv},
+                                                              {"queues.csv", &r.result.queues_csv},
+                                                              {"flows.csv", &r.result.flows_csv},
+                                                              {"fct.txt", &r.result.fct_txt}};
   for (const auto& [file, text] : files) {
     if (text->empty()) continue;
     std::filesystem::create_directories(dir);
@@ -310,9 +313,10 @@ RankBy rankByName(const std::string& name) {
  * simulation's checks, its memory); one with problems becomes an invalid job carrying
  * them. When every experiment has problems, they all go to `diags` as without the flag.
  */
-std::vector<Job> readJobsSkippingInfeasible(const Sweep& sweep, bool trace, int64_t budget, Diagnostics& diags) {
+std::vector<Job> readJobsSkippingInfeasible(const Sweep& sweep, Recording recording, int64_t budget,
+                                            Diagnostics& diags) {
   std::vector<Job> jobs;
-  MemoryMeter meter(trace, budget);
+  MemoryMeter meter(recording, budget);
   Diagnostics all;
   size_t valid = 0;
   for (size_t i = 0; i < sweep.experiments.size(); ++i) {
@@ -343,16 +347,16 @@ std::vector<Job> readJobsSkippingInfeasible(const Sweep& sweep, bool trace, int6
 /// Reads, expands and checks the whole sweep (readExperiment applies the simulation's own
 /// checks too); every problem goes to `diags`, or with `skip_infeasible` makes its
 /// experiment an invalid job (readJobsSkippingInfeasible).
-std::vector<Job> readJobs(const std::filesystem::path& file, bool trace, int64_t budget, bool skip_infeasible,
+std::vector<Job> readJobs(const std::filesystem::path& file, Recording recording, int64_t budget, bool skip_infeasible,
                           Sweep& sweep, Diagnostics& diags) {
   sweep = readSweep(file, diags);
   std::vector<Job> jobs;
   if (!diags.empty()) return jobs;
-  if (skip_infeasible) return readJobsSkippingInfeasible(sweep, trace, budget, diags);
+  if (skip_infeasible) return readJobsSkippingInfeasible(sweep, recording, budget, diags);
   std::vector<TrainingExperiment> read;
   readExperiments(sweep, diags, [&](TrainingExperiment&& x) { read.push_back(std::move(x)); });
   if (!diags.empty()) return jobs;
-  MemoryMeter meter(trace, budget);
+  MemoryMeter meter(recording, budget);
   const std::vector<MemoryEstimate> memory = measureSweep(sweep, read, meter, budget, diags);
   if (!diags.empty()) return jobs;
   for (size_t i = 0; i < read.size(); ++i) {
@@ -393,7 +397,8 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
   Diagnostics diags;
   Sweep sweep;
   const int64_t total_budget = options.max_memory > 0 ? options.max_memory : defaultMemoryBudget();
-  const std::vector<Job> jobs = readJobs(file, options.trace, total_budget, options.skip_infeasible, sweep, diags);
+  const std::vector<Job> jobs = readJobs(file, Recording{options.trace, options.network_detail}, total_budget,
+                                         options.skip_infeasible, sweep, diags);
   BackendPlan plan = planBackend(options.backend, options.devices, usableCudaDevices(), cudaBackendBuilt());
   if (shard.size() > 1) {  // ranks on one node take distinct devices
     shareDevicesOnNode(plan, envInt("OMPI_COMM_WORLD_LOCAL_RANK", 0), envInt("OMPI_COMM_WORLD_LOCAL_SIZE", 1));

@@ -54,8 +54,9 @@ struct SweepOptions {
   std::string rank_by = "iteration";
   /// Write a Chrome trace (trace.json) into each experiment's folder.
   bool trace = false;
-  /// Write queues.csv into each packet-level experiment's folder (links.csv is written for
-  /// those with network.link_bin whatever this says).
+  /// Write queues.csv (packet level), flows.csv and fct.txt (packet and flow level) into each
+  /// experiment's folder (links.csv is written for those with network.link_bin whatever
+  /// this says).
   bool network_detail = false;
   bool quiet = false;
 };

@@ -43,6 +43,7 @@ struct TrainConfig {
   uint32_t nics_per_server = 8;
   uint32_t priority = 3;
   uint32_t trace = 0;            ///< 1: record every finished task (TaskSpan rows)
+  uint32_t log_flows = 0;        ///< 1: keep a copy of every finished flow (FlowLog rows)
   uint32_t transfer_bits = 18;   ///< bits of a transfer's index in its flow id (transferFlowId)
   uint32_t overlap_ppm = 1000000; ///< compute slow-down while the DP stream communicates (ppm)
   CollectiveModel intra;         ///< intra-server collective model of the GPU
@@ -223,7 +224,16 @@ struct TaskSpan : Archetype<TaskSpanData> {
   static constexpr const char* kName = "TaskSpan";
 };
 
+/// A finished network flow kept for flows.csv (`log_flows`); drained by the host between
+/// runs. A component of its own: systems that take a FlowResult must not see these rows.
+struct LoggedFlow {
+  net::FlowResult flow;
+};
+struct FlowLog : Archetype<LoggedFlow> {
+  static constexpr const char* kName = "FlowLog";
+};
+
 using TrainingArchetypes = TypeList<ProgramTask, ProgramSucc, Rank, RankTask, Collective, GroupMember, TransferShape,
-                                    TransferSucc, TransferState, RingShape, TaskSpan>;
+                                    TransferSucc, TransferState, RingShape, TaskSpan, FlowLog>;
 
 }  // namespace mv::train

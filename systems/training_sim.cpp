@@ -23,6 +23,7 @@
 #include "network/detail_csv.hpp"
 #include "network/flow_builder.hpp"
 #include "systems/collective_shapes.hpp"
+#include "systems/flow_files.hpp"
 #include "systems/network_layout.hpp"
 #include "systems/training_world.hpp"
 #include "topologies/routing.hpp"
@@ -511,6 +512,25 @@ std::string chromeTrace(TrainWorld& world, ExpId e) {
   return out;
 }
 
+/**
+ * flows.csv and fct.txt of experiment x's finished network flows into `r`, in the order they
+ * started (then id). fct.txt numbers each host's source ports from 10000 in that order, and
+ * gives every flow destination port 100, as netsim does for CSV flow lists.
+ */
+void writeFlowFiles(const TrainingExperiment& x, std::vector<net::FlowResult>& flows, TrainingResult& r) {
+  std::sort(flows.begin(), flows.end(), [](const net::FlowResult& a, const net::FlowResult& b) {
+    return std::tie(a.start_ps, a.id) < std::tie(b.start_ps, b.id);
+  });
+  std::vector<uint32_t> next_port(x.topology.nicCount(), 10000);
+  std::vector<uint32_t> sport(flows.size());
+  for (size_t i = 0; i < flows.size(); ++i) sport[i] = next_port[flows[i].src_nic]++;
+  const Routing routing = computeRouting(x.topology);
+  FlowFiles files =
+      flowFiles(x.topology, routing, x.network, flows, [&](size_t i) { return std::make_pair(sport[i], 100u); });
+  r.flows_csv = std::move(files.csv);
+  r.fct_txt = std::move(files.fct_txt);
+}
+
 /// The result of a finished experiment from its rank rows and counters (and its switch
 /// queues, with `queues`).
 TrainingResult collectResult(TrainWorld& world, ExpId e, const TrainingExperiment& x, bool queues) {
@@ -557,9 +577,9 @@ TrainingResult collectResult(TrainWorld& world, ExpId e, const TrainingExperimen
   return res;
 }
 
-/// Steps per run of a batch that records link samples: they are drained after each run, so
-/// their table holds at most this many steps' worth.
-constexpr int64_t kLinkSampleSteps = 256;
+/// Steps per run of a batch that records link samples or logs its flows: they are drained
+/// after each run, so their tables hold at most this many steps' worth.
+constexpr int64_t kDetailSteps = 256;
 
 /// Most rows a batch's experiments may create in one step in the tables filled during the
 /// run: packet-level flows, and the records of packet- and flow-level ones.
@@ -567,11 +587,13 @@ struct RunRows {
   int64_t packet_flows = 0;
   int64_t fluid_flows = 0;
   int64_t records = 0;
+  int64_t logged = 0;  ///< records of the experiments that log their flows
 
   RunRows& operator+=(const RunRows& o) {
     packet_flows += o.packet_flows;
     fluid_flows += o.fluid_flows;
     records += o.records;
+    logged += o.logged;
     return *this;
   }
 };
@@ -618,6 +640,7 @@ Filled fillExperiment(TrainWorld& world, ExpId e, const TrainingExperiment& x, c
   world.config(e).net = net::pathQuantities(plan.layout, x.network);
   world.config(e).train = plan.cfg;
   world.config(e).train.trace = options.trace ? 1u : 0u;
+  world.config(e).train.log_flows = options.network_detail && x.fidelity != NetworkFidelity::kAnalytical ? 1u : 0u;
   ExperimentClock& clock = world.clock(e);
   const int64_t lookahead = lookaheadOf(plan, options);
   clock.lookahead_ps = lookahead;
@@ -637,14 +660,15 @@ Filled fillExperiment(TrainWorld& world, ExpId e, const TrainingExperiment& x, c
 }
 
 /// The run rows of an experiment that may create `flows` flows in one step.
-RunRows runRows(const TrainingExperiment& x, int64_t flows) {
+RunRows runRows(const TrainingExperiment& x, int64_t flows, bool log_flows) {
+  const int64_t records = x.fidelity == NetworkFidelity::kAnalytical ? 0 : flows;
   return RunRows{x.fidelity == NetworkFidelity::kPacket ? flows : 0, x.fidelity == NetworkFidelity::kFlow ? flows : 0,
-                 x.fidelity == NetworkFidelity::kAnalytical ? 0 : flows};
+                 records, log_flows ? records : 0};
 }
 
 /// Sizes the tables rows are created in during a run (packet and fluid flows, flow records,
 /// trace spans, one per task state of `trace_tasks`, link samples of the experiments with a
-/// link_bin for kLinkSampleSteps steps) for a batch that may create `rows` in one step, and
+/// link_bin and logged flows for kDetailSteps steps) for a batch that may create `rows` in one step, and
 /// fits the static tables to their rows.
 void sizeForRun(TrainWorld& world, const RunRows& rows, int64_t trace_tasks) {
   world.commitAllHost();
@@ -658,8 +682,10 @@ void sizeForRun(TrainWorld& world, const RunRows& rows, int64_t trace_tasks) {
     samples_per_step += world.table<net::Link>().expRows(e) * per_link;
   }
   if (samples_per_step > 0) {
-    world.grow<net::LinkSample>(TableCapacity{samples_per_step * (kLinkSampleSteps + 1), samples_per_step});
+    world.grow<net::LinkSample>(TableCapacity{samples_per_step * (kDetailSteps + 1), samples_per_step});
   }
+  if (rows.logged > 0)
+    world.grow<FlowLog>(TableCapacity{(rows.logged + 1024) * (kDetailSteps + 1), rows.logged + 1024});
   if (rows.packet_flows > 0)
     world.grow<net::Flow>(TableCapacity{2 * rows.packet_flows + 1024, rows.packet_flows + 1024});
   if (rows.fluid_flows > 0) world.grow<net::FluidFlow>(TableCapacity{2 * rows.fluid_flows + 1024, rows.fluid_flows + 1024});
@@ -709,7 +735,7 @@ TrainingFootprint measureFootprint(const TrainingExperiment& x, const Simulation
   }
   const Filled filled = fillExperiment(world, 0, x, plan, options, count ? Fill::kCounted : Fill::kAll);
   f.flows_per_step = filled.flows;
-  sizeForRun(world, runRows(x, filled.flows), options.trace ? filled.rank_tasks : 0);
+  sizeForRun(world, runRows(x, filled.flows, options.network_detail), options.trace ? filled.rank_tasks : 0);
   const std::size_t counted_states = count ? countedBytes<RankTask>(world, filled.rank_tasks) : 0;
   const std::size_t counted_pools = count ? countedPoolBytes(world, x, plan, options) : 0;
   f.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -724,7 +750,7 @@ TrainingFootprint measureFootprint(const TrainingExperiment& x, const Simulation
   f.collective_bytes =
       bytesOf(world, TypeList<Collective, GroupMember, TransferShape, TransferSucc, TransferState, RingShape>{});
   const std::size_t flow_tables = bytesOf(world, TypeList<net::Flow, net::FluidFlow, net::FlowRecord>{});
-  f.run_bytes = flow_tables + bytesOf(world, TypeList<TaskSpan>{});
+  f.run_bytes = flow_tables + bytesOf(world, TypeList<TaskSpan, FlowLog>{});
   f.network_bytes =
       bytesOf(world, ConcatT<net::NetworkArchetypes, net::FluidArchetypes>{}) - flow_tables + counted_pools;
   f.network_rows = rowsOf(world, ConcatT<net::NetworkArchetypes, net::FluidArchetypes>{});
@@ -915,7 +941,7 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
   int64_t tasks = 0;
   for (ExpId e = 0; e < n; ++e) {
     const Filled filled = fillExperiment(world, e, *xs[e], plans[e], options, Fill::kAll);
-    rows += runRows(*xs[e], filled.flows);
+    rows += runRows(*xs[e], filled.flows, options.network_detail);
     tasks += filled.rank_tasks;
     plans[e] = Plan{};  // its program is in the world now
   }
@@ -927,17 +953,34 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
   double wall = 0;
   const std::vector<bool> none(n, false);
   bool link_bins = false;
-  for (ExpId e = 0; e < n; ++e) link_bins = link_bins || world.config(e).net.network.link_bin_ps > 0;
+  bool log_flows = false;
+  for (ExpId e = 0; e < n; ++e) {
+    link_bins = link_bins || world.config(e).net.network.link_bin_ps > 0;
+    log_flows = log_flows || world.config(e).train.log_flows != 0;
+  }
   std::vector<std::string> link_rows(n);
-  // Drains the link samples, closing the open bins of the experiments about to be reported.
+  std::vector<std::vector<net::FlowResult>> flow_logs(n);
+  // Drains the link samples (closing the open bins of the experiments about to be reported)
+  // and the logged flows.
   auto drain = [&](bool all, const std::vector<bool>& hold) {
-    if (!link_bins) return;
-    std::vector<char> closing(n, 0);
-    for (ExpId e = 0; e < n; ++e) closing[e] = !reported[e] && !hold[e] && (all || world.clock(e).done()) ? 1 : 0;
-    session->syncTable<net::LinkSample>();
-    session->syncTable<net::Link>();
-    net::drainLinkSamples(world, link_rows, closing);
-    session->pushTable<net::LinkSample>();
+    if (link_bins) {
+      std::vector<char> closing(n, 0);
+      for (ExpId e = 0; e < n; ++e) closing[e] = !reported[e] && !hold[e] && (all || world.clock(e).done()) ? 1 : 0;
+      session->syncTable<net::LinkSample>();
+      session->syncTable<net::Link>();
+      net::drainLinkSamples(world, link_rows, closing);
+      session->pushTable<net::LinkSample>();
+    }
+    if (log_flows) {
+      session->syncTable<FlowLog>();
+      auto& log = world.table<FlowLog>();
+      for (ExpId e = 0; e < n; ++e) {
+        for (int64_t r = log.expBegin(e); r < log.expEnd(e); ++r) flow_logs[e].push_back(log.get<LoggedFlow>(r).flow);
+      }
+      for (int64_t r = 0; r < log.rows; ++r) log.destroyRow(r);
+      world.commitHost<FlowLog>();
+      session->pushTable<FlowLog>();
+    }
   };
   // Reports the experiments done (all, with `all`), except those in `hold`. The clocks are
   // current after every run; the rest of the world is fetched only when one is reported.
@@ -953,12 +996,14 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
       r = collectResult(world, e, experiments[batch[e]], options.network_detail);
       if (world.config(e).net.network.link_bin_ps > 0) r.links_csv = net::kLinksCsvHeader + link_rows[e];
       std::string().swap(link_rows[e]);
+      if (world.config(e).train.log_flows != 0) writeFlowFiles(experiments[batch[e]], flow_logs[e], r);
+      std::vector<net::FlowResult>().swap(flow_logs[e]);
       r.wall_seconds = wall;
       if (on_result) on_result(batch[e], r);
     }
   };
   for (;;) {
-    const RunReport r = session->run(link_bins ? kLinkSampleSteps : kTrainingStepsPerRun);
+    const RunReport r = session->run(link_bins || log_flows ? kDetailSteps : kTrainingStepsPerRun);
     wall += r.wall_seconds;
     if (r.status != 0u) {
       // Experiments done before the error keep their results; one whose storage ran out

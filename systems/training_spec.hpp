@@ -144,6 +144,10 @@ struct TrainingResult {
   /// queues.csv of a packet-level experiment over [0, iteration] when
   /// SimulationOptions::network_detail is set; empty otherwise.
   std::string queues_csv;
+  /// flows.csv and fct.txt of a packet- or flow-level experiment's network flows when
+  /// SimulationOptions::network_detail is set (systems/flow_files.hpp); empty otherwise.
+  std::string flows_csv;
+  std::string fct_txt;
 };
 
 struct TrainWorld;
@@ -180,7 +184,8 @@ struct SimulationOptions {
   /// Record every task of every rank and return Chrome trace JSON with each result (memory
   /// grows with ranks × tasks: for small runs).
   bool trace = false;
-  /// Record each packet-level experiment's switch queues (TrainingResult::queues_csv).
+  /// Record each packet-level experiment's switch queues and each packet- or flow-level
+  /// one's network flows (TrainingResult::queues_csv, flows_csv, fct_txt).
   bool network_detail = false;
   /// CPU executor: experiments advanced together per block (0 = all of the batch in every
   /// step, -1 = CpuExecutor::kAutoBlock); results do not depend on it. See CpuExecutor.

@@ -157,17 +157,19 @@ expect 0 "" --experiments "$tmp/tiny.yaml" --out "$tmp/run2" --threads 2 --quiet
 [ "$(wc -l < "$tmp/run/summary.csv")" -eq 4 ] || { echo "FAIL: summary.csv should have 3 rows"; fail=1; }
 [ -f "$tmp/run/experiments/tiny-dp2-flow/manifest.json" ] || { echo "FAIL: no manifest"; fail=1; }
 [ -s "$tmp/run2/experiments/tiny-dp2-packet/trace.json" ] || { echo "FAIL: --trace wrote no trace.json"; fail=1; }
-# Network detail of the packet-level run only: links.csv with network.link_bin, queues.csv
-# with --network-detail; link_bin at another fidelity is refused at validate.
+# Network detail of a packet-level run: links.csv with network.link_bin; queues.csv, flows.csv
+# and fct.txt with --network-detail; link_bin at another fidelity is refused at validate.
 sed 's/  network: {fidelity: analytical, cc: dctcp}/  network: {fidelity: packet, cc: dctcp, link_bin: 20us}/; /^sweep:/,$d' \
   "$tmp/tiny.yaml" > "$tmp/links.yaml"
 expect 0 "" --experiments "$tmp/links.yaml" --out "$tmp/run_links" --threads 2 --quiet --network-detail
-for f in links.csv queues.csv; do
+for f in links.csv queues.csv flows.csv fct.txt; do
   [ "$(wc -l < "$tmp/run_links/experiments/tiny-dp2-packet/$f")" -gt 1 ] || { echo "FAIL: no rows in $f"; fail=1; }
 done
 head -1 "$tmp/run_links/experiments/tiny-dp2-packet/links.csv" | grep -qx 'link,bin_start_ps,bytes,utilisation' ||
   { echo "FAIL: links.csv header"; fail=1; }
-[ ! -e "$tmp/run2/experiments/tiny-dp2-packet/queues.csv" ] || { echo "FAIL: queues.csv without --network-detail"; fail=1; }
+for f in queues.csv flows.csv; do
+  [ ! -e "$tmp/run2/experiments/tiny-dp2-packet/$f" ] || { echo "FAIL: $f without --network-detail"; fail=1; }
+done
 sed 's/fidelity: packet/fidelity: flow/' "$tmp/links.yaml" > "$tmp/links_flow.yaml"
 expect 2 "network.link_bin: links are recorded at packet fidelity only" validate "$tmp/links_flow.yaml"
 expect 2 "already holds results" --experiments "$tmp/tiny.yaml" --out "$tmp/run"

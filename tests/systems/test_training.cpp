@@ -85,7 +85,7 @@ std::vector<double> csvColumn(const std::string& text, const std::string& name) 
   return out;
 }
 
-TEST_CASE("a packet-level run records its links and queues, and recording changes nothing") {
+TEST_CASE("a packet-level run records its links, queues and flows, and recording changes nothing") {
   TrainingExperiment x = test::tinyExperiment(1, 1, 4, 1, 1);
   x.model = test::tinyGpt(4, 512);
   x.collectives.dp_bucket = mebibytes(1024);
@@ -126,7 +126,23 @@ TEST_CASE("a packet-level run records its links and queues, and recording change
     if (link_bytes >= 0) CHECK(total == link_bytes);
     link_bytes = total;
     for (double u : csvColumn(r.queues_csv, "utilisation")) CHECK(u > 0.05);
+    // A row per finished flow, none faster than alone in the idle network, in start order.
+    const std::vector<double> fct = csvColumn(r.flows_csv, "fct_ps");
+    const std::vector<double> ideal = csvColumn(r.flows_csv, "ideal_fct_ps");
+    const std::vector<double> start = csvColumn(r.flows_csv, "start_ps");
+    CHECK(static_cast<int64_t>(fct.size()) == r.network.flows_done);
+    CHECK(std::is_sorted(start.begin(), start.end()));
+    for (size_t i = 0; i < fct.size(); ++i) CHECK(fct[i] >= ideal[i]);
+    CHECK(static_cast<size_t>(std::count(r.fct_txt.begin(), r.fct_txt.end(), '\n')) == fct.size());
   }
+  // At flow level the same flows are logged (no queues: no packets).
+  x.network.link_bin_ps = 0;
+  x.fidelity = NetworkFidelity::kFlow;
+  const TrainingResult fluid = simulateTraining(std::vector<TrainingExperiment>{x}, o).front();
+  CHECK(fluid.queues_csv.empty());
+  CHECK(static_cast<int64_t>(csvColumn(fluid.flows_csv, "fct_ps").size()) == fluid.network.flows_done);
+  CHECK(fluid.network.flows_done > 0);
+  x.network.link_bin_ps = 250'000;
   // Recorded at packet level only.
   x.fidelity = NetworkFidelity::kFlow;
   CHECK_THROWS_WITH(runOne(x), Catch::Contains("network.link_bin: links are recorded at packet fidelity only"));
