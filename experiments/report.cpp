@@ -345,6 +345,80 @@ std::string linkHeatmap(const fs::path& file) {
                         "busiest links");
 }
 
+/// The network charts of several runs, each from the flows.csv, queues.csv and links.csv in
+/// its folder (those it has): FCT-slowdown and FCT distributions, per-port largest queues,
+/// link-utilisation heat maps.
+class NetworkCharts {
+ public:
+  /// Adds run `name`'s files from `folder`.
+  void add(const std::string& name, const fs::path& folder) {
+    if (fs::exists(folder / "flows.csv")) {
+      const CsvTable flows(folder / "flows.csv", {"fct_ps", "ideal_fct_ps"});
+      std::vector<double> slow;
+      std::vector<double> fct;
+      for (size_t f = 0; f < flows.size(); ++f) {
+        const double t = flows.number(f, "fct_ps");
+        const double ideal = flows.number(f, "ideal_fct_ps");
+        if (!(t > 0)) continue;  // unfinished
+        fct.push_back(t * 1e-6);
+        if (ideal > 0) slow.push_back(t / ideal);
+      }
+      slowdowns_.push_back(chart::cdf(name, slow));
+      fcts_.push_back(chart::cdf(name, fct));
+    }
+    if (fs::exists(folder / "queues.csv")) {
+      const CsvTable queues(folder / "queues.csv", {"port", "max_bytes"});
+      for (size_t q = 0; q < queues.size(); ++q) {
+        const double b = queues.number(q, "max_bytes");
+        if (!(b > 0)) continue;
+        queue_runs_.push_back(name);
+        queue_kb_.push_back(b / 1000.0);
+      }
+    }
+    if (fs::exists(folder / "links.csv")) {
+      const std::string map = linkHeatmap(folder / "links.csv");
+      if (!map.empty()) heatmaps_ += "<h3>" + escape(name) + "</h3>\n" + map;
+    }
+  }
+
+  /// The sections of the charts that have data; `run` names a run ("variant", "experiment").
+  std::string sections(const std::string& run) const {
+    std::string page;
+    if (!slowdowns_.empty()) {
+      page +=
+          "<h2>FCT slowdown</h2>\n<p>Each flow's completion time over its ideal (alone in the idle network, "
+          "flows.csv), cumulative over the finished flows.</p>\n" +
+          chart::lines(slowdowns_, "FCT / ideal FCT", "fraction of flows", true);
+      page += "<h2>Flow completion time</h2>\n" + chart::lines(fcts_, "FCT, µs", "fraction of flows", true);
+    }
+    if (!queue_kb_.empty()) {
+      page +=
+          "<h2>Switch queues</h2>\n<p>The largest occupancy each switch port reached (queues.csv), one point per "
+          "port that queued.</p>\n" +
+          chart::stripPlot(queue_runs_, queue_kb_, run, "max queue, KB");
+    }
+    if (!heatmaps_.empty()) {
+      page +=
+          "<h2>Link utilisation</h2>\n<p>The busiest directed links (links.csv, recorded with "
+          "<code>network.link_bin</code>) over time.</p>\n" +
+          heatmaps_;
+    }
+    return page;
+  }
+
+ private:
+  std::vector<chart::Series> slowdowns_;
+  std::vector<chart::Series> fcts_;
+  std::vector<std::string> queue_runs_;
+  std::vector<double> queue_kb_;
+  std::string heatmaps_;
+};
+
+/// Whether `name` is a plain folder name (results name folders after runs; never a path).
+bool plainName(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." && name.find_first_of("/\\") == std::string::npos;
+}
+
 }  // namespace
 
 std::string sweepReport(const fs::path& dir) {
@@ -397,6 +471,13 @@ std::string sweepReport(const fs::path& dir) {
             memory;
   }
   page += networkTable(ok);
+  // Network detail of the training runs (--network-detail, network.link_bin), fastest first.
+  NetworkCharts charts;
+  for (size_t i = 0; i < ok.size() && i < kChartRows; ++i) {
+    const std::string name = ok[i].value("name", "");
+    if (plainName(name)) charts.add(name, dir / "experiments" / name);
+  }
+  page += charts.sections("experiment");
   return page + pageTail();
 }
 
@@ -411,11 +492,7 @@ std::string netsimReport(const fs::path& dir) {
           headCell("load balance", true) + headCell("flows") + headCell("finished") + headCell("last finish µs") +
           headCell("mean slowdown") + headCell("p99 slowdown") + headCell("ECN marks") + headCell("pauses") +
           headCell("drops") + "</tr>\n";
-  std::vector<chart::Series> slowdowns;
-  std::vector<chart::Series> fcts;
-  std::vector<std::string> queue_variants;
-  std::vector<double> queue_kb;
-  std::string heatmaps;
+  NetworkCharts charts;
   for (size_t i = 0; i < summary.size(); ++i) {
     const std::string name = summary.text(i, "experiment");
     page += "<tr>" + cell(name, true) + cell(summary.text(i, "cc"), true) + cell(summary.text(i, "load_balance"), true) +
@@ -424,54 +501,9 @@ std::string netsimReport(const fs::path& dir) {
             cell(fixed(summary.number(i, "mean_slowdown"), 2)) + cell(fixed(summary.number(i, "p99_slowdown"), 2)) +
             cell(summary.text(i, "ecn_marks")) + cell(summary.text(i, "pauses")) + cell(summary.text(i, "drops")) +
             "</tr>\n";
-    // A variant's files are in the folder of its name (a plain name: never a path).
-    if (name.empty() || name == "." || name == ".." || name.find_first_of("/\\") != std::string::npos) continue;
-    const fs::path variant = dir / name;
-    if (fs::exists(variant / "flows.csv")) {
-      const CsvTable flows(variant / "flows.csv", {"fct_ps", "ideal_fct_ps"});
-      std::vector<double> slow;
-      std::vector<double> fct;
-      for (size_t f = 0; f < flows.size(); ++f) {
-        const double t = flows.number(f, "fct_ps");
-        const double ideal = flows.number(f, "ideal_fct_ps");
-        if (!(t > 0)) continue;  // unfinished
-        fct.push_back(t * 1e-6);
-        if (ideal > 0) slow.push_back(t / ideal);
-      }
-      slowdowns.push_back(chart::cdf(name, slow));
-      fcts.push_back(chart::cdf(name, fct));
-    }
-    if (fs::exists(variant / "queues.csv")) {
-      const CsvTable queues(variant / "queues.csv", {"port", "max_bytes"});
-      for (size_t q = 0; q < queues.size(); ++q) {
-        const double b = queues.number(q, "max_bytes");
-        if (!(b > 0)) continue;
-        queue_variants.push_back(name);
-        queue_kb.push_back(b / 1000.0);
-      }
-    }
-    if (fs::exists(variant / "links.csv")) {
-      const std::string map = linkHeatmap(variant / "links.csv");
-      if (!map.empty()) heatmaps += "<h3>" + escape(name) + "</h3>\n" + map;
-    }
+    if (plainName(name)) charts.add(name, dir / name);
   }
-  page += "</table>\n";
-  if (!slowdowns.empty()) {
-    page += "<h2>FCT slowdown</h2>\n<p>Each flow's completion time over its ideal (alone in the idle network, "
-            "flows.csv), cumulative over the finished flows.</p>\n" +
-            chart::lines(slowdowns, "FCT / ideal FCT", "fraction of flows", true);
-    page += "<h2>Flow completion time</h2>\n" + chart::lines(fcts, "FCT, µs", "fraction of flows", true);
-  }
-  if (!queue_kb.empty()) {
-    page += "<h2>Switch queues</h2>\n<p>The largest occupancy each switch port reached (queues.csv), one point per "
-            "port that queued.</p>\n" +
-            chart::stripPlot(queue_variants, queue_kb, "variant", "max queue, KB");
-  }
-  if (!heatmaps.empty()) {
-    page += "<h2>Link utilisation</h2>\n<p>The busiest directed links (links.csv, recorded with "
-            "<code>network.link_bin</code>) over time.</p>\n" +
-            heatmaps;
-  }
+  page += "</table>\n" + charts.sections("variant");
   return page + pageTail();
 }
 

@@ -61,6 +61,32 @@ for p in problems:
 sys.exit(1 if problems else 0)
 PY
 
+# The same sweep with --network-detail: the packet-level experiments' flows and queues.
+expect 0 "" --experiments "$tmp/sweep.yaml" --out "$tmp/detail" --threads 2 --quiet --network-detail
+expect 0 "report: $tmp/detail/report.html" report "$tmp/detail"
+python3 - "$tmp/detail" <<'PY' || fail=1
+import json, sys, xml.etree.ElementTree as ET
+run = sys.argv[1]
+svg = "{http://www.w3.org/2000/svg}"
+page = ET.parse(run + "/report.html").getroot()
+text = "".join(page.itertext())
+packet = [r["name"] for r in json.load(open(run + "/summary.json"))["experiments"] if "packet" in r["name"]]
+problems = []
+for section in ("FCT slowdown", "Flow completion time", "Switch queues"):
+    if section not in text:
+        problems.append("no section '%s'" % section)
+# The 4 charts of the plain sweep, 2 distributions and the queues; a line per packet-level
+# experiment in each distribution.
+charts = page.findall(".//" + svg + "svg")
+if len(charts) != 4 + 3:
+    problems.append("%d charts, expected 7" % len(charts))
+if sum(1 for _ in page.iter(svg + "polyline")) != 2 * len(packet):
+    problems.append("not one line per packet-level experiment in each distribution")
+for p in problems:
+    print("FAIL: sweep report with network detail:", p)
+sys.exit(1 if problems else 0)
+PY
+
 # A netsim run with link bins: flows, queues and links of 2 variants.
 expect 0 "" netsim "$src_dir/examples/netsim/fat_tree_permutation.yaml" --out "$tmp/net" --threads 2 --quiet
 expect 0 "report: $tmp/page.html" report "$tmp/net" --out "$tmp/page.html"
