@@ -480,6 +480,23 @@ std::string summaryCsv(const std::vector<ExperimentRecord>& records) {
   return text;
 }
 
+std::string simaiEndToEnd(const std::string& name, const TrainingResult& r) {
+  const double total = static_cast<double>(r.iteration.ps) * 1e-6;
+  auto part = [&](Picoseconds t) {
+    const double us = static_cast<double>(t.ps) * 1e-6;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, ", %.0f (%.2f%%)", us, total > 0 ? 100.0 * us / total : 0.0);
+    return std::string(buf);
+  };
+  char end[32];
+  std::snprintf(end, sizeof end, ", %.0f\n", total);
+  return "File name, Expose DP comm, Expose DP_EP comm, Expose TP comm, Expose_EP_comm, Expose_PP_comm, bubble time, "
+         "total comp, total exposed comm, Total time\n" +
+         name + part(r.exposed_dp) + part(Picoseconds{0}) + part(r.exposed_tp) + part(r.exposed_ep) +
+         part(r.exposed_pp) + part(r.bubble) + part(r.compute) +
+         part(Picoseconds{r.exposed_dp.ps + r.exposed_tp.ps + r.exposed_ep.ps}) + end;
+}
+
 std::string sweepOfExperiment(const std::string& config) {
   std::string out = "base:\n  ";
   for (size_t i = 0; i < config.size(); ++i) {

@@ -61,6 +61,16 @@ struct ExperimentRecord {
   bool ran() const { return status() == RunStatus::kOk || status() == RunStatus::kOom; }
 };
 
+/**
+ * SimAI's EndToEnd.csv summary of a simulated iteration `r` of experiment `name`: the header
+ * "File name, Expose DP comm, Expose DP_EP comm, Expose TP comm, Expose_EP_comm,
+ * Expose_PP_comm, bubble time, total comp, total exposed comm, Total time" and one row, each
+ * time in whole µs followed by its share of the iteration, "(12.34%)". Expert-DP gradient
+ * traffic is counted in DP (the project does not separate it), so DP_EP is 0; total exposed
+ * comm is DP + TP + EP, as SimAI's (which keeps PP and the bubble apart).
+ */
+std::string simaiEndToEnd(const std::string& name, const TrainingResult& r);
+
 /// A sweep file of one experiment: its resolved configuration `config` (YAML) under
 /// `base:`, which `multiverse validate` and `--experiments` take as is (a manifest's
 /// `config_yaml`).

@@ -286,14 +286,14 @@ class Shard {
 };
 
 /// Writes the files of experiment `r` beside its manifest, in `<out>/experiments/<name>/`:
-/// trace.json, links.csv, queues.csv, flows.csv and fct.txt, those it has.
+/// SimAI's EndToEnd.csv (a finished experiment), trace.json, links.csv, queues.csv, flows.csv
+/// and fct.txt, those it has.
 void writeExperimentFiles(const std::filesystem::path& out, const ExperimentRecord& r) {
   const std::filesystem::path dir = out / "experiments" / r.name;
-  const std::pair<const char*, const std::string*> files[] = {{"trace.json", &r.result.chrome_trace},
-                                                              {"links.csv", &r.result.links_csv},
-                                                              {"queues.csv", &r.result.queues_csv},
-                                                              {"flows.csv", &r.result.flows_csv},
-                                                              {"fct.txt", &r.result.fct_txt}};
+  const std::string end_to_end = r.status() == RunStatus::kOk ? simaiEndToEnd(r.name, r.result) : std::string();
+  const std::pair<const char*, const std::string*> files[] = {
+      {"EndToEnd.csv", &end_to_end},        {"trace.json", &r.result.chrome_trace}, {"links.csv", &r.result.links_csv},
+      {"queues.csv", &r.result.queues_csv}, {"flows.csv", &r.result.flows_csv},     {"fct.txt", &r.result.fct_txt}};
   for (const auto& [file, text] : files) {
     if (text->empty()) continue;
     std::filesystem::create_directories(dir);

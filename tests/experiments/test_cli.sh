@@ -162,7 +162,7 @@ expect 0 "" --experiments "$tmp/tiny.yaml" --out "$tmp/run2" --threads 2 --quiet
 sed 's/  network: {fidelity: analytical, cc: dctcp}/  network: {fidelity: packet, cc: dctcp, link_bin: 20us}/; /^sweep:/,$d' \
   "$tmp/tiny.yaml" > "$tmp/links.yaml"
 expect 0 "" --experiments "$tmp/links.yaml" --out "$tmp/run_links" --threads 2 --quiet --network-detail
-for f in links.csv queues.csv flows.csv fct.txt; do
+for f in links.csv queues.csv flows.csv fct.txt EndToEnd.csv; do
   [ "$(wc -l < "$tmp/run_links/experiments/tiny-dp2-packet/$f")" -gt 1 ] || { echo "FAIL: no rows in $f"; fail=1; }
 done
 head -1 "$tmp/run_links/experiments/tiny-dp2-packet/links.csv" | grep -qx 'link,bin_start_ps,bytes,utilisation' ||

@@ -203,6 +203,25 @@ size_t tempFiles(const fs::path& dir) {
 
 }  // namespace
 
+TEST_CASE("SimAI's EndToEnd.csv: whole µs and shares of the iteration, exposed = DP + TP + EP",
+          "[experiments][results]") {
+  TrainingResult r;
+  r.compute = Picoseconds{600'000'000};  // 600 µs
+  r.exposed_dp = Picoseconds{150'400'000};
+  r.exposed_tp = Picoseconds{50'000'000};
+  r.exposed_ep = Picoseconds{0};
+  r.exposed_pp = Picoseconds{99'600'000};
+  r.bubble = Picoseconds{100'000'000};
+  r.iteration = Picoseconds{1'000'000'000};  // the parts add up to 1 ms
+  const std::string csv = simaiEndToEnd("gpt-tp8", r);
+  CHECK(
+      csv ==
+      "File name, Expose DP comm, Expose DP_EP comm, Expose TP comm, Expose_EP_comm, Expose_PP_comm, bubble time, "
+      "total comp, total exposed comm, Total time\n"
+      "gpt-tp8, 150 (15.04%), 0 (0.00%), 50 (5.00%), 0 (0.00%), 100 (9.96%), 100 (10.00%), 600 (60.00%), 200 (20.04%), "
+      "1000\n");
+}
+
 TEST_CASE("summary.csv and summary.json carry the same values", "[experiments][results]") {
   TempDir tmp("agree");
   ResultsWriter writer;
