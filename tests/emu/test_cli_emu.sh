@@ -26,6 +26,21 @@ if [ $fail -eq 0 ]; then
   grep -q ",error," "$tmp/emu/summary.csv" && { echo "FAIL: an experiment failed on the emulated device"; fail=1; }
 fi
 
+# Network detail drained from the device between runs (the flow log, queues): the same files.
+run detail-cpu "$cpu" --backend cpu --experiments "$src/tests/emu/data/sweep.yaml" --out "$tmp/dcpu" --quiet --threads 2 \
+  --network-detail
+run detail-emu "$emu" --backend cuda --experiments "$src/tests/emu/data/sweep.yaml" --out "$tmp/demu" --quiet --threads 2 \
+  --network-detail
+if [ $fail -eq 0 ]; then
+  files=0
+  for f in "$tmp"/dcpu/experiments/*/flows.csv "$tmp"/dcpu/experiments/*/queues.csv "$tmp"/dcpu/experiments/*/fct.txt; do
+    other="$tmp/demu/${f#"$tmp/dcpu/"}"
+    cmp -s "$f" "$other" || { echo "FAIL: ${f#"$tmp/dcpu/"} differs between cpu and the emulated device"; fail=1; }
+    files=$((files + 1))
+  done
+  [ "$files" -eq 10 ] || { echo "FAIL: $files network detail files, expected 10 (flows and fct at 2 fidelities, queues at packet level, 2 experiments each)"; fail=1; }
+fi
+
 for yaml in examples/netsim/incast.yaml tests/emu/data/incast_bins.yaml; do
   n=$(basename "$yaml" .yaml)
   run "netsim-cpu-$n" "$cpu" netsim "$src/$yaml" --backend cpu --out "$tmp/ncpu-$n" --threads 2 || continue
