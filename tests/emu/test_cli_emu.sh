@@ -26,12 +26,24 @@ if [ $fail -eq 0 ]; then
   grep -q ",error," "$tmp/emu/summary.csv" && { echo "FAIL: an experiment failed on the emulated device"; fail=1; }
 fi
 
-# Network detail drained from the device between runs (the flow log, queues): the same files.
+# Network detail drained from the device between runs (the flow log, link samples, queues):
+# the same files.
 run detail-cpu "$cpu" --backend cpu --experiments "$src/tests/emu/data/sweep.yaml" --out "$tmp/dcpu" --quiet --threads 2 \
   --network-detail
 run detail-emu "$emu" --backend cuda --experiments "$src/tests/emu/data/sweep.yaml" --out "$tmp/demu" --quiet --threads 2 \
   --network-detail
+# Link samples too: the packet-level experiments with network.link_bin.
+sed 's/  network: {fidelity: packet, cc: dcqcn}/  network: {fidelity: packet, cc: dcqcn, link_bin: 20us}/; /^sweep:/,$d' \
+  "$src/tests/emu/data/sweep.yaml" > "$tmp/links.yaml"
+run links-cpu "$cpu" --backend cpu --experiments "$tmp/links.yaml" --out "$tmp/lcpu" --quiet --threads 2
+run links-emu "$emu" --backend cuda --experiments "$tmp/links.yaml" --out "$tmp/lemu" --quiet --threads 2
 if [ $fail -eq 0 ]; then
+  links=0
+  for f in "$tmp"/lcpu/experiments/*/links.csv; do
+    cmp -s "$f" "$tmp/lemu/${f#"$tmp/lcpu/"}" || { echo "FAIL: ${f#"$tmp/lcpu/"} differs on the emulated device"; fail=1; }
+    links=$((links + 1))
+  done
+  [ "$links" -eq 2 ] || { echo "FAIL: $links links.csv files, expected 2"; fail=1; }
   files=0
   for f in "$tmp"/dcpu/experiments/*/flows.csv "$tmp"/dcpu/experiments/*/queues.csv "$tmp"/dcpu/experiments/*/fct.txt; do
     other="$tmp/demu/${f#"$tmp/dcpu/"}"
