@@ -8,7 +8,7 @@ Every figure sits between markers in README.md:
 Usage: scripts/figures.py [--multiverse PATH] [--check] [--all]
   --multiverse  the binary to run (default build/release/experiments/multiverse)
   --check       rewrite nothing; exit 1 when a fig block differs from what the runs give
-  --all         also run the slow studies (collective_tuning: minutes at packet level)
+  --all         also run the slow studies (collective_tuning: about 40 s at packet level)
 """
 import argparse
 import difflib
@@ -110,9 +110,16 @@ def cc_comparison(mv, tmp, figs, times):
 
 def collective_tuning(mv, tmp, figs, times):
     _, wall, rows = run(mv, "examples/studies/collective_tuning.yaml", os.path.join(tmp, "collectives"), "--quiet")
-    parts = ["%s %.1f ms" % (r["name"], r["iteration_ms"]) for r in sorted(rows, key=lambda r: r["iteration_ms"])]
-    figs["collective_tuning"] = ("ring, double binary tree, halving-doubling and hierarchical all-reduce over 8 "
-                                 "servers, ECMP versus packet spraying: " + ", ".join(parts))
+    r = by_name(rows)
+    algorithms = [("ring", "ring"), ("hierarchical", "hierarchical"), ("halving_doubling", "halving-doubling"),
+                  ("tree", "tree")]
+    parts = ["%s %.1f → %.1f ms" % (label, r[a + "-ecmp"]["iteration_ms"], r[a + "-spray"]["iteration_ms"])
+             for a, label in algorithms]
+    figs["collective_tuning"] = (
+        "ring, double binary tree, halving-doubling and hierarchical all-reduce over 8 servers on a 1:1 spine-leaf "
+        "(DCQCN), iteration with ECMP → with packet spraying: %s; ECMP's hash collisions on the spine uplinks cost "
+        "the ring %d ECN marks, spraying %d" % (", ".join(parts), r["ring-ecmp"]["ecn_marks"],
+                                               r["ring-spray"]["ecn_marks"]))
     times["collective_tuning"] = seconds(wall)
 
 
