@@ -175,13 +175,23 @@ class Heartbeats {
     for (size_t w = 0; w < beats_.size(); ++w) {
       const Beat& b = beats_[w];
       if (!b.running) continue;
+      const BatchProgress& p = b.progress;
       char buf[200];
       std::snprintf(buf, sizeof(buf), "%sbatch %zu/%zu%s: %u of %u running, simulated %.3f ms (the slowest)",
                     out.empty() ? "" : "; ", b.batch + 1, b.batches,
-                    beats_.size() > 1 ? (" of worker " + std::to_string(w)).c_str() : "",
-                    b.progress.experiments - b.progress.finished, b.progress.experiments,
-                    static_cast<double>(b.progress.slowest.ps) * 1e-9);
+                    beats_.size() > 1 ? (" of worker " + std::to_string(w)).c_str() : "", p.experiments - p.finished,
+                    p.experiments, static_cast<double>(p.slowest.ps) * 1e-9);
       out += buf;
+      // Where its compute alone would end it (a lower bound), and when the batch gets there at
+      // its pace so far.
+      if (p.slowest.ps > 0 && p.slowest_expected > p.slowest) {
+        const double left = p.wall_seconds * static_cast<double>(p.slowest_expected.ps - p.slowest.ps) /
+                            static_cast<double>(p.slowest.ps);
+        std::snprintf(buf, sizeof(buf), " of at least %.3f ms (its compute alone): about %s more at this pace",
+                      static_cast<double>(p.slowest_expected.ps) * 1e-9,
+                      formatDuration(std::optional<double>(left)).c_str());
+        out += buf;
+      }
     }
     return out;
   }

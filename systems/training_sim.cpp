@@ -952,6 +952,10 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
   std::vector<bool> reported(n, false);
   double wall = 0;
   const std::vector<bool> none(n, false);
+  std::vector<Picoseconds> expected(n);
+  if (options.on_progress) {
+    for (ExpId e = 0; e < n; ++e) expected[e] = computeOnlyIteration(experiments[batch[e]]);
+  }
   bool link_bins = false;
   bool log_flows = false;
   for (ExpId e = 0; e < n; ++e) {
@@ -1023,12 +1027,13 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
     report(false, none);
     if (r.finished || r.steps == 0) break;
     if (options.on_progress) {
-      BatchProgress p{n, 0, Picoseconds{INT64_MAX}, wall};
+      BatchProgress p{n, 0, Picoseconds{INT64_MAX}, Picoseconds{0}, wall};
       for (ExpId e = 0; e < n; ++e) {
         if (reported[e]) {
           ++p.finished;
-        } else {
-          p.slowest = minTime(p.slowest, Picoseconds{world.clock(e).now_ps});
+        } else if (world.clock(e).now_ps < p.slowest.ps) {
+          p.slowest = Picoseconds{world.clock(e).now_ps};
+          p.slowest_expected = expected[e];
         }
       }
       options.on_progress(p);
@@ -1036,6 +1041,13 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
   }
   report(true, none);
   return results;
+}
+
+Picoseconds computeOnlyIteration(const TrainingExperiment& x) {
+  if (!x.chakra.empty()) return Picoseconds{0};
+  return ComputeModel(computeSpecOf(x.cluster.gpu), x.cluster.compute, x.operator_times)
+      .iterationTime(x.model, x.training, x.parallelism)
+      .total;
 }
 
 std::string describeTrainingGraph(bool dot) {

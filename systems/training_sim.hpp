@@ -31,6 +31,11 @@ std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x);
 /// The memory of the stage with the largest per-GPU total.
 MemoryBreakdown peakStageMemory(const TrainingExperiment& x);
 
+/// Experiment x's iteration from its compute alone (the compute model's pipeline with its
+/// bubble and optimizer step, no communication): a lower bound of its simulated iteration;
+/// zero for a Chakra workload, whose tasks the model does not describe.
+Picoseconds computeOnlyIteration(const TrainingExperiment& x);
+
 /// Called once per experiment, as soon as its result is known (OOM ones first).
 using ResultCallback = std::function<void(std::size_t index, const TrainingResult& result)>;
 

@@ -166,6 +166,9 @@ struct BatchProgress {
   uint32_t experiments = 0;  ///< in the batch (those simulated: OOM ones are not)
   uint32_t finished = 0;     ///< whose results were reported
   Picoseconds slowest;       ///< simulated time of the running experiment furthest behind
+  /// That experiment's iteration from its compute alone (computeOnlyIteration): a lower
+  /// bound of where it ends; 0 when unknown (a Chakra workload).
+  Picoseconds slowest_expected;
   double wall_seconds = 0;   ///< the batch's run time so far
 };
 

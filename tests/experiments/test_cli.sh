@@ -294,7 +294,8 @@ expect 0 "" --experiments "$tmp/again.yaml" --out "$tmp/again" --quiet
   { echo "FAIL: the manifest's config_yaml ran another experiment (its id differs)"; fail=1; }
 
 # A heartbeat while batches run: where each stands (simulated time of its slowest running
-# experiment), every --heartbeat seconds when it changed; none with 0.
+# experiment, against what its compute alone takes), every --heartbeat seconds when it
+# changed; none with 0.
 cat > "$tmp/beat.yaml" <<'YAML'
 base:
   name: "beat"
@@ -307,6 +308,8 @@ base:
   network: {fidelity: packet, cc: hpcc}
 YAML
 expect 0 "... batch 1/1: 1 of 1 running, simulated " --experiments "$tmp/beat.yaml" --out "$tmp/beat" --threads 2 --heartbeat 0.1
+# With the iteration its compute alone takes (a lower bound) and the time to get there.
+expect 0 "ms (its compute alone): about " --experiments "$tmp/beat.yaml" --out "$tmp/beat_eta" --threads 2 --heartbeat 0.1
 "$exe" --experiments "$tmp/beat.yaml" --out "$tmp/beat0" --threads 2 --heartbeat 0 | grep -q "^\.\.\. batch" &&
   { echo "FAIL: --heartbeat 0 printed a heartbeat"; fail=1; }
 expect 2 "--heartbeat" --experiments "$tmp/beat.yaml" --out "$tmp/beat1" --heartbeat -1
