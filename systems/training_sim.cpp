@@ -966,8 +966,14 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
   std::vector<std::vector<net::FlowResult>> flow_logs(n);
   // Drains the link samples (closing the open bins of the experiments about to be reported)
   // and the logged flows.
+  // A detail table that overflowed (its sizing was wrong) has lost rows: the experiments
+  // reported after that get no file from it, rather than an incomplete one.
+  bool links_lost = false;
+  bool flows_lost = false;
   auto drain = [&](bool all, const std::vector<bool>& hold) {
-    if (link_bins) {
+    links_lost = links_lost || world.table<net::LinkSample>().status != kStatusOk;
+    flows_lost = flows_lost || world.table<FlowLog>().status != kStatusOk;
+    if (link_bins && !links_lost) {
       std::vector<char> closing(n, 0);
       for (ExpId e = 0; e < n; ++e) closing[e] = !reported[e] && !hold[e] && (all || world.clock(e).done()) ? 1 : 0;
       session->syncTable<net::LinkSample>();
@@ -975,7 +981,7 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
       net::drainLinkSamples(world, link_rows, closing);
       session->pushTable<net::LinkSample>();
     }
-    if (log_flows) {
+    if (log_flows && !flows_lost) {
       session->syncTable<FlowLog>();
       auto& log = world.table<FlowLog>();
       for (ExpId e = 0; e < n; ++e) {
@@ -998,9 +1004,9 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
       reported[e] = true;
       TrainingResult& r = results[batch[e]];
       r = collectResult(world, e, experiments[batch[e]], options.network_detail);
-      if (world.config(e).net.network.link_bin_ps > 0) r.links_csv = net::kLinksCsvHeader + link_rows[e];
+      if (world.config(e).net.network.link_bin_ps > 0 && !links_lost) r.links_csv = net::kLinksCsvHeader + link_rows[e];
       std::string().swap(link_rows[e]);
-      if (world.config(e).train.log_flows != 0) writeFlowFiles(experiments[batch[e]], flow_logs[e], r);
+      if (world.config(e).train.log_flows != 0 && !flows_lost) writeFlowFiles(experiments[batch[e]], flow_logs[e], r);
       std::vector<net::FlowResult>().swap(flow_logs[e]);
       r.wall_seconds = wall;
       if (on_result) on_result(batch[e], r);

@@ -240,10 +240,10 @@ struct FlowCompletionSystem {
   MV_HD static void run(const Ctx& ctx, const net::FlowResult& r) {
     const TrainOps<Ctx> ops{ctx};
     if (ops.cfg().log_flows != 0) {
-      // Keyed by (the experiment's step, the record's row in it): a flow key recurs once its
-      // flow ends (ring transfers reuse theirs), and a step holds fewer than 2^24 records.
+      // Keyed by (the experiment's step, the record's row in it), 32 bits each: a flow key
+      // recurs once its flow ends (ring transfers reuse theirs).
       auto& records = ctx.template table<net::FlowRecord>();
-      const uint64_t key = (static_cast<uint64_t>(ctx.world->clocks[ctx.exp].steps) << 24) |
+      const uint64_t key = (static_cast<uint64_t>(ctx.world->clocks[ctx.exp].steps) << 32) |
                            static_cast<uint64_t>(ctx.row - records.expBegin(ctx.exp));
       ctx.template table<FlowLog>().create(ctx.exp, key, LoggedFlow{r});
     }

@@ -197,18 +197,33 @@ ImportedStage importStage(const ChakraTrace& trace, const Parallelism& par, uint
   return out;
 }
 
-/// Whether two ranks' traces describe the same program.
-bool sameProgram(const ChakraTrace& a, const ChakraTrace& b) {
-  if (a.nodes.size() != b.nodes.size()) return false;
+/**
+ * How rank trace `b`, at position `k` of its pipeline stage, differs from `a`, the stage's
+ * first rank: the same nodes (types, times, sizes, dependencies, streams, process groups,
+ * tags), with every send's and receive's peer `k` ranks further (the same TP and DP position
+ * in the peer stage); "" when it does not.
+ */
+std::string programDifference(const ChakraTrace& a, const ChakraTrace& b, uint32_t k) {
+  if (a.nodes.size() != b.nodes.size()) {
+    return std::to_string(b.nodes.size()) + " nodes against " + std::to_string(a.nodes.size());
+  }
+  auto shifted = [k](std::optional<uint32_t> peer) {
+    return peer ? std::optional<uint64_t>(*peer + uint64_t{k}) : std::nullopt;
+  };
+  auto widened = [](std::optional<uint32_t> peer) { return peer ? std::optional<uint64_t>(*peer) : std::nullopt; };
   for (size_t i = 0; i < a.nodes.size(); ++i) {
     const ChakraNode& x = a.nodes[i];
     const ChakraNode& y = b.nodes[i];
-    if (x.type != y.type || x.duration_micros != y.duration_micros || x.commSize() != y.commSize() ||
-        x.ctrl_deps != y.ctrl_deps || x.data_deps != y.data_deps) {
-      return false;
-    }
+    const bool same = x.id == y.id && x.type == y.type && x.duration_micros == y.duration_micros &&
+                      x.commSize() == y.commSize() && x.ctrl_deps == y.ctrl_deps && x.data_deps == y.data_deps &&
+                      x.commTag() == y.commTag() && x.pgName() == y.pgName() &&
+                      intOf(x, chakra_attr::kStream) == intOf(y, chakra_attr::kStream) &&
+                      intOf(x, chakra_attr::kComputePs) == intOf(y, chakra_attr::kComputePs) &&
+                      intOf(x, chakra_attr::kTpPs) == intOf(y, chakra_attr::kTpPs) &&
+                      shifted(x.commDst()) == widened(y.commDst()) && shifted(x.commSrc()) == widened(y.commSrc());
+    if (!same) return "node " + std::to_string(y.id) + " (#" + std::to_string(i) + " in the file)";
   }
-  return true;
+  return "";
 }
 
 }  // namespace
@@ -232,9 +247,10 @@ TrainingProgram programFromChakra(const std::vector<ChakraTrace>& traces, const 
     const ChakraTrace& first = traces[size_t{s} * per_stage];
     for (uint32_t k = 1; k < per_stage; ++k) {
       const ChakraTrace& other = traces[size_t{s} * per_stage + k];
-      if (!sameProgram(first, other)) {
-        throw WorkloadError(other.source + ": differs from " + first.source +
-                            "; the ranks of a pipeline stage must run the same program");
+      if (const std::string diff = programDifference(first, other, k); !diff.empty()) {
+        throw WorkloadError(other.source + ": " + diff + " differs from " + first.source +
+                            "; the ranks of a pipeline stage must run the same program, their peers at the "
+                            "same TP and DP position of the peer stage");
       }
     }
     stages.push_back(importStage(first, par, s));
@@ -258,15 +274,15 @@ TrainingProgram programFromChakra(const std::vector<ChakraTrace>& traces, const 
         throw WorkloadError(where(s, index) + ": no receive on rank " + std::to_string(dst) + " matches its tag " +
                             std::to_string(tag));
       }
+      if (stages[peer_stage].received[it->second]) {
+        throw WorkloadError(where(s, index) + ": a second send to rank " + std::to_string(dst) + " with tag " +
+                            std::to_string(tag));
+      }
       const TaskDef& recv = stages[peer_stage].program.tasks[it->second];
       if (recv.bytes != t.bytes) {
         throw WorkloadError(where(s, index) + ": sends " + std::to_string(t.bytes) + " bytes to rank " +
                             std::to_string(dst) + ", whose matching receive (" + where(peer_stage, it->second) +
                             ") expects " + std::to_string(recv.bytes));
-      }
-      if (stages[peer_stage].received[it->second]) {
-        throw WorkloadError(traces[me].source + ": node " + std::to_string(stages[s].node_ids[index]) +
-                            ": a second send to rank " + std::to_string(dst) + " with tag " + std::to_string(tag));
       }
       stages[peer_stage].received[it->second] = true;
       t.peer_stage = peer_stage;

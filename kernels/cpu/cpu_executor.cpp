@@ -6,6 +6,7 @@
 
 #include <sched.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -18,9 +19,29 @@ int threadsForLoad(int want, int cores, int runnable_others) {
   return std::max(1, std::min(want, cores - std::max(runnable_others, 0)));
 }
 
-int runnableOthers(int own) {
-  // "0.52 0.58 0.59 3/612 12345": the fourth field is runnable/total scheduling entities,
-  // the reading thread included.
+namespace {
+
+/// Threads of this process that are runnable now (state R in /proc/self/task/*/stat), at
+/// least 1 (the caller); 1 where it cannot be read.
+int ownRunnableThreads() {
+  int running = 0;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    // "tid (name) S ...": the state follows the last ')' (a name may hold one).
+    const size_t close = stat.rfind(')');
+    if (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'R') ++running;
+  }
+  return std::max(running, 1);
+}
+
+}  // namespace
+
+int runnableOthers() {
+  // "0.52 0.58 0.59 3/612 12345": the fourth field is runnable/total scheduling entities of
+  // the machine, this process's included.
   std::ifstream in("/proc/loadavg");
   double load[3];
   std::string fraction;
@@ -28,7 +49,7 @@ int runnableOthers(int own) {
   const size_t slash = fraction.find('/');
   if (slash == std::string::npos) return 0;
   try {
-    return std::max(0, std::stoi(fraction.substr(0, slash)) - std::max(own, 1));
+    return std::max(0, std::stoi(fraction.substr(0, slash)) - ownRunnableThreads());
   } catch (const std::exception&) {
     return 0;
   }

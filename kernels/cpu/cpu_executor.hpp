@@ -64,9 +64,11 @@ int defaultCpuThreads();
 /// runnable threads leave fewer of its `cores` free, and at least 1.
 int threadsForLoad(int want, int cores, int runnable_others);
 
-/// Threads other processes have runnable now (Linux: /proc/loadavg's running count, less
-/// `own`, the threads of this process that may be among them); 0 where it cannot be read.
-int runnableOthers(int own);
+/// Threads other processes have runnable now (Linux: /proc/loadavg's running count less this
+/// process's runnable threads, /proc/self/task); 0 where it cannot be read. The count is the
+/// whole machine's: in a container limited to some of its cores, other containers' load
+/// counts too.
+int runnableOthers();
 
 /// Cores this process may run on (its CPU affinity).
 int usableCores();
@@ -118,7 +120,7 @@ class CpuExecutor {
 
   /// `threads` = 0 means OpenMP's default (all cores); `block` = 0 runs every experiment in
   /// every step, kAutoBlock chooses. With `yield_to_load`, each parallel region runs on
-  /// threadsForLoad(threads, usableCores(), runnableOthers(threads)) threads: on a machine
+  /// threadsForLoad(threads, usableCores(), runnableOthers()) threads: on a machine
   /// with more runnable threads than cores, a barrier's partner is often descheduled and a
   /// team of two runs many times slower than one thread (bench/busy_machine.sh).
   explicit CpuExecutor(int threads = 0, int64_t block = 0, bool yield_to_load = false)
@@ -299,7 +301,7 @@ class CpuExecutor {
     int64_t steps = 0;
     StepBarrier barrier;
     const int team =
-        yield_to_load_ && threads_ > 1 ? threadsForLoad(threads_, usableCores(), runnableOthers(threads_)) : threads_;
+        yield_to_load_ && threads_ > 1 ? threadsForLoad(threads_, usableCores(), runnableOthers()) : threads_;
 #pragma omp parallel num_threads(team)
     {
 #pragma omp single

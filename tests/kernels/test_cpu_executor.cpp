@@ -4,9 +4,12 @@
  * results for 1, 2 and 4 threads, for lookahead Δ and Δ/2, and for an experiment alone or
  * in a batch with others of different configuration; clock jumps and early exit.
  */
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <atomic>
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <thread>
 
 #include "kernels/cpu/cpu_executor.hpp"
@@ -92,27 +95,29 @@ TEST_CASE("results are identical for 1, 2 and 4 threads", "[cpu][determinism]") 
   }
 }
 
-/// Threads that keep `n` cores busy until destroyed.
+/// Child processes that keep `n` cores busy until destroyed (other processes' load: this
+/// process's own threads do not count as load).
 class BusyLoops {
  public:
   explicit BusyLoops(int n) {
     for (int i = 0; i < n; ++i) {
-      threads_.emplace_back([this] {
-        while (!stop_.load(std::memory_order_relaxed)) {
-        }
-      });
+      const pid_t pid = fork();
+      if (pid == 0) {
+        volatile uint64_t spin = 0;
+        for (;;) spin = spin + 1;
+      }
+      if (pid > 0) children_.push_back(pid);
     }
   }
   ~BusyLoops() {
-    stop_ = true;
-    for (std::thread& t : threads_) t.join();
+    for (const pid_t pid : children_) kill(pid, SIGKILL);
+    for (const pid_t pid : children_) waitpid(pid, nullptr, 0);
   }
   BusyLoops(const BusyLoops&) = delete;
   BusyLoops& operator=(const BusyLoops&) = delete;
 
  private:
-  std::atomic<bool> stop_{false};
-  std::vector<std::thread> threads_;
+  std::vector<pid_t> children_;
 };
 
 TEST_CASE("a busy machine gets fewer threads: what is free of its cores, at least one", "[cpu]") {
@@ -122,19 +127,21 @@ TEST_CASE("a busy machine gets fewer threads: what is free of its cores, at leas
   CHECK(threadsForLoad(2, 2, 9) == 1);
   CHECK(threadsForLoad(2, 2, -3) == 2);
   CHECK(usableCores() >= 1);
-  CHECK(runnableOthers(1) >= 0);
-  // Three spinning threads are runnable (running or queued) whatever else the machine does.
+  CHECK(runnableOthers() >= 0);
+  // Three spinning processes are runnable (running or queued) whatever else the machine does.
   const BusyLoops busy(3);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   int most = 0;
-  for (int i = 0; i < 20; ++i) most = std::max(most, runnableOthers(1));
+  for (int i = 0; i < 20; ++i) most = std::max(most, runnableOthers());
   CHECK(most >= 3);
 }
 
 TEST_CASE("a run that yields threads to load gives the results of a fixed team", "[cpu][determinism]") {
   const std::vector<uint32_t> ids{0, 1, 2, 3};
   const BatchResult fixed = runBatch(ids, 2, kLookahead);
-  const BusyLoops busy(2 * usableCores());  // regions run on fewer threads than asked
+  const BusyLoops busy(2 * usableCores());
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK(threadsForLoad(4, usableCores(), runnableOthers()) == 1);  // regions run on one thread
   const BatchResult yielding = runBatch(ids, 4, kLookahead, 0, true);
   CHECK(yielding.steps == fixed.steps);
   CHECK(yielding.tallies == fixed.tallies);

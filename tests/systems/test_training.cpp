@@ -321,13 +321,21 @@ TEST_CASE("Chakra traces written by the project and read back give the same iter
     ChakraNode n;
     n.id = 1'000'000;
     n.type = ChakraNodeType::kCommRecv;
-    n.setCommSrc(0);
+    n.setCommSrc(static_cast<uint32_t>(r - 4));  // its TP and DP position in stage 0
     n.setCommTag(424242);
     n.setCommSize(64);
     orphan[r].nodes.push_back(n);
   }
   CHECK_THROWS_WITH(programFromChakra(orphan, x.parallelism),
                     "rank 4: node 1000000: receives from rank 0 with tag 424242, but no send of that rank matches it");
+  // A rank whose send goes to another position than its stage's first rank's does: refused,
+  // naming the rank and the node.
+  std::vector<ChakraTrace> crossed = traces;
+  for (ChakraNode& n : crossed[1].nodes) {
+    if (n.type == ChakraNodeType::kCommSend) n.setCommDst(*n.commDst() + 1);
+  }
+  CHECK_THROWS_WITH(programFromChakra(crossed, x.parallelism),
+                    Catch::StartsWith("rank 1: node ") && Catch::Contains("differs from rank 0"));
   // Stage 0's first send waits for its last receive (a backward that needs that send's
   // forward): a deadlock across ranks, refused through the send.
   std::vector<ChakraTrace> looped = traces;
