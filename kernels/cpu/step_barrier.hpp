@@ -39,7 +39,12 @@ class StepBarrier {
     const uint32_t gen = generation_.load(std::memory_order_acquire);
     if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == count_) {
       arrived_.store(0, std::memory_order_relaxed);
-      generation_.store(gen + 1, std::memory_order_release);
+      // seq_cst, not release: notify_all() first reads the waiter count of libstdc++'s
+      // waiter pool and skips the futex wake when it is zero. A release store may still sit
+      // in this core's store buffer when that load runs (store-load reordering), while a
+      // waiter registers and finds the old generation: it sleeps and nobody wakes it (a
+      // hung run, seen in the calibration fit). A seq_cst store orders the two.
+      generation_.store(gen + 1, std::memory_order_seq_cst);
       generation_.notify_all();
       return;
     }

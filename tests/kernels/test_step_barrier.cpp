@@ -6,7 +6,11 @@
  */
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -53,6 +57,26 @@ TEST_CASE("the step barrier orders writes before it against reads after it", "[k
   checkRingShift(2, 20000);
   // More threads than this machine's cores: many waits outlast the spin and sleep.
   checkRingShift(static_cast<int>(std::thread::hardware_concurrency()) * 4, 500);
+}
+
+TEST_CASE("the step barrier never misses a wake-up (stress, with a watchdog)", "[kernels][barrier]") {
+  // A waiter that goes to sleep just as the last thread arrives must still be woken: a
+  // release store of the generation let the arriving thread read the waiter count before
+  // its store was visible, skip the futex wake, and leave the team asleep for ever (a
+  // calibration run hung after minutes). The window is narrow, so this is a probabilistic
+  // guard: three threads on two cores, many waits sleeping, a watchdog to fail instead of
+  // hanging.
+  std::atomic<bool> done{false};
+  std::thread watchdog([&] {
+    for (int i = 0; i < 1200 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!done.load()) {
+      std::fprintf(stderr, "step barrier stuck: a wake-up was missed\n");
+      std::_Exit(3);
+    }
+  });
+  checkRingShift(3, 30000);
+  done.store(true);
+  watchdog.join();
 }
 
 }  // namespace
