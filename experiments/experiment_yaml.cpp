@@ -231,14 +231,11 @@ class ExperimentReader {
   /// `cluster.compute`: the roofline's knobs (docs/workloads.md); each defaults to the
   /// Megatron A100 fit.
   void readCompute(const ConfigReader& r) {
-    r.allowOnly({"gemm_floor", "gemm_ceiling", "gemm_half_tflop", "gemm_steepness", "memory_efficiency",
-                 "kernel_overhead"});
+    r.allowOnly({"gemm_ceiling", "gemm_small_tile", "gemm_quantization", "memory_efficiency", "kernel_overhead"});
     ComputeModelParams& p = t_.cluster.compute;
-    p.gemm.floor = r.real("gemm_floor", p.gemm.floor, 0.01, 1.0);
     p.gemm.ceiling = r.real("gemm_ceiling", p.gemm.ceiling, 0.01, 1.0);
-    if (p.gemm.ceiling < p.gemm.floor) r.error("gemm_ceiling", "must be at least gemm_floor");
-    p.gemm.half_flops = 1e12 * r.real("gemm_half_tflop", p.gemm.half_flops / 1e12, 1e-6, 1e6);
-    p.gemm.exponent = r.real("gemm_steepness", p.gemm.exponent, 0.1, 10.0);
+    p.gemm.small_tile = r.real("gemm_small_tile", p.gemm.small_tile, 0.01, 1.0);
+    p.gemm.quantization = r.boolean("gemm_quantization", p.gemm.quantization);
     p.memory_efficiency = r.real("memory_efficiency", p.memory_efficiency, 0.01, 1.0);
     p.kernel_overhead = Picoseconds{r.durationPs("kernel_overhead", p.kernel_overhead.ps, 0, milliseconds(1).ps)};
   }

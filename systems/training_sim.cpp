@@ -806,11 +806,9 @@ std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
     out.push_back("cluster.tp_bandwidth_factor: must be 0.25..4");
   }
   const ComputeModelParams& cp = c.compute;
-  if (!(cp.gemm.floor > 0 && cp.gemm.floor <= cp.gemm.ceiling && cp.gemm.ceiling <= 1)) {
-    out.push_back("cluster.compute: GEMM efficiencies must satisfy 0 < gemm_floor <= gemm_ceiling <= 1");
-  }
-  if (!(cp.gemm.half_flops > 0 && cp.gemm.exponent > 0)) {
-    out.push_back("cluster.compute: gemm_half_tflop and gemm_steepness must be positive");
+  if (!(cp.gemm.ceiling > 0 && cp.gemm.ceiling <= 1)) out.push_back("cluster.compute.gemm_ceiling: must be in (0, 1]");
+  if (!(cp.gemm.small_tile > 0 && cp.gemm.small_tile <= 1)) {
+    out.push_back("cluster.compute.gemm_small_tile: must be in (0, 1]");
   }
   if (!(cp.memory_efficiency > 0 && cp.memory_efficiency <= 1)) {
     out.push_back("cluster.compute.memory_efficiency: must be in (0, 1]");

@@ -2,11 +2,12 @@
  * @file compute_model.hpp
  * How long the compute of a training step takes on one GPU. A transformer layer is broken
  * into the kernels Megatron-LM runs (GEMMs and memory-bound element-wise kernels); each
- * kernel's time is a roofline, max(FLOPs / (peak · efficiency(FLOPs)), bytes / (HBM
+ * kernel's time is a roofline, max(FLOPs / (peak · efficiency(shape)), bytes / (HBM
  * bandwidth · memory efficiency)) plus a fixed per-kernel overhead, unless a user-supplied
- * table gives the kernel's time. Stage and iteration times add the pipeline bubble and the
- * optimizer step. The GEMM efficiency curve is fitted to Megatron-LM SC'21 Table 1, with
- * communication folded in (docs/workloads.md). Host-side only.
+ * table gives the kernel's time. A GEMM's efficiency follows from its shape on the GPU's
+ * SMs (tile and wave quantisation, arithmetic intensity). Stage and iteration times add the
+ * pipeline bubble and the optimizer step. The knobs are fitted end to end to published
+ * Megatron-LM runs with leave-one-out errors (docs/workloads.md "Calibration"). Host-side only.
  */
 #pragma once
 
@@ -35,18 +36,20 @@ struct GpuComputeSpec {
   double peak_flops_fp32 = 0;
   /// HBM bandwidth, bytes/s.
   double hbm_bandwidth = 0;
+  /// Streaming multiprocessors: a GEMM's tiles run in waves of one tile per SM.
+  uint32_t sms = 0;
 
   /// Peak of the tensor cores used at `precision`.
   double peakFlops(TrainingPrecision precision) const;
 };
 
-/// A100 SXM4 80GB: 312 TFLOP/s bf16, 156 TF32, 2.0 TB/s (calibration.md).
+/// A100 SXM4 80GB: 312 TFLOP/s bf16, 156 TF32, 2.0 TB/s (calibration.md), 108 SMs.
 GpuComputeSpec a100Compute();
-/// H100 SXM: 989 TFLOP/s bf16, 1979 fp8, 494 TF32, 3.35 TB/s.
+/// H100 SXM: 989 TFLOP/s bf16, 1979 fp8, 494 TF32, 3.35 TB/s, 132 SMs.
 GpuComputeSpec h100Compute();
 /// H200: H100 compute with 4.8 TB/s.
 GpuComputeSpec h200Compute();
-/// B200: 2250 TFLOP/s bf16, 4500 fp8, 1100 TF32, 8 TB/s.
+/// B200: 2250 TFLOP/s bf16, 4500 fp8, 1100 TF32, 8 TB/s, 148 SMs.
 GpuComputeSpec b200Compute();
 /**
  * The preset called `name`: "a100-80gb", "a100-40gb", "h100-sxm", "h800" (compute as
@@ -56,8 +59,22 @@ GpuComputeSpec gpuComputeByName(std::string_view name);
 
 /// What bounds a kernel in the roofline.
 enum class OpKind : uint8_t {
-  kGemm,    ///< tensor-core matrix multiply: compute-bound, efficiency curve applies
+  kGemm,    ///< tensor-core matrix multiply: compute-bound, GemmEfficiency applies
   kMemory,  ///< element-wise / reduction kernel: HBM-bound
+};
+
+/// Shape of one GEMM kernel: `batch` independent products of an m×k by a k×n matrix.
+struct GemmShape {
+  double m = 0;
+  double n = 0;
+  double k = 0;
+  double batch = 1;
+
+  double flops() const { return 2 * m * n * k * batch; }
+  /// The input-gradient GEMM of the backward pass (dA = dC·Bᵀ: m×n by n×k).
+  GemmShape inputGradient() const { return {m, k, n, batch}; }
+  /// The weight-gradient GEMM (dB = Aᵀ·dC: k×m by m×n).
+  GemmShape weightGradient() const { return {k, n, m, batch}; }
 };
 
 /// One kernel of the forward pass on one GPU, one micro-batch.
@@ -67,12 +84,16 @@ struct Operator {
   OpKind kind = OpKind::kGemm;
   /// FLOPs of one kernel (for a batched GEMM, of the whole batch).
   double flops = 0;
+  /// GEMMs: the shape whose efficiency applies (FlashAttention: its QKᵀ product, with
+  /// `flops` counting both of its products).
+  GemmShape shape;
   /// HBM bytes one kernel reads and writes.
   double bytes = 0;
   /// Identical kernels per layer (local experts of an MoE layer).
   uint32_t count = 1;
-  /// Backward work relative to forward: GEMMs 2 (input- and weight-gradient GEMMs of the
-  /// same size; FlashAttention 2.5); memory kernels the ratio of backward to forward bytes.
+  /// Backward work relative to forward: GEMMs 2 (the input- and weight-gradient GEMMs, each
+  /// at its own shape's efficiency; FlashAttention 2.5 × the forward kernel); memory kernels
+  /// the ratio of backward to forward bytes.
   double backward_factor = 2;
   /// Part of the attention core that selective recomputation reruns.
   bool attention_core = false;
@@ -93,24 +114,32 @@ std::vector<Operator> firstStageOperators(const ModelSpec& model, const Training
 std::vector<Operator> lastStageOperators(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par);
 
 /**
- * GEMM efficiency as a function of one kernel's FLOPs F: a sigmoid in log F between a
- * floor and a ceiling, floor + (ceiling − floor) · F^k / (F^k + half_flops^k). Small GEMMs
- * are further slowed by the per-kernel overhead of ComputeModelParams.
+ * GEMM efficiency (share of the tensor-core peak) from the kernel's shape on a GPU with
+ * `sms` SMs: ceiling × quantisation. The output is cut into tiles that run in waves of one
+ * tile per SM; the library's choice is modelled as the best of 256×128 and 128×256 tiles
+ * (full speed), 128×128, 256×64 and 64×256 (`small_tile`), 128×64 and 64×128
+ * (`small_tile`²) and 64×64 (`small_tile`³), each scored by its speed × useful area /
+ * (waves × SMs × tile area); a kernel with fewer tiles than SMs splits k (split-K, slices of
+ * at least 256) to fill them. Off (`quantization` false): the ceiling. Whether a GEMM is
+ * bound by memory instead is the roofline's other side (ComputeModel).
  */
-struct EfficiencyCurve {
-  double floor = 0.5;
-  double ceiling = 0.7;
-  /// FLOPs at which the efficiency is half-way between floor and ceiling.
-  double half_flops = 3e11;
-  /// Steepness k (in log F).
-  double exponent = 3;
+struct GemmEfficiency {
+  double ceiling = 0.8;
+  /// Speed of a 128×128 tile relative to a 256×128 one (per tile area per time).
+  double small_tile = 1;
+  bool quantization = true;
 
-  double operator()(double flops) const;
+  /// Efficiency of `g` on `sms` SMs.
+  double operator()(const GemmShape& g, uint32_t sms) const;
+  /// The quantisation factor alone (1 when off).
+  double quantizationFactor(const GemmShape& g, uint32_t sms) const;
 };
+/// Split-K's shortest slice of k.
+inline constexpr double kMinSplitK = 256;
 
 /// Knobs of the roofline.
 struct ComputeModelParams {
-  EfficiencyCurve gemm;
+  GemmEfficiency gemm;
   /// Fraction of the HBM bandwidth memory-bound kernels reach.
   double memory_efficiency = 0.9;
   /// Fixed time added to every kernel (launch and tail), picoseconds.
@@ -121,16 +150,16 @@ struct ComputeModelParams {
 };
 
 /**
- * The calibrated default: the GEMM curve fitted so that model FLOPs / (compute time of one
- * iteration including the 1F1B bubble) reproduces Megatron-LM SC'21 Table 1 on A100
- * (docs/workloads.md lists the per-row errors). Communication is not modelled in that fit,
- * so the curve absorbs the exposed part of it.
+ * The calibrated default on A100: the knobs fitted so that whole simulated iterations
+ * reproduce the published Megatron-LM runs of systems/calibration.hpp (docs/workloads.md
+ * "Calibration" lists the per-run and leave-one-out errors). Exposed communication is
+ * simulated, not folded into the efficiency.
  */
 ComputeModelParams megatronA100Params();
 
 /// TP collective bus bandwidth relative to the nccl-tests curves, fitted together with
 /// megatronA100Params (docs/workloads.md "Calibration").
-inline constexpr double kMegatronTpBandwidthFactor = 1.25;
+inline constexpr double kMegatronTpBandwidthFactor = 1.274;
 
 /**
  * Measured kernel times that replace the roofline, keyed by Operator::name (forward time
@@ -195,8 +224,11 @@ class ComputeModel {
   const GpuComputeSpec& gpu() const { return gpu_; }
   const ComputeModelParams& params() const { return params_; }
 
-  /// Roofline time of one kernel with `flops` and `bytes` at `precision`, overhead included.
-  Picoseconds kernelTime(OpKind kind, double flops, double bytes, TrainingPrecision precision) const;
+  /// Roofline time of one kernel of `shape` (a GEMM; none for memory-bound kernels) moving
+  /// `bytes` at `precision`, overhead included.
+  Picoseconds kernelTime(OpKind kind, const GemmShape& shape, double bytes, TrainingPrecision precision) const;
+  /// Efficiency of a GEMM of `shape` on this GPU (of the peak at the kernel's precision).
+  double gemmEfficiency(const GemmShape& shape) const;
   /// Forward time of `op` (all `count` kernels), from the override table if it names it.
   Picoseconds forwardTime(const Operator& op, TrainingPrecision precision) const;
   /// Backward time of `op` (all `count` kernels).
@@ -215,8 +247,9 @@ class ComputeModel {
   IterationTime iterationTime(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par) const;
 
  private:
-  /// Roofline time of one kernel without the overhead, seconds.
-  double rooflineSeconds(OpKind kind, double flops, double bytes, TrainingPrecision precision) const;
+  /// Roofline time of one kernel without the overhead, seconds (`flops` of `shape`'s efficiency).
+  double rooflineSeconds(OpKind kind, const GemmShape& shape, double flops, double bytes,
+                         TrainingPrecision precision) const;
 
   GpuComputeSpec gpu_;
   ComputeModelParams params_;

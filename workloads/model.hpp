@@ -132,4 +132,19 @@ struct MegatronRow {
 /// Narayanan et al., SC'21, Table 1 (as in shared/reference/calibration.md).
 std::span<const MegatronRow> megatronSc21Table();
 
+/// A Megatron-LM benchmark with selective recomputation and sequence parallelism, TP 8,
+/// micro-batch 1, data-parallel size 1 (A100 80GB, Selene, seq 2048, vocab 51,200).
+struct MegatronMfuRow {
+  ModelSpec model;
+  uint32_t pp = 1;
+  uint32_t gpus = 0;
+  uint32_t global_batch = 0;
+  /// Model FLOPs utilisation reported: model FLOPs (no recomputation) / (GPUs · 312 TFLOP/s · time).
+  double mfu = 0;
+};
+/// The Megatron-LM README's MFU table (22B, 175B, 530B, 1T), with the configurations of
+/// Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models"
+/// (MLSys 2023), Table 3.
+std::span<const MegatronMfuRow> megatronSelectiveTable();
+
 }  // namespace mv

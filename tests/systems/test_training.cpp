@@ -32,7 +32,7 @@ TEST_CASE("1F1B with near-free communication: iteration and bubble follow the pi
   x.model.seq = 256;
   x.fidelity = NetworkFidelity::kAnalytical;
   // A flat GEMM efficiency keeps the stages' times proportional to their FLOPs.
-  x.cluster.compute.gemm = EfficiencyCurve{0.7, 0.7, 3e11, 1};
+  x.cluster.compute.gemm = GemmEfficiency{0.7, 1, false};
   const TrainingResult r = runOne(x);
   const IterationTime it = ComputeModel(a100Compute(), x.cluster.compute).iterationTime(x.model, x.training, x.parallelism);
   INFO("simulated " << r.iteration.ps << " ps, formula " << it.total.ps << " ps");

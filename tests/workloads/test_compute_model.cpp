@@ -29,6 +29,11 @@ bool near(Picoseconds a, Picoseconds b) {
   return a.ps - b.ps <= 1 && b.ps - a.ps <= 1;
 }
 
+/// A square-ish GEMM shape with `flops` FLOPs (m = n = 2048).
+GemmShape flopsOf(double flops) {
+  return {2048, 2048, flops / (2.0 * 2048 * 2048)};
+}
+
 TrainingConfig job(uint32_t global, uint32_t micro = 1, uint32_t seq = 0) {
   TrainingConfig c;
   c.global_batch = global;
@@ -65,38 +70,74 @@ TEST_CASE("compute alone is faster than Megatron-LM SC'21 Table 1, whose runs in
   }
 }
 
-TEST_CASE("the GEMM efficiency curve rises with size and saturates", "[workloads][compute]") {
-  const EfficiencyCurve curve = megatronA100Params().gemm;
-  double previous = 0;
-  for (double flops = 1e6; flops < 1e15; flops *= 2) {
-    const double e = curve(flops);
-    CHECK(e >= previous);
-    CHECK(e >= curve.floor);
-    CHECK(e <= curve.ceiling);
-    previous = e;
-  }
-  CHECK(curve(curve.half_flops) == Approx((curve.floor + curve.ceiling) / 2));
-  CHECK(curve(1e15) == Approx(curve.ceiling).epsilon(1e-3));
+TEST_CASE("GEMM efficiency: tiles in whole waves reach the ceiling, a partial wave costs its idle SMs",
+          "[workloads][compute]") {
+  GemmEfficiency g;
+  g.ceiling = 0.8;
+  g.small_tile = 0.9;
+  const uint32_t sms = 108;  // A100
+  // 2048 x 3456: 8 x 27 = 216 tiles of 256 x 128, exactly two waves.
+  CHECK(g.quantizationFactor({2048, 3456, 4096}, sms) == Approx(1.0));
+  CHECK(g({2048, 3456, 4096}, sms) == Approx(0.8));
+  // 2048 x 2304: 144 large tiles fill 2 waves of 108 (2/3); 128 x 128 tiles: 288 tiles in
+  // 3 waves (8/9) at 0.9 speed = 0.8 beats it and the smaller tiles.
+  CHECK(g.quantizationFactor({2048, 2304, 6144}, sms) == Approx(0.8));
+  // Padding and split-K: 2048 x 100 in 256 x 128 tiles is 8 tiles, 100/128 of each useful;
+  // k = 8192 is split 13 ways to fill 104 of the 108 SMs.
+  CHECK(g.quantizationFactor({2048, 100, 8192}, sms) == Approx(100.0 / 128 * 104.0 / 108));
+  // A batch multiplies the tiles: 16 products of 512 x 512 in 128 x 64 tiles are 512 tiles,
+  // 5 waves (512/540), at 0.81 speed.
+  CHECK(g.quantizationFactor({512, 512, 128, 16}, sms) == Approx(0.81 * 512 / 540));
+  // Large GEMMs approach the ceiling; none exceeds it.
+  CHECK(g.quantizationFactor({65536, 65536, 65536}, sms) > 0.99);
+  for (double n : {64.0, 1000.0, 2048.0, 5000.0, 12288.0}) CHECK(g({2048, n, n}, sms) <= g.ceiling);
+  // Quantisation off: the ceiling.
+  g.quantization = false;
+  CHECK(g({2048, 2304, 6144}, sms) == 0.8);
+}
+
+TEST_CASE("the backward GEMMs run at their own shapes' efficiency", "[workloads][compute]") {
+  // qkv of a TP-8 layer with h 6144: forward 2048 x 2304 x 6144 (quantised 0.8); the input
+  // gradient 2048 x 6144 x 2304 (8/9) and the weight gradient 6144 x 2304 x 2048 (1) fill
+  // their waves better, so the backward is 1.7 times the forward, not 2.
+  const ModelSpec m = megatronSc21Table()[3].model;
+  Parallelism par;
+  par.tp = 8;
+  const TrainingConfig c = job(8, 1, 2048);
+  ComputeModelParams params = megatronA100Params();
+  params.gemm = {0.8, 0.9, true};
+  const ComputeModel cm(a100Compute(), params);
+  const std::vector<Operator> ops = layerOperators(m, c, par);
+  const Operator& qkv = findOp(ops, "qkv");
+  CHECK(qkv.shape.n == 2304);
+  const double fwd = static_cast<double>(cm.forwardTime(qkv, c.precision).ps);
+  const double bwd = static_cast<double>(cm.backwardTime(qkv, c.precision).ps);
+  const double expected = fwd * (cm.gemmEfficiency(qkv.shape) / cm.gemmEfficiency(qkv.shape.inputGradient()) +
+                                 cm.gemmEfficiency(qkv.shape) / cm.gemmEfficiency(qkv.shape.weightGradient()));
+  CHECK(bwd == Approx(expected).epsilon(1e-6));
+  CHECK(bwd == Approx(1.7 * fwd).epsilon(1e-6));
 }
 
 TEST_CASE("kernel times follow the roofline plus the per-kernel overhead", "[workloads][compute]") {
   ComputeModelParams params = megatronA100Params();
-  params.gemm = {0.5, 0.5, 1e11, 1};  // flat 50%
+  params.gemm = {0.5, 1, false};  // flat 50%
   params.memory_efficiency = 0.8;
   params.kernel_overhead = microseconds(2);
   const ComputeModel cm(a100Compute(), params);
   const auto bf16 = TrainingPrecision::kBf16;
   // Memory-bound: 1.6 GB at 0.8 × 2 TB/s = 1 ms.
-  CHECK(near(cm.kernelTime(OpKind::kMemory, 0, 1.6e9, bf16), milliseconds(1) + microseconds(2)));
+  CHECK(near(cm.kernelTime(OpKind::kMemory, {}, 1.6e9, bf16), milliseconds(1) + microseconds(2)));
   // Compute-bound: 156 TFLOP at 0.5 × 312 TFLOP/s = 1 s.
-  CHECK(near(cm.kernelTime(OpKind::kGemm, 156e12, 1e6, bf16), milliseconds(1000) + microseconds(2)));
+  CHECK(near(cm.kernelTime(OpKind::kGemm, flopsOf(156e12), 1e6, bf16), milliseconds(1000) + microseconds(2)));
   // A GEMM with little arithmetic intensity is memory-bound.
-  CHECK(near(cm.kernelTime(OpKind::kGemm, 1e9, 1.6e9, bf16), milliseconds(1) + microseconds(2)));
+  CHECK(near(cm.kernelTime(OpKind::kGemm, flopsOf(1e9), 1.6e9, bf16), milliseconds(1) + microseconds(2)));
   // fp8 has no tensor cores on A100: the bf16 peak is used; TF32 for fp32.
-  CHECK(near(cm.kernelTime(OpKind::kGemm, 156e12, 0, TrainingPrecision::kFp8), milliseconds(1000) + microseconds(2)));
-  CHECK(near(cm.kernelTime(OpKind::kGemm, 78e12, 0, TrainingPrecision::kFp32), milliseconds(1000) + microseconds(2)));
+  CHECK(near(cm.kernelTime(OpKind::kGemm, flopsOf(156e12), 0, TrainingPrecision::kFp8),
+             milliseconds(1000) + microseconds(2)));
+  CHECK(near(cm.kernelTime(OpKind::kGemm, flopsOf(78e12), 0, TrainingPrecision::kFp32),
+             milliseconds(1000) + microseconds(2)));
   const ComputeModel h100(h100Compute(), params);
-  CHECK(near(h100.kernelTime(OpKind::kGemm, 1979e12 / 2, 0, TrainingPrecision::kFp8),
+  CHECK(near(h100.kernelTime(OpKind::kGemm, flopsOf(1979e12 / 2), 0, TrainingPrecision::kFp8),
              milliseconds(1000) + microseconds(2)));
 }
 

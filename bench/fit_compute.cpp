@@ -1,0 +1,83 @@
+/**
+ * @file fit_compute.cpp
+ * Fits the compute model's knobs (GEMM ceiling, half intensity, small-tile speed, HBM
+ * efficiency) to the published Megatron-LM runs (systems/calibration.hpp) and prints, per
+ * run, the measured and simulated iteration, the error of the fit and the error when the
+ * run is left out of the fit (leave one out). `--evaluate` only simulates the runs with
+ * the shipped defaults.
+ */
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "systems/calibration.hpp"
+
+namespace mv {
+namespace {
+
+void printKnobs(const char* what, const CalibrationKnobs& k) {
+  const ComputeModelParams& p = k.compute;
+  std::printf("%s: gemm_ceiling %.4f, gemm_small_tile %.4f, memory_efficiency %.4f, tp_bandwidth_factor %.4f\n", what,
+              p.gemm.ceiling, p.gemm.small_tile, p.memory_efficiency, k.tp_bandwidth_factor);
+}
+
+double worstOf(const std::vector<double>& e) {
+  double w = 0;
+  for (double x : e) w = std::max(w, std::abs(x));
+  return w;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"Fit the compute model to published Megatron-LM runs, with leave-one-out errors"};
+  uint32_t threads = 2;
+  uint32_t rounds = 2;
+  bool evaluate = false;
+  app.add_option("--threads", threads, "simulation threads")->check(CLI::Range(1, 256));
+  app.add_option("--rounds", rounds, "simulate-then-search rounds of the fit")->check(CLI::Range(1, 10));
+  app.add_flag("--evaluate", evaluate, "only simulate the runs with the shipped defaults");
+  CLI11_PARSE(app, argc, argv);
+
+  const auto begin = std::chrono::steady_clock::now();
+  const std::vector<CalibrationRun> runs = megatronCalibrationRuns();
+  CalibrationFit fit;
+  if (evaluate) {
+    fit.fit_error = simulatedErrors(runs, fit.knobs, threads);
+  } else {
+    fit = fitComputeModel(runs, CalibrationKnobs{}, rounds, true, threads);
+  }
+  std::printf("| run | source | TP | PP | GPUs | recompute | measured s | %s | held out |\n",
+              evaluate ? "defaults" : "fit");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const TrainingExperiment& x = runs[i].experiment;
+    const char* recompute = x.parallelism.recompute == Recompute::kFull ? "full" : "selective + SP";
+    std::string held = "";
+    if (!fit.held_out_error.empty()) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%+.1f %%", 100 * fit.held_out_error[i]);
+      held = buf;
+    }
+    std::printf("| %s | %s | %u | %u | %u | %s | %.3f | %+.1f %% | %s |\n", x.name.c_str(), runs[i].source.c_str(),
+                x.parallelism.tp, x.parallelism.pp, x.cluster.gpus, recompute, runs[i].measured.toSeconds(),
+                100 * fit.fit_error[i], held.c_str());
+  }
+  printKnobs(evaluate ? "defaults" : "fitted to all runs", fit.knobs);
+  std::printf("largest |error|: %.1f %%", 100 * worstOf(fit.fit_error));
+  if (!fit.held_out_error.empty()) std::printf(", held out %.1f %%", 100 * worstOf(fit.held_out_error));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  std::printf(" (%.0f s)\n", seconds);
+  for (size_t i = 0; i < fit.held_out_knobs.size(); ++i) {
+    printKnobs(("  without " + runs[i].experiment.name).c_str(), fit.held_out_knobs[i]);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace mv
+
+int main(int argc, char** argv) {
+  return mv::run(argc, argv);
+}
