@@ -12,27 +12,28 @@ namespace {
 constexpr BitsPerSecond gigabytesPerSecond(int64_t gb) {
   return BitsPerSecond{gb * 8 * 1000 * 1000 * 1000};
 }
-constexpr Bytes gigabytes(int64_t gb) {
-  return Bytes{gb * 1000 * 1000 * 1000};
-}
 
-// bf16, fp8, HBM and NVLink: ../shared/reference/calibration.md ("GPUs" and the Selene notes).
-// fp32 (non-tensor) and dense tf32: NVIDIA datasheets — A100 19.5 / 156; H100 SXM, H800 SXM
-// and H200 SXM 67 / 494.7 (the datasheets print 989 "with sparsity"); HGX B200 80 / 1100
-// per GPU (1,000 W configuration). H800: calibration.md says "as H100 with NVLink 400 GB/s".
-// B200: 180 GB, the capacity an HGX/DGX B200 exposes per GPU (1,440 GB per 8-GPU board);
-// the package carries 192 GB.
-constexpr std::array<GpuSpec, 5> kCatalogue = {{
-    {"a100-80gb", "NVIDIA A100 SXM4 80GB", GpuArchitecture::kAmpere, 3, 19.5, 156.0, 312.0, 0.0, gigabytes(80),
-     gigabytesPerSecond(2000), gigabytesPerSecond(600)},
-    {"h100", "NVIDIA H100 SXM5 80GB", GpuArchitecture::kHopper, 4, 67.0, 494.7, 989.0, 1979.0, gigabytes(80),
-     gigabytesPerSecond(3350), gigabytesPerSecond(900)},
-    {"h800", "NVIDIA H800 SXM5 80GB", GpuArchitecture::kHopper, 4, 67.0, 494.7, 989.0, 1979.0, gigabytes(80),
-     gigabytesPerSecond(3350), gigabytesPerSecond(400)},
-    {"h200", "NVIDIA H200 SXM 141GB", GpuArchitecture::kHopper, 4, 67.0, 494.7, 989.0, 1979.0, gigabytes(141),
-     gigabytesPerSecond(4800), gigabytesPerSecond(900)},
+// bf16, fp8, HBM bandwidth and NVLink: ../shared/reference/calibration.md ("GPUs" and the
+// Selene notes). fp32 (non-tensor) and dense tf32: NVIDIA datasheets — A100 19.5 / 156; H100
+// SXM, H800 SXM and H200 SXM 67 / 494.7 (the datasheets print 989 "with sparsity"); HGX B200
+// 80 / 1100 per GPU (1,000 W configuration). H800: calibration.md says "as H100 with NVLink
+// 400 GB/s". A100 40GB: the 80GB's compute and NVLink with 1,555 GB/s. HBM capacity: the
+// total nvidia-smi reports (MiB), which is what a job can allocate against: 81,920 (A100
+// 80GB), 40,960 (A100 40GB), 81,559 (H100, H800), 143,771 (H200), 183,359 (B200). SMs: 108
+// (A100), 132 (H100, H800, H200), 148 (B200).
+constexpr std::array<GpuSpec, 6> kCatalogue = {{
+    {"a100-80gb", "NVIDIA A100 SXM4 80GB", GpuArchitecture::kAmpere, 3, 19.5, 156.0, 312.0, 0.0, mebibytes(81920),
+     gigabytesPerSecond(2000), gigabytesPerSecond(600), 108},
+    {"a100-40gb", "NVIDIA A100 SXM4 40GB", GpuArchitecture::kAmpere, 3, 19.5, 156.0, 312.0, 0.0, mebibytes(40960),
+     gigabytesPerSecond(1555), gigabytesPerSecond(600), 108},
+    {"h100", "NVIDIA H100 SXM5 80GB", GpuArchitecture::kHopper, 4, 67.0, 494.7, 989.0, 1979.0, mebibytes(81559),
+     gigabytesPerSecond(3350), gigabytesPerSecond(900), 132},
+    {"h800", "NVIDIA H800 SXM5 80GB", GpuArchitecture::kHopper, 4, 67.0, 494.7, 989.0, 1979.0, mebibytes(81559),
+     gigabytesPerSecond(3350), gigabytesPerSecond(400), 132},
+    {"h200", "NVIDIA H200 SXM 141GB", GpuArchitecture::kHopper, 4, 67.0, 494.7, 989.0, 1979.0, mebibytes(143771),
+     gigabytesPerSecond(4800), gigabytesPerSecond(900), 132},
     {"b200", "NVIDIA B200 (HGX, 1000 W) 180GB", GpuArchitecture::kBlackwell, 5, 80.0, 1100.0, 2250.0, 4500.0,
-     gigabytes(180), gigabytesPerSecond(8000), gigabytesPerSecond(1800)},
+     mebibytes(183359), gigabytesPerSecond(8000), gigabytesPerSecond(1800), 148},
 }};
 
 }  // namespace

@@ -45,13 +45,16 @@ struct GpuSpec {
   double bf16_tflops;
   /// Peak dense FP8 on tensor cores, TFLOP/s; 0 when the GPU has no FP8 tensor cores.
   double fp8_tflops;
-  /// HBM capacity as marketed (decimal gigabytes).
+  /// HBM capacity as the driver reports it (nvidia-smi's total, in MiB: 81,920 MiB = 80 GiB
+  /// for the A100 80GB, 81,559 MiB for the H100 80GB); the memory model's budget.
   Bytes hbm_capacity;
   /// HBM bandwidth.
   BitsPerSecond hbm_bandwidth;
   /// NVLink bandwidth per GPU, both directions together, as NVIDIA quotes it
   /// (600 GB/s for A100 = 12 links × 25 GB/s each way).
   BitsPerSecond nvlink_bandwidth;
+  /// Streaming multiprocessors (a GEMM's tiles run in waves of one per SM).
+  uint32_t sms;
 };
 
 /// Every GPU the catalogue knows, in a fixed order.
@@ -63,7 +66,7 @@ const GpuSpec* findGpu(std::string_view name);
 /// The entry called `name`; throws AnalyticalError naming the valid names when there is none.
 const GpuSpec& gpuByName(std::string_view name);
 
-/// The valid names, comma separated ("a100-80gb, h100, h800, h200, b200").
+/// The valid names, comma separated ("a100-80gb, a100-40gb, h100, h800, h200, b200").
 std::string gpuNameList();
 
 /// Whether the GPU has tensor-core (or, for FP32, CUDA-core) support for `precision`.

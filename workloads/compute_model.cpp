@@ -81,34 +81,32 @@ double GpuComputeSpec::peakFlops(TrainingPrecision precision) const {
   return peak_flops;
 }
 
-// Dense peaks from calibration.md (bf16) and the vendors' datasheets (fp8, TF32).
-GpuComputeSpec a100Compute() {
-  return {"a100-80gb", 312e12, 0, 156e12, 2.0e12, 108};
-}
-GpuComputeSpec h100Compute() {
-  return {"h100-sxm", 989e12, 1979e12, 494e12, 3.35e12, 132};
-}
-GpuComputeSpec h200Compute() {
-  return {"h200", 989e12, 1979e12, 494e12, 4.8e12, 132};
-}
-GpuComputeSpec b200Compute() {
-  return {"b200", 2250e12, 4500e12, 1100e12, 8.0e12, 148};
+GpuComputeSpec computeSpecOf(const GpuSpec& gpu) {
+  constexpr double kTera = 1e12;
+  return {gpu.name,
+          gpu.bf16_tflops * kTera,
+          gpu.fp8_tflops * kTera,
+          gpu.tf32_tflops * kTera,
+          static_cast<double>(gpu.hbm_bandwidth.bps) / 8,
+          gpu.sms};
 }
 
 GpuComputeSpec gpuComputeByName(std::string_view name) {
-  GpuComputeSpec a100_40 = a100Compute();
-  a100_40.name = "a100-40gb";
-  a100_40.hbm_bandwidth = 1.555e12;
-  GpuComputeSpec h800 = h100Compute();
-  h800.name = "h800";
-  const std::array<GpuComputeSpec, 6> presets = {a100Compute(), a100_40,       h100Compute(),
-                                                 h800,          h200Compute(), b200Compute()};
-  for (const auto& g : presets) {
-    if (g.name == name) return g;
-  }
-  std::string msg = "unknown GPU '" + std::string(name) + "'; valid:";
-  for (const auto& g : presets) msg += " " + g.name;
-  throw WorkloadError(msg);
+  if (const GpuSpec* gpu = findGpu(name)) return computeSpecOf(*gpu);
+  throw WorkloadError("unknown GPU '" + std::string(name) + "'; valid: " + gpuNameList());
+}
+
+GpuComputeSpec a100Compute() {
+  return gpuComputeByName("a100-80gb");
+}
+GpuComputeSpec h100Compute() {
+  return gpuComputeByName("h100");
+}
+GpuComputeSpec h200Compute() {
+  return gpuComputeByName("h200");
+}
+GpuComputeSpec b200Compute() {
+  return gpuComputeByName("b200");
 }
 
 std::vector<Operator> layerOperators(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par) {

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analytical/gpu.hpp"
 #include "ecs/units.hpp"
 #include "workloads/model.hpp"
 #include "workloads/parallelism.hpp"
@@ -43,17 +44,19 @@ struct GpuComputeSpec {
   double peakFlops(TrainingPrecision precision) const;
 };
 
-/// A100 SXM4 80GB: 312 TFLOP/s bf16, 156 TF32, 2.0 TB/s (calibration.md), 108 SMs.
+/// The compute side of a GPU catalogue entry (analytical/gpu.hpp: the one catalogue).
+GpuComputeSpec computeSpecOf(const GpuSpec& gpu);
+/// A100 SXM4 80GB: 312 TFLOP/s bf16, 156 TF32, 2.0 TB/s, 108 SMs.
 GpuComputeSpec a100Compute();
-/// H100 SXM: 989 TFLOP/s bf16, 1979 fp8, 494 TF32, 3.35 TB/s, 132 SMs.
+/// H100 SXM: 989 TFLOP/s bf16, 1979 fp8, 494.7 TF32, 3.35 TB/s, 132 SMs.
 GpuComputeSpec h100Compute();
 /// H200: H100 compute with 4.8 TB/s.
 GpuComputeSpec h200Compute();
 /// B200: 2250 TFLOP/s bf16, 4500 fp8, 1100 TF32, 8 TB/s, 148 SMs.
 GpuComputeSpec b200Compute();
 /**
- * The preset called `name`: "a100-80gb", "a100-40gb", "h100-sxm", "h800" (compute as
- * H100), "h200", "b200". Throws WorkloadError listing the valid names otherwise.
+ * The catalogue GPU called `name` (analytical/gpu.hpp: "a100-80gb", "a100-40gb", "h100",
+ * "h800", "h200", "b200"). Throws WorkloadError listing the valid names otherwise.
  */
 GpuComputeSpec gpuComputeByName(std::string_view name);
 

@@ -273,6 +273,17 @@ TEST_CASE("GPU presets and names", "[workloads][compute]") {
   CHECK(gpuComputeByName("h800").peak_flops == 989e12);
   CHECK(gpuComputeByName("h200").hbm_bandwidth == 4.8e12);
   CHECK_THROWS_WITH(gpuComputeByName("v100"), Contains("a100-80gb") && Contains("b200"));
+  // One catalogue: every compute preset is its analytical/gpu.hpp entry.
+  for (const GpuSpec& gpu : gpuCatalogue()) {
+    const GpuComputeSpec c = gpuComputeByName(gpu.name);
+    INFO(gpu.name);
+    CHECK(c.name == gpu.name);
+    CHECK(c.peak_flops == peakFlops(gpu, Precision::kBf16));
+    CHECK(c.peak_flops_fp32 == peakFlops(gpu, Precision::kTf32));
+    CHECK(c.hbm_bandwidth * 8 == static_cast<double>(gpu.hbm_bandwidth.bps));
+    CHECK(c.sms == gpu.sms);
+  }
+  CHECK(gpuComputeByName("a100-40gb").hbm_bandwidth == 1.555e12);
   CHECK(achievedFlopsPerGpu(1e15, 10, milliseconds(1000)) == Approx(1e14));
   CHECK(achievedFlopsPerGpu(1e15, 0, milliseconds(1)) == 0);
 }
