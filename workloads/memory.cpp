@@ -50,7 +50,10 @@ StageParameters stageParameters(const ModelSpec& model, const Parallelism& par, 
 Bytes layerActivationBytes(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par,
                            Recompute recompute) {
   const double e = activationBytes(config.precision);  // stored activation element
-  const double mask = 1;                               // dropout mask element
+  // Inputs kept for the weight-gradient GEMMs: FP8 training (Transformer Engine) keeps the
+  // FP8 copy it cast for the forward GEMM, 1 byte; otherwise as every activation.
+  const double g = config.precision == TrainingPrecision::kFp8 ? 1 : e;
+  const double mask = 1;  // dropout mask element
   const double s = sequenceLength(model, config);
   const double b = config.micro_batch;
   const double h = model.hidden;
@@ -66,16 +69,16 @@ Bytes layerActivationBytes(const ModelSpec& model, const TrainingConfig& config,
 
   // Korthikanti et al. 2022 §4.1, term by term (for GPT: 10 replicated + 24/t split + 5as/(ht)).
   const double replicated = e * sb * h        // input LayerNorm input
-                            + e * sb * h      // QKV GEMM input
+                            + g * sb * h      // QKV GEMM input
                             + mask * sb * h   // attention-output dropout mask
                             + e * sb * h      // MLP LayerNorm input
-                            + e * sb * h * k  // first MLP GEMM input (one copy per routed expert)
+                            + g * sb * h * k  // first MLP GEMM input (one copy per routed expert)
                             + mask * sb * h;  // MLP-output dropout mask
   const double split = e * sb * (h + kv)      // Q and K
                        + e * sb * kv          // V
-                       + e * sb * h           // output-projection input
+                       + g * sb * h           // output-projection input
                        + e * sb * f * (model.gated_mlp ? 2 : 1) * k  // first MLP GEMM output
-                       + e * sb * f * k;                             // activation output (second GEMM input)
+                       + g * sb * f * k;                             // activation output (second GEMM input)
   const double scores = (e + mask + e) * a * s * s * b;              // softmax output, dropout mask, dropout output
   double bytes = replicated / r + split / t;
   if (recompute == Recompute::kNone && !config.flash_attention) bytes += scores / t;  // FlashAttention keeps no scores

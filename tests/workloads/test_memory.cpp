@@ -196,3 +196,27 @@ TEST_CASE("FlashAttention stores no attention scores", "[workloads][memory]") {
   CHECK(layerActivationBytes(gpt, c, par, Recompute::kNone) ==
         layerActivationBytes(gpt, c, par, Recompute::kSelective));
 }
+
+TEST_CASE("FP8 keeps the four weight-gradient GEMM inputs in one byte, every other activation in two",
+          "[workloads][memory]") {
+  // Transformer Engine saves the FP8 copies of the QKV, projection and both MLP GEMM inputs;
+  // LayerNorm inputs, Q/K/V, the first MLP output and the scores stay bf16.
+  const ModelSpec gpt = modelByName("gpt3-175b");
+  TrainingConfig bf16 = job(8);
+  TrainingConfig fp8 = bf16;
+  fp8.precision = TrainingPrecision::kFp8;
+  const double sb = 2048, h = 12288, f = 4 * h, t = 8;
+  for (const bool sp : {false, true}) {
+    const Parallelism par = split(8, 1, 1, Recompute::kSelective, sp);
+    const double r = sp ? t : 1;
+    const double saved = sb * h / r + sb * h / r + sb * h / t + sb * f / t;  // one byte each
+    INFO("sp " << sp);
+    CHECK(layerActivationBytes(gpt, bf16, par, Recompute::kSelective).count -
+              layerActivationBytes(gpt, fp8, par, Recompute::kSelective).count ==
+          static_cast<int64_t>(saved));
+  }
+  // Full recomputation keeps the layer input, which is not a GEMM input: unchanged.
+  const Parallelism full = split(8, 1, 1, Recompute::kFull);
+  CHECK(layerActivationBytes(gpt, bf16, full, Recompute::kFull) ==
+        layerActivationBytes(gpt, fp8, full, Recompute::kFull));
+}
