@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -56,6 +57,22 @@ struct GpuSpec {
   /// Streaming multiprocessors (a GEMM's tiles run in waves of one per SM).
   uint32_t sms;
 };
+
+/// Changes to a catalogue entry (`cluster.gpu` written as a mapping on top of a `base`);
+/// each unset field keeps the entry's value.
+struct GpuOverrides {
+  std::optional<double> bf16_tflops;
+  std::optional<double> fp8_tflops;  ///< 0: no FP8 tensor cores
+  std::optional<double> tf32_tflops;
+  std::optional<double> fp32_tflops;
+  std::optional<Bytes> hbm_capacity;
+  std::optional<BitsPerSecond> hbm_bandwidth;
+  std::optional<BitsPerSecond> nvlink_bandwidth;
+  std::optional<uint32_t> sms;
+};
+
+/// `base` with `overrides` applied.
+GpuSpec withOverrides(GpuSpec base, const GpuOverrides& overrides);
 
 /// Every GPU the catalogue knows, in a fixed order.
 std::span<const GpuSpec> gpuCatalogue();

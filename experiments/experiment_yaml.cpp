@@ -5,6 +5,7 @@
 #include "experiments/experiment_yaml.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <string>
@@ -196,14 +197,19 @@ class ExperimentReader {
     c.allowOnly({"gpu", "gpus", "gpus_per_server", "nics_per_server", "fabric", "nvls_all_reduce", "pcie_bus_bandwidth",
                  "pcie_step_latency", "overlap_slowdown", "compute", "tp_bandwidth_factor"});
     ClusterSpec& cl = t_.cluster;
-    cl.gpu = c.text("gpu", cl.gpu);
-    gpu_ = findGpu(cl.gpu);
-    if (!gpu_) {
+    const bool mapping = c.has("gpu") && c.node()["gpu"].IsMap();
+    const ConfigReader g = mapping ? c.child("gpu") : c;
+    const std::string name_key = mapping ? "base" : "gpu";
+    cl.gpu = g.text(name_key, cl.gpu);
+    if (const GpuSpec* entry = findGpu(cl.gpu)) {
+      if (mapping) readGpuOverrides(g);
+      gpu_ = withOverrides(*entry, cl.gpu_overrides);
+    } else {
       std::vector<std::string> names;
-      for (const GpuSpec& g : gpuCatalogue()) names.emplace_back(g.name);
+      for (const GpuSpec& e : gpuCatalogue()) names.emplace_back(e.name);
       const std::string hint = nearestKey(cl.gpu, names);
-      c.error("gpu", "unknown GPU '" + cl.gpu + "'; valid names: " + gpuNameList() +
-                         (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+      g.error(name_key, "unknown GPU '" + cl.gpu + "'; valid names: " + gpuNameList() +
+                            (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
     }
     const uint64_t product = uint64_t{t_.parallelism.tp} * t_.parallelism.pp * t_.parallelism.dp;
     cl.gpus = static_cast<uint32_t>(
@@ -226,6 +232,28 @@ class ExperimentReader {
         c.error("fabric", e.what());
       }
     }
+  }
+
+  /// `cluster.gpu` as a mapping: changes to its `base` catalogue entry (docs/sweep.md).
+  void readGpuOverrides(const ConfigReader& g) {
+    g.allowOnly({"base", "bf16_tflops", "fp8_tflops", "tf32_tflops", "fp32_tflops", "hbm", "hbm_gb_per_s",
+                 "nvlink_gb_per_s", "sms"});
+    GpuOverrides& o = t_.cluster.gpu_overrides;
+    constexpr double kMaxTflops = 1e6;
+    auto tflops = [&](const char* key, std::optional<double>& field, double lo) {
+      if (g.has(key)) field = g.real(key, lo, lo, kMaxTflops);
+    };
+    tflops("bf16_tflops", o.bf16_tflops, 0.001);
+    tflops("fp8_tflops", o.fp8_tflops, 0.0);
+    tflops("tf32_tflops", o.tf32_tflops, 0.001);
+    tflops("fp32_tflops", o.fp32_tflops, 0.001);
+    if (g.has("hbm")) o.hbm_capacity = Bytes{g.sizeBytes("hbm", 1, mebibytes(1).count, int64_t{1} << 50)};
+    auto gbPerSecond = [&](const char* key, std::optional<BitsPerSecond>& field) {
+      if (g.has(key)) field = BitsPerSecond{static_cast<int64_t>(std::llround(g.real(key, 1, 0.001, 1e6) * 8e9))};
+    };
+    gbPerSecond("hbm_gb_per_s", o.hbm_bandwidth);
+    gbPerSecond("nvlink_gb_per_s", o.nvlink_bandwidth);
+    if (g.has("sms")) o.sms = static_cast<uint32_t>(g.integer("sms", 1, 1, 4096));
   }
 
   /// `cluster.compute`: the roofline's knobs (docs/workloads.md); each defaults to the
@@ -411,7 +439,7 @@ class ExperimentReader {
   Diagnostics local_;
   ConfigReader root_;
   TrainingExperiment t_;
-  const GpuSpec* gpu_ = nullptr;
+  std::optional<GpuSpec> gpu_;  ///< the cluster's GPU once read and known
   bool model_ok_ = false;
   bool topology_ok_ = false;
 };

@@ -71,7 +71,7 @@ Knobs knobsOf(const CalibrationKnobs& c) {
 
 /// The compute model's own iteration (no communication) of `x` with `p`.
 double computeOnlySeconds(const TrainingExperiment& x, const ComputeModelParams& p) {
-  const ComputeModel cm(gpuComputeByName(x.cluster.gpu), p, x.operator_times);
+  const ComputeModel cm(computeSpecOf(clusterGpu(x.cluster)), p, x.operator_times);
   return cm.iterationTime(x.model, x.training, x.parallelism).total.toSeconds();
 }
 

@@ -38,13 +38,10 @@ namespace {
 
 using namespace train;
 
-/// The catalogue entry of a GPU.
-const GpuSpec& interconnectOf(const std::string& gpu) {
-  return gpuByName(gpu);
-}
-
 /// HBM per GPU of the experiment's cluster.
-Bytes hbmOf(const TrainingExperiment& x) { return interconnectOf(x.cluster.gpu).hbm_capacity; }
+Bytes hbmOf(const TrainingExperiment& x) {
+  return clusterGpu(x.cluster).hbm_capacity;
+}
 
 /// Algorithm used for `op` by this experiment.
 CollectiveAlgorithm algorithmFor(const CollectiveAlgorithms& a, CollectiveOp op) {
@@ -70,16 +67,16 @@ struct Plan {
 
 Plan makePlan(const TrainingExperiment& x) {
   Plan p;
-  const GpuSpec& gpu = interconnectOf(x.cluster.gpu);
+  const GpuSpec gpu = clusterGpu(x.cluster);
   ProgramOptions po;
   po.dp_bucket = x.collectives.dp_bucket;
   po.tp_model = makeCollectiveModel(gpu, x.cluster.intra);
   po.tp_bandwidth_factor = x.cluster.tp_bandwidth_factor;
-  p.program =
-      x.chakra.empty()
-          ? buildTrainingProgram(x.model, x.training, x.parallelism,
-                                 ComputeModel(gpuComputeByName(x.cluster.gpu), x.cluster.compute, x.operator_times), po)
-          : programFromChakra(readChakraTraces(x.chakra, x.cluster.gpus), x.parallelism);
+  p.program = x.chakra.empty()
+                  ? buildTrainingProgram(
+                        x.model, x.training, x.parallelism,
+                        ComputeModel(computeSpecOf(clusterGpu(x.cluster)), x.cluster.compute, x.operator_times), po)
+                  : programFromChakra(readChakraTraces(x.chakra, x.cluster.gpus), x.parallelism);
   const Routing routing = computeRouting(x.topology);
   p.layout = makeNetworkLayout(x.topology, routing, x.network.payload_bytes);
   TrainConfig& c = p.cfg;
@@ -561,7 +558,7 @@ TrainingResult collectResult(TrainWorld& world, ExpId e, const TrainingExperimen
   const double seconds = static_cast<double>(t.finish) * 1e-12;
   if (seconds > 0) {
     const double flops = iterationFlops(x.model, x.training, x.parallelism.recompute).model;
-    const double peak = gpuComputeByName(x.cluster.gpu).peakFlops(x.training.precision);
+    const double peak = computeSpecOf(clusterGpu(x.cluster)).peakFlops(x.training.precision);
     res.mfu = flops / (static_cast<double>(x.cluster.gpus) * peak * seconds);
     res.tokens_per_second =
         static_cast<double>(x.training.global_batch) * sequenceLength(x.model, x.training) / seconds;
@@ -772,7 +769,7 @@ std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
   }
   const ClusterSpec& c = x.cluster;
   try {
-    interconnectOf(c.gpu);
+    clusterGpu(c);
   } catch (const std::exception& err) {
     out.push_back(std::string("cluster.gpu: ") + err.what());
   }
@@ -1049,7 +1046,7 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
 
 Picoseconds computeOnlyIteration(const TrainingExperiment& x) {
   if (!x.chakra.empty()) return Picoseconds{0};
-  return ComputeModel(gpuComputeByName(x.cluster.gpu), x.cluster.compute, x.operator_times)
+  return ComputeModel(computeSpecOf(clusterGpu(x.cluster)), x.cluster.compute, x.operator_times)
       .iterationTime(x.model, x.training, x.parallelism)
       .total;
 }

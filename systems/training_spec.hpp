@@ -61,8 +61,10 @@ struct CollectiveAlgorithms {
 
 /// The machines: GPU type and how GPUs, NICs and servers relate.
 struct ClusterSpec {
-  /// Catalogue name (analytical/gpu.hpp, workloads/compute_model.hpp), e.g. "a100-80gb".
+  /// Catalogue name (analytical/gpu.hpp), e.g. "a100-80gb".
   std::string gpu = "a100-80gb";
+  /// Changes to that entry (`cluster.gpu` as a mapping): peaks, HBM, NVLink, SMs.
+  GpuOverrides gpu_overrides;
   /// GPUs the job uses (must equal tp · pp · dp).
   uint32_t gpus = 8;
   uint32_t gpus_per_server = 8;
@@ -82,6 +84,12 @@ struct ClusterSpec {
   /// with `compute` against Megatron-LM SC'21 (docs/workloads.md "Calibration"). Range 0.25..4.
   double tp_bandwidth_factor = kMegatronTpBandwidthFactor;
 };
+
+/// The GPU of `cluster`: its catalogue entry with its overrides (throws AnalyticalError for
+/// an unknown name).
+inline GpuSpec clusterGpu(const ClusterSpec& cluster) {
+  return withOverrides(gpuByName(cluster.gpu), cluster.gpu_overrides);
+}
 
 /// One fully resolved experiment.
 struct TrainingExperiment {

@@ -599,6 +599,48 @@ TEST_CASE("unknown keys, wrong types and out-of-range values", "[sweep][experime
   CHECK(has(compute, 5, "cluster.compute.kernel_overhead", "2ms is out of range [0s, 1ms]"));
 }
 
+TEST_CASE("cluster.gpu as a mapping changes its base catalogue entry", "[sweep][experiment]") {
+  std::vector<TrainingExperiment> xs;
+  const Diagnostics d = readAll(R"(base:
+  workload: {model: gpt3-13b, global_batch: 16}
+  parallelism: {tp: 8}
+  cluster: {gpu: {base: h100, bf16_tflops: 1200, fp8_tflops: 0, hbm: 96GiB, hbm_gb_per_s: 4000,
+                  nvlink_gb_per_s: 450, sms: 144}}
+)",
+                                &xs);
+  INFO(d.format());
+  REQUIRE(d.empty());
+  REQUIRE(xs.size() == 1);
+  const GpuSpec gpu = clusterGpu(xs[0].cluster);
+  CHECK(xs[0].cluster.gpu == "h100");
+  CHECK(peakFlops(gpu, Precision::kBf16) == Approx(1200e12));
+  CHECK_FALSE(supportsPrecision(gpu, Precision::kFp8));
+  CHECK(gpu.tf32_tflops == gpuByName("h100").tf32_tflops);  // not given: the base's
+  CHECK(gpu.hbm_capacity == Bytes{96LL << 30});
+  CHECK(gpu.hbm_bandwidth.bps == 4000LL * 8'000'000'000);
+  CHECK(gpu.nvlink_bandwidth.bps == 450LL * 8'000'000'000);
+  CHECK(computeSpecOf(gpu).sms == 144);
+  CHECK(computeSpecOf(gpu).peak_flops == Approx(1200e12));
+
+  const Diagnostics unknown = readAll(R"(base:
+  workload: {model: gpt3-13b, global_batch: 16}
+  cluster:
+    gpu: {base: h10}
+)");
+  CHECK(has(unknown, 4, "cluster.gpu.base", "unknown GPU 'h10'"));
+  CHECK(has(unknown, 4, "cluster.gpu.base", "did you mean 'h100'?"));
+  const Diagnostics bad = readAll(R"(base:
+  workload: {model: gpt3-13b, global_batch: 16, precision: fp8}
+  cluster:
+    gpu: {base: h100, fp8_tflops: 0, hbm_gbps: 3, sms: 0}
+)");
+  CHECK(has(bad, 4, "cluster.gpu.hbm_gbps", "unknown key"));
+  CHECK(has(bad, 4, "cluster.gpu.sms", "0 is out of range [1, 4096]"));
+  bool fp8 = false;
+  for (const Diagnostic& x : bad.items()) fp8 = fp8 || x.message.find("no FP8 tensor cores") != std::string::npos;
+  CHECK(fp8);  // fp8 training on a GPU whose fp8 peak was set to 0
+}
+
 TEST_CASE("cross-field problems are reported together", "[sweep][experiment]") {
   SECTION("infeasible parallelism") {
     const Diagnostics d = readAll(R"(base:
