@@ -195,7 +195,7 @@ class ExperimentReader {
 
   void readCluster(const ConfigReader& c) {
     c.allowOnly({"gpu", "gpus", "gpus_per_server", "nics_per_server", "fabric", "nvls_all_reduce", "pcie_bus_bandwidth",
-                 "pcie_step_latency", "overlap_slowdown", "compute", "tp_bandwidth_factor"});
+                 "pcie_step_latency", "overlap_slowdown", "compute", "tp_bandwidth_factor", "compute_jitter"});
     ClusterSpec& cl = t_.cluster;
     const bool mapping = c.has("gpu") && c.node()["gpu"].IsMap();
     const ConfigReader g = mapping ? c.child("gpu") : c;
@@ -224,6 +224,7 @@ class ExperimentReader {
     cl.intra.pcie_step_latency = Picoseconds{c.durationPs("pcie_step_latency", cl.intra.pcie_step_latency.ps, 1, milliseconds(10).ps)};
     cl.overlap_slowdown = c.has("overlap_slowdown") ? c.real("overlap_slowdown", 1.0, 1.0, 4.0) : 0.0;
     cl.tp_bandwidth_factor = c.real("tp_bandwidth_factor", cl.tp_bandwidth_factor, 0.25, 4.0);
+    cl.compute_jitter = c.real("compute_jitter", cl.compute_jitter, 0.0, 0.5);
     if (c.has("compute")) readCompute(c.child("compute"));
     if (gpu_) {
       try {

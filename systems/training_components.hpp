@@ -46,6 +46,8 @@ struct TrainConfig {
   uint32_t log_flows = 0;        ///< 1: keep a copy of every finished flow (FlowLog rows)
   uint32_t transfer_bits = 18;   ///< bits of a transfer's index in its flow id (transferFlowId)
   uint32_t overlap_ppm = 1000000; ///< compute slow-down while the DP stream communicates (ppm)
+  uint32_t jitter_ppm = 0;        ///< compute jitter: each kernel × a seeded factor in 1 ± jitter_ppm/10^6
+  uint64_t jitter_seed = 0;       ///< key of the jitter's random stream (from the experiment's seed and id)
   CollectiveModel intra;         ///< intra-server collective model of the GPU
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -106,6 +107,8 @@ Plan makePlan(const TrainingExperiment& x) {
   c.intra = po.tp_model;
   c.overlap_ppm = x.cluster.overlap_slowdown > 0 ? slowdownFactor(x.cluster.overlap_slowdown).ppm
                                                  : defaultOverlapSlowdown(gpu.architecture).gemm.ppm;
+  c.jitter_ppm = static_cast<uint32_t>(std::llround(x.cluster.compute_jitter * kSlowdownOne));
+  c.jitter_seed = mix64(x.seed ^ mix64(x.id));
   // Sends start step_latency after their cause and are seen by the NICs one step later:
   // a step of at most half the step latency keeps every send in the future (training.md).
   p.lookahead_ps = std::min(p.layout.min_delay_ps, c.step_latency_ps / 2);
@@ -798,6 +801,9 @@ std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
   if (x.collectives.step_latency.ps <= 0) out.push_back("collectives.step_latency: must be positive");
   if (x.cluster.overlap_slowdown != 0 && (x.cluster.overlap_slowdown < 1 || x.cluster.overlap_slowdown > 4)) {
     out.push_back("cluster.overlap_slowdown: must be 1..4 (0 = the GPU's default)");
+  }
+  if (!(x.cluster.compute_jitter >= 0 && x.cluster.compute_jitter <= 0.5)) {
+    out.push_back("cluster.compute_jitter: must be 0..0.5");
   }
   if (!(c.tp_bandwidth_factor >= 0.25 && c.tp_bandwidth_factor <= 4)) {
     out.push_back("cluster.tp_bandwidth_factor: must be 0.25..4");

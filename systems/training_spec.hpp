@@ -76,6 +76,10 @@ struct ClusterSpec {
   /// 0 = the GPU generation's default GEMM factor (analytical/overlap.hpp: ×1.15 Ampere,
   /// ×1.26 Hopper and Blackwell). 1 disables it. Range 1..4 when set.
   double overlap_slowdown = 0;
+  /// Per-kernel compute jitter: every compute task of every rank takes its time × a seeded
+  /// factor uniform in [1 − j, 1 + j] (stragglers; the experiment's seed picks the draw).
+  /// 0 (default) turns it off; range 0..0.5.
+  double compute_jitter = 0;
   /// The roofline's efficiency curve, HBM efficiency and kernel overhead (workloads/
   /// compute_model.hpp); default: the fit to Megatron-LM SC'21 on A100 (docs/workloads.md).
   ComputeModelParams compute = megatronA100Params();

@@ -12,9 +12,10 @@
 
 #include <cstdint>
 
-#include "ecs/atomic.hpp"
-#include "ecs/system.hpp"
 #include "analytical/overlap.hpp"
+#include "ecs/atomic.hpp"
+#include "ecs/rng.hpp"
+#include "ecs/system.hpp"
 #include "ecs/units.hpp"
 #include "network/components.hpp"
 #include "network/flow_level.hpp"
@@ -348,7 +349,7 @@ struct RankSystem {
     st.next[s] = index + 1;
     switch (d.kind) {
       case TaskKind::kCompute: {
-        const int64_t compute = stretched(ops, info, st, d.compute_ps, t);
+        const int64_t compute = jittered(ops.cfg(), info.rank, index, stretched(ops, info, st, d.compute_ps, t));
         st.busy_until[s] = t + compute + d.tp_ps;
         times.compute += compute;
         times.tp += d.tp_ps;
@@ -375,6 +376,18 @@ struct RankSystem {
     if (ppm == kSlowdownOne || running == kNoTask) return ps;
     if (atomicLoad<int64_t>(&ops.state(info, running).done_ps) <= t) return ps;
     return static_cast<int64_t>((static_cast<Int128>(ps) * ppm + kSlowdownOne - 1) / kSlowdownOne);
+  }
+
+  /// Kernel time `ps` of task `index` of rank `rank` with the experiment's compute jitter: a
+  /// factor uniform in [1 − j, 1 + j] (j = jitter_ppm / 10^6) drawn from the seeded stream of
+  /// the rank, so the same on every backend, thread count and batch. Synchronous collectives
+  /// wait for their slowest member: the jitter costs more the larger the group.
+  MV_HD static int64_t jittered(const TrainConfig& c, uint32_t rank, uint32_t index, int64_t ps) {
+    if (c.jitter_ppm == 0) return ps;
+    const RandomStream stream{c.jitter_seed, 0, rank};
+    const int64_t offset =
+        static_cast<int64_t>(stream.below(index, 2 * uint64_t{c.jitter_ppm} + 1)) - int64_t{c.jitter_ppm};
+    return static_cast<int64_t>((static_cast<Int128>(ps) * (kSlowdownOne + offset) + kSlowdownOne - 1) / kSlowdownOne);
   }
 
   /// Idle time of the compute stream before a task, by what it waited for: a pipeline

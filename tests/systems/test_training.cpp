@@ -45,6 +45,38 @@ TEST_CASE("1F1B with near-free communication: iteration and bubble follow the pi
   CHECK(r.mfu < 0.7);
 }
 
+TEST_CASE("compute jitter: seeded, bounded, and costlier the larger the synchronous group") {
+  auto run = [](uint32_t dp, double jitter, uint64_t seed, int threads) {
+    TrainingExperiment x = test::tinyExperiment(1, 1, dp, 4, 1);
+    x.fidelity = NetworkFidelity::kAnalytical;
+    x.cluster.compute_jitter = jitter;
+    x.seed = seed;
+    return runOne(x, threads);
+  };
+  for (const uint32_t dp : {1u, 16u}) {
+    const TrainingResult plain = run(dp, 0, 1, 2);
+    const TrainingResult jit = run(dp, 0.2, 1, 2);
+    INFO("dp " << dp << ": " << plain.iteration.ps << " ps plain, " << jit.iteration.ps << " ps with jitter 0.2");
+    // Every kernel lies within ±20 % of its time, so the critical rank's compute does too.
+    CHECK(rel(static_cast<double>(jit.compute.ps), static_cast<double>(plain.compute.ps)) <= 0.2);
+    CHECK(jit.compute != plain.compute);
+    // The same seed gives the same run on any thread count; another seed another draw.
+    CHECK(run(dp, 0.2, 1, 1).iteration == jit.iteration);
+    CHECK(run(dp, 0.2, 2, 2).iteration != jit.iteration);
+  }
+  // One rank has nothing to wait for: its iteration moves with the mean of its draws (a
+  // few per cent at most). Sixteen ranks meet at every DP gradient bucket and wait for the
+  // slowest: the iteration grows by more.
+  const double alone =
+      static_cast<double>(run(1, 0.2, 1, 2).iteration.ps) / static_cast<double>(run(1, 0, 1, 2).iteration.ps);
+  const double group =
+      static_cast<double>(run(16, 0.2, 1, 2).iteration.ps) / static_cast<double>(run(16, 0, 1, 2).iteration.ps);
+  INFO("iteration ratio alone " << alone << ", in a group of 16 " << group);
+  CHECK(std::abs(alone - 1) < 0.05);
+  CHECK(group > 1.0);
+  CHECK(group > alone);
+}
+
 TEST_CASE("ring all-reduce over the packet network takes 2(n-1)/n S/B plus its latency terms") {
   TrainingExperiment x = test::tinyExperiment(1, 1, 4, 1, 1);
   x.model = test::tinyGpt(4, 512);
