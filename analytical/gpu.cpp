@@ -42,7 +42,6 @@ GpuSpec withOverrides(GpuSpec base, const GpuOverrides& o) {
   base.bf16_tflops = o.bf16_tflops.value_or(base.bf16_tflops);
   base.fp8_tflops = o.fp8_tflops.value_or(base.fp8_tflops);
   base.tf32_tflops = o.tf32_tflops.value_or(base.tf32_tflops);
-  base.fp32_tflops = o.fp32_tflops.value_or(base.fp32_tflops);
   base.hbm_capacity = o.hbm_capacity.value_or(base.hbm_capacity);
   base.hbm_bandwidth = o.hbm_bandwidth.value_or(base.hbm_bandwidth);
   base.nvlink_bandwidth = o.nvlink_bandwidth.value_or(base.nvlink_bandwidth);

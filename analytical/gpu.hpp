@@ -64,7 +64,6 @@ struct GpuOverrides {
   std::optional<double> bf16_tflops;
   std::optional<double> fp8_tflops;  ///< 0: no FP8 tensor cores
   std::optional<double> tf32_tflops;
-  std::optional<double> fp32_tflops;
   std::optional<Bytes> hbm_capacity;
   std::optional<BitsPerSecond> hbm_bandwidth;
   std::optional<BitsPerSecond> nvlink_bandwidth;

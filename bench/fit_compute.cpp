@@ -1,6 +1,6 @@
 /**
  * @file fit_compute.cpp
- * Fits the compute model's knobs (GEMM ceiling, half intensity, small-tile speed, HBM
+ * Fits the compute model's knobs (GEMM ceiling, small-tile speed, HBM
  * efficiency) to the published Megatron-LM runs (systems/calibration.hpp) and prints, per
  * run, the measured and simulated iteration, the error of the fit and the error when the
  * run is left out of the fit (leave one out). `--evaluate` only simulates the runs with

@@ -200,6 +200,7 @@ class ExperimentReader {
     const bool mapping = c.has("gpu") && c.node()["gpu"].IsMap();
     const ConfigReader g = mapping ? c.child("gpu") : c;
     const std::string name_key = mapping ? "base" : "gpu";
+    if (mapping && !g.has("base")) g.error("", "a GPU mapping needs 'base', the catalogue entry it changes");
     cl.gpu = g.text(name_key, cl.gpu);
     if (const GpuSpec* entry = findGpu(cl.gpu)) {
       if (mapping) readGpuOverrides(g);
@@ -237,8 +238,7 @@ class ExperimentReader {
 
   /// `cluster.gpu` as a mapping: changes to its `base` catalogue entry (docs/sweep.md).
   void readGpuOverrides(const ConfigReader& g) {
-    g.allowOnly({"base", "bf16_tflops", "fp8_tflops", "tf32_tflops", "fp32_tflops", "hbm", "hbm_gb_per_s",
-                 "nvlink_gb_per_s", "sms"});
+    g.allowOnly({"base", "bf16_tflops", "fp8_tflops", "tf32_tflops", "hbm", "hbm_gb_per_s", "nvlink_gb_per_s", "sms"});
     GpuOverrides& o = t_.cluster.gpu_overrides;
     constexpr double kMaxTflops = 1e6;
     auto tflops = [&](const char* key, std::optional<double>& field, double lo) {
@@ -247,7 +247,6 @@ class ExperimentReader {
     tflops("bf16_tflops", o.bf16_tflops, 0.001);
     tflops("fp8_tflops", o.fp8_tflops, 0.0);
     tflops("tf32_tflops", o.tf32_tflops, 0.001);
-    tflops("fp32_tflops", o.fp32_tflops, 0.001);
     if (g.has("hbm")) o.hbm_capacity = Bytes{g.sizeBytes("hbm", 1, mebibytes(1).count, int64_t{1} << 50)};
     auto gbPerSecond = [&](const char* key, std::optional<BitsPerSecond>& field) {
       if (g.has(key)) field = BitsPerSecond{static_cast<int64_t>(std::llround(g.real(key, 1, 0.001, 1e6) * 8e9))};
@@ -350,7 +349,9 @@ class ExperimentReader {
       for (const ConfigProblem& p : validateParallelism(t_.model, t_.training, par, cl.gpus)) problem(p.key, p.message);
     }
     if (gpu_ && t_.training.precision == TrainingPrecision::kFp8 && !supportsPrecision(*gpu_, Precision::kFp8)) {
-      problem("workload.precision", cl.gpu + " has no FP8 tensor cores (use bf16, or a Hopper or Blackwell GPU)");
+      problem("workload.precision", cl.gpu_overrides.fp8_tflops
+                                        ? "cluster.gpu.fp8_tflops is 0: the GPU has no FP8 tensor cores (use bf16)"
+                                        : cl.gpu + " has no FP8 tensor cores (use bf16, or a Hopper or Blackwell GPU)");
     }
     if (cl.gpus % cl.gpus_per_server != 0) {
       problem("cluster.gpus",

@@ -27,7 +27,7 @@ constexpr double kA100Peak = 312e12;
 TrainingExperiment seleneRun(const ModelSpec& model, uint32_t tp, uint32_t pp, uint32_t gpus, uint32_t global_batch) {
   TrainingExperiment x;
   x.name = model.name;
-  x.id = gpus;
+  x.id = 0;  // set per run by megatronCalibrationRuns
   x.model = model;
   x.training.global_batch = global_batch;
   x.training.micro_batch = 1;
@@ -233,6 +233,7 @@ std::vector<CalibrationRun> megatronCalibrationRuns() {
     r.measured = fromSeconds(flops / (row.gpus * row.mfu * kA100Peak));
     runs.push_back(r);
   }
+  for (size_t i = 0; i < runs.size(); ++i) runs[i].experiment.id = i + 1;
   return runs;
 }
 

