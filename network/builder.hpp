@@ -21,17 +21,26 @@
 
 namespace mv::net {
 
-/// Slots of a link ring: `factor` × the full packets the link carries in its delay plus two
-/// windows, plus 8, rounded up to a power of two (ring positions are masked, not divided).
-/// In 64 bits: in-range rates, delays and factors stay far inside them.
-inline int64_t ringCapacity(int64_t rate_bps, int64_t delay_ps, int64_t lookahead_ps, int32_t full_wire_bytes,
-                            int32_t factor) {
+/// Full-size packets a link of `rate_bps` and `delay_ps` has on the wire in (delay + 2
+/// lookahead), i.e. the most one of its rings holds while it carries full-size data back to
+/// back (a packet stays in the ring until the receiver's step after its arrival). In 64
+/// bits: in-range rates and delays stay far inside them.
+inline int64_t packetsInFlight(int64_t rate_bps, int64_t delay_ps, int64_t lookahead_ps, int32_t full_wire_bytes) {
   const int64_t span = delay_ps + 2 * lookahead_ps;
   const int64_t per_packet = serializationTime(Bytes{full_wire_bytes}, BitsPerSecond{rate_bps}).ps;
-  const int64_t need = factor * ((span + per_packet - 1) / per_packet) + 8;
-  int64_t capacity = 1;
-  while (capacity < need) capacity <<= 1;
-  return capacity;
+  return (span + per_packet - 1) / per_packet;
+}
+
+/// Link-ring slots of an experiment with `links` directed links, `units` NICs and switches,
+/// and `in_flight` full-size packets on the wire when all links are busy (the sum of
+/// packetsInFlight): one chunk per link (each ring always holds one), a full ChunkCache per
+/// unit (so that what the units keep never starves the rings), and `factor` × `in_flight`
+/// in chunks, shared by all rings. ACKs (60 B) and PFC frames share the rings, so a link can
+/// hold more than its full-size packets; the pool absorbs that while not every link is
+/// busy, and a run that still exhausts it starts again with the factor doubled.
+inline int64_t linkPoolSlots(int64_t links, int64_t units, int64_t in_flight, int32_t factor) {
+  const int64_t chunks = links + units * kChunkCacheSize + (factor * in_flight + kLinkChunkSlots - 1) / kLinkChunkSlots;
+  return kLinkChunkSlots * chunks;
 }
 
 /// Slots of a NIC's control ring: network.nic_control_slots rounded up to a power of two.
@@ -43,7 +52,7 @@ inline uint32_t controlCapacity(const NetworkConfig& cfg) {
 
 /// Packet records one experiment's network holds from the start, whatever it runs.
 struct PacketStorage {
-  int64_t link_slots = 0;    ///< every link ring (a link's rate × delay in full packets, times its factor)
+  int64_t link_slots = 0;    ///< the link rings' chunks (linkPoolSlots)
   int64_t nic_slots = 0;     ///< every NIC's control ring
   int64_t switch_slots = 0;  ///< the switches' shared pool
 
@@ -55,21 +64,29 @@ struct PacketStorage {
   }
 };
 
-/// The largest slot count of one experiment's link rings: their positions are 32-bit.
+/// The largest slot count of one experiment's link rings: their chunks are numbered in 32 bits.
 inline constexpr int64_t kMaxLinkSlots = int64_t{UINT32_MAX};
 
 /// The packet storage buildNetwork gives an experiment of `layout` under `cfg`.
 inline PacketStorage packetStorage(const NetworkLayout& layout, const NetworkConfig& cfg, int64_t lookahead_ps) {
   const int32_t max_wire = dataWireBytes(cfg.payload_bytes, cfg.cc);
-  PacketStorage st;
-  for (const LayoutNic& n : layout.nics) {
-    st.link_slots += 2 * ringCapacity(n.rate_bps, n.delay_ps, lookahead_ps, max_wire, cfg.link_ring_factor);
-  }
+  // Saturated far above any pool that can be held, so that the product below stays in 64 bits.
+  constexpr int64_t kSaturated = int64_t{1} << 50;
+  int64_t links = 0;
+  int64_t in_flight = 0;
+  auto add = [&](int64_t rate_bps, int64_t delay_ps, int64_t count) {
+    links += count;
+    in_flight = std::min(kSaturated, in_flight + count * packetsInFlight(rate_bps, delay_ps, lookahead_ps, max_wire));
+  };
+  for (const LayoutNic& n : layout.nics) add(n.rate_bps, n.delay_ps, 2);
   for (const LayoutSwitch& ls : layout.switches) {
     for (const LayoutPort& lp : ls.ports) {
-      if (!lp.peer_is_nic) st.link_slots += ringCapacity(lp.rate_bps, lp.delay_ps, lookahead_ps, max_wire, cfg.link_ring_factor);
+      if (!lp.peer_is_nic) add(lp.rate_bps, lp.delay_ps, 1);
     }
   }
+  PacketStorage st;
+  const auto units = static_cast<int64_t>(layout.nics.size() + layout.switches.size());
+  st.link_slots = linkPoolSlots(links, units, in_flight, cfg.link_ring_factor);
   st.nic_slots = static_cast<int64_t>(layout.nics.size()) * controlCapacity(cfg);
   st.switch_slots = cfg.switch_pool_slots;
   return st;
@@ -127,7 +144,7 @@ inline std::string packetStorageProblem(const PacketStorage& st, int64_t bytes, 
   const bool too_many_slots = st.link_slots > kMaxLinkSlots;
   if (!too_many_slots && (budget <= 0 || bytes <= budget)) return "";
   return "its packet storage would take " + formatBytes(bytes) + " (" + std::to_string(st.link_slots) +
-         " link-ring slots: every link holds rate x delay in packets, times link_ring_factor " +
+         " link-ring slots: the packets every link has on the wire at once, times link_ring_factor " +
          std::to_string(cfg.link_ring_factor) + ")" +
          (too_many_slots ? ", more slots than 2^32 - 1"
                          : ", more than the memory budget of " + formatBytes(budget) + " (--max-memory)") +
@@ -139,7 +156,7 @@ inline std::string packetStorageProblem(const PacketStorage& st, int64_t bytes, 
 inline std::string pooledStorageMessage(uint32_t status) {
   std::string m;
   if (status & kStatusSwitchPool) m += "a switch ran out of packet slots (raise network.switch_pool_slots); ";
-  if (status & kStatusLinkRing) m += "a link ring filled up (raise network.link_ring_factor); ";
+  if (status & kStatusLinkRing) m += "the link rings ran out of packet slots (raise network.link_ring_factor); ";
   if (status & kStatusNicControl) m += "a NIC's ACK queue filled up (raise network.nic_control_slots); ";
   return m.empty() ? m : m.substr(0, m.size() - 2);
 }
@@ -229,7 +246,6 @@ template <class WorldT>
 void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const NetworkConfig& cfg, int64_t lookahead_ps,
                   bool pools = true) {
   if (layout.nics.empty() || layout.switches.empty()) throw std::invalid_argument("network layout is empty");
-  const int32_t max_wire = dataWireBytes(cfg.payload_bytes, cfg.cc);
   const uint32_t nic_count = static_cast<uint32_t>(layout.nics.size());
   const uint32_t sw_count = static_cast<uint32_t>(layout.switches.size());
 
@@ -256,16 +272,16 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
   }
   auto& links = world.template table<Link>();
   const int64_t link0 = world.template appendStatic<Link>(e, link_count);
-  uint32_t slots = 0;
+  // Link l starts with chunk l; the other chunks are the experiment's free LinkPool.
   auto setLink = [&](uint32_t l, int64_t rate, int64_t delay) {
     LinkInfo& li = links.template get<LinkInfo>(link0 + l);
     li.rate_bps = rate;
     li.delay_ps = delay;
     li.ps_per_byte = exactPsPerByte(BitsPerSecond{rate});
     li.whole_ns = cfg.whole_ns ? 1u : 0u;
-    li.slot_base = slots;
-    li.capacity = static_cast<uint32_t>(ringCapacity(rate, delay, lookahead_ps, max_wire, cfg.link_ring_factor));
-    slots += li.capacity;
+    LinkRing& r = links.template get<LinkRing>(link0 + l);
+    r.head_chunk = l;
+    r.tail_chunk = l;
   };
   for (uint32_t i = 0; i < nic_count; ++i) {
     setLink(2 * i, layout.nics[i].rate_bps, layout.nics[i].delay_ps);
@@ -277,7 +293,15 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
       if (!lp.peer_is_nic) setLink(2 * nic_count + port_base[s] + p, lp.rate_bps, lp.delay_ps);
     }
   }
-  if (pools) appendPacketSlots<LinkSlot, LinkSlotInt>(world, e, slots, cfg);
+  const auto chunks = static_cast<uint32_t>(storage.link_slots / kLinkChunkSlots);
+  LinkPool link_pool;
+  if (pools) {
+    auto& ring_slots = world.template table<LinkSlot>();
+    const int64_t slot0 = appendPacketSlots<LinkSlot, LinkSlotInt>(world, e, storage.link_slots, cfg);
+    static_cast<FreeStack&>(link_pool) = FreeStack::chained(link_count, chunks, chunks, [&](uint32_t c) -> uint32_t& {
+      return ring_slots.template get<PacketHeader>(slot0 + int64_t{c} * kLinkChunkSlots).next;
+    });
+  }
 
   // NICs, their control rings and where they attach.
   auto& nics = world.template table<Nic>();
@@ -348,17 +372,18 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
     }
   }
   appendRouteRows<RouteIndexTable, RouteSetTable, RoutePortTable>(world, e, layout);
+  SwitchPool switch_pool;
   if (pools) {
     auto& pool = world.template table<SwitchSlot>();
     const int64_t pool0 = appendPacketSlots<SwitchSlot, SwitchSlotInt>(world, e, cfg.switch_pool_slots, cfg);
-    for (int32_t k = 0; k < cfg.switch_pool_slots; ++k) {
-      pool.template get<PacketHeader>(pool0 + k).next =
-          k + 1 < cfg.switch_pool_slots ? static_cast<uint32_t>(k + 1) : kNone32;
-    }
+    const auto count = static_cast<uint32_t>(cfg.switch_pool_slots);
+    static_cast<FreeStack&>(switch_pool) = FreeStack::chained(
+        0, count, count, [&](uint32_t k) -> uint32_t& { return pool.template get<PacketHeader>(pool0 + k).next; });
   }
   auto& stats = world.template table<NetStats>();
   const int64_t stats0 = world.template appendStatic<NetStats>(e, 1);
-  stats.template get<SwitchPool>(stats0) = SwitchPool{0, 0, 0, cfg.switch_pool_slots};
+  stats.template get<SwitchPool>(stats0) = switch_pool;
+  stats.template get<LinkPool>(stats0) = link_pool;
 }
 
 /// The totals of experiment `e`: the sum of its NICs' and switches' counters.

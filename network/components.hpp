@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "ecs/free_stack.hpp"
 #include "ecs/table.hpp"
 #include "ecs/type_list.hpp"
 #include "network/config.hpp"
@@ -52,6 +53,16 @@ struct NicInfo {
   int64_t rate_bps = 0;
   int64_t delay_ps = 0;
 };
+/// Free link-ring chunks a unit (NIC or switch) keeps for the rings it produces into: the
+/// chunks its incoming rings leave, so that a unit that forwards what it receives rarely
+/// touches the experiment's shared LinkPool. A list through the chunks' free links.
+struct ChunkCache {
+  uint32_t head = 0xFFFFFFFFu;
+  uint32_t count = 0;
+};
+/// Most chunks a ChunkCache keeps; more go back to the shared pool.
+inline constexpr uint32_t kChunkCacheSize = 4;
+
 struct NicState {
   int64_t busy_until_ps = 0;
   int64_t ctrl_head = 0;     ///< control ring (ACK/NACK waiting to be sent)
@@ -73,6 +84,7 @@ struct NicState {
   Entity rto_flow;
   int64_t paused_since_ps[kPriorities] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t tx_bytes = 0;      ///< cumulative bytes sent on the uplink
+  ChunkCache link_chunks;    ///< free chunks for its uplink's ring
 };
 
 /// Bytes a directed link carried in its current time bin (when `network.link_bin` is set).
@@ -103,6 +115,7 @@ struct SwitchState {
   uint64_t draws = 0;        ///< random numbers drawn (ECN, spraying)
   uint32_t events_ready = 0; ///< its ports' PortNext and PortTree are valid (from its first step on)
   uint32_t pad = 0;
+  ChunkCache link_chunks;  ///< free chunks for its outgoing rings
 };
 struct Switch : Archetype<SwitchInfo, SwitchState, NetCounters> {
   static constexpr const char* kName = "Switch";
@@ -167,22 +180,33 @@ struct Port : Archetype<PortInfo, PortQueue, PortIngress, PortNext, PortTree> {
 // --- links and packet pools ------------------------------------------------------------
 /// A directed link. Its ring holds the packets on the wire, in arrival order.
 struct LinkInfo {
-  uint32_t slot_base = 0;    ///< local LinkSlot row of the ring
-  uint32_t capacity = 0;     ///< a power of two
   int64_t delay_ps = 0;
   int64_t rate_bps = 0;
   int64_t ps_per_byte = 0;   ///< exactPsPerByte(rate): serialisation is one multiplication; 0: not whole
   uint32_t whole_ns = 0;     ///< network.whole_ns: serialisation truncated to whole nanoseconds
   uint32_t pad = 0;
 };
-/// Ring positions, double-buffered by step parity: in step s the producer reads tail and
-/// head of parity s-1 and writes tail of parity s, the consumer reads tail of parity s-1
-/// and writes head of parity s. So producer and consumer never touch the same word in one
-/// step, and the consumer sees exactly the packets sent in earlier steps.
+/// Ring positions, double-buffered by step parity: in step s the producer reads tail of
+/// parity s-1 and writes tail of parity s, the consumer reads tail of parity s-1 and writes
+/// head of parity s. So producer and consumer never touch the same word in one step, and the
+/// consumer sees exactly the packets sent in earlier steps. Positions count packets modulo
+/// 2^32 (head never passes tail, and far fewer than 2^31 are ever on one wire).
+///
+/// The ring's storage is a chain of chunks of kLinkChunkSlots slots from the experiment's
+/// LinkPool: position p lies in slot p mod kLinkChunkSlots of its chunk. The producer owns
+/// `tail_chunk` (the chunk of position tail, always held: the push that fills a chunk takes
+/// the next one and links it from the filled chunk's last slot); the consumer owns
+/// `head_chunk` (the chunk of position head) and returns a chunk when its head leaves it.
+/// So a ring holds what is on the wire, rounded up to chunks, plus one chunk.
 struct LinkRing {
-  int64_t head[2];
-  int64_t tail[2];
+  uint32_t head[2];
+  uint32_t tail[2];
+  uint32_t head_chunk;
+  uint32_t tail_chunk;
+  uint32_t pad[2];  ///< 32 bytes: a ring never straddles two cache lines
 };
+/// Slots of a link-ring chunk (a power of two).
+inline constexpr int64_t kLinkChunkSlots = 16;
 struct Link : Archetype<LinkInfo, LinkRing, LinkBinState> {
   static constexpr const char* kName = "Link";
   static constexpr bool kStatic = true;
@@ -361,21 +385,19 @@ struct FlowRecord : Archetype<FlowResult> {
   static constexpr const char* kName = "FlowRecord";
 };
 
-/// The experiment's shared pool of switch packet records: a lock-free stack of free slots
-/// (Treiber stack; the head packs the slot index with a tag bumped on every pop, so a
-/// concurrent pop and push of the same slot cannot be mistaken for no change). Which slot a
-/// packet gets never affects results; only the pool's size limits them.
-struct SwitchPool {
-  uint64_t free_head = 0;    ///< (tag << 32) | first free local slot (kNone32: empty)
-  int64_t in_use = 0;        ///< slots out of the shared stack (in queues or switch caches)
-  int64_t peak = 0;          ///< most slots out at once (approximate under concurrency)
-  int64_t capacity = 0;
-};
+/// The experiment's shared pool of switch packet records: a lock-free stack of free slots,
+/// linked through their headers' `next`. Which slot a packet gets never affects results;
+/// only the pool's size limits them.
+struct SwitchPool : FreeStack {};
+/// The experiment's shared pool of link-ring chunks (kLinkChunkSlots consecutive LinkSlot
+/// rows each): a lock-free stack of free chunks, linked through the `next` of their first
+/// slot. Which chunk a ring gets never affects results.
+struct LinkPool : FreeStack {};
 /// Free slots a switch keeps for itself before returning them to the shared stack.
 inline constexpr uint32_t kSwitchSlotCache = 64;
 
-/// One row per experiment: its shared switch packet pool.
-struct NetStats : Archetype<SwitchPool> {
+/// One row per experiment: its shared switch packet pool and link-chunk pool.
+struct NetStats : Archetype<SwitchPool, LinkPool> {
   static constexpr const char* kName = "NetStats";
   static constexpr bool kStatic = true;
 };
@@ -390,7 +412,7 @@ struct NetExperiment {
 
 /// World status bits raised when pooled packet storage is exhausted (a sizing problem).
 inline constexpr uint32_t kStatusSwitchPool = 1u << 16;  ///< raise network.switch_pool_slots
-inline constexpr uint32_t kStatusLinkRing = 1u << 17;    ///< raise network.link_ring_factor
+inline constexpr uint32_t kStatusLinkRing = 1u << 17;    ///< raise network.link_ring_factor (link chunks ran out)
 inline constexpr uint32_t kStatusNicControl = 1u << 18;  ///< raise network.nic_control_slots
 inline constexpr uint32_t kStatusPacketPool = kStatusSwitchPool | kStatusLinkRing | kStatusNicControl;
 

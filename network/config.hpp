@@ -93,7 +93,7 @@ struct NetworkConfig {
   int64_t rto_ps = 0;                 ///< retransmission timeout; 0 = 2 × (buffer drain at NIC rate) + T
   bool window = false;                ///< window limit for DCQCN (HPCC and DCTCP always use one)
   int32_t switch_pool_slots = 65536;  ///< packet records shared by the switches of an experiment
-  int32_t link_ring_factor = 3;       ///< link ring slots = factor × full packets in (delay + 2 lookahead) + 8
+  int32_t link_ring_factor = 1;       ///< link-ring pool: factor × full packets on every wire at once (linkPoolSlots)
   int32_t nic_control_slots = 64;     ///< ACK/NACK records waiting at a NIC
   int64_t link_bin_ps = 0;            ///< link utilisation time bins (0 = off)
   bool whole_ns = false;              ///< serialisation and pacing truncated to whole ns (the ns-3 reference's timing)

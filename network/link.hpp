@@ -1,9 +1,12 @@
 /**
  * @file link.hpp
- * Hand-off of packets across a directed link through its ring (see LinkRing). One unit
- * (a NIC or a switch) produces into a link, another consumes from it; they never write the
- * same word in one step, so no lock is needed and the consumer sees exactly the packets
- * sent in earlier steps, which all arrive at least one lookahead after they were sent.
+ * Hand-off of packets across a directed link through its ring (see LinkRing). One unit (a
+ * NIC or a switch) produces into a link, another consumes from it; they never write the
+ * same word of a ring in one step, so no lock is needed and the consumer sees exactly the
+ * packets sent in earlier steps, which all arrive at least one lookahead after they were
+ * sent. A ring's storage is chunks taken from and returned to the experiment's LinkPool, a
+ * lock-free stack, so memory follows the packets on the wire rather than each link's worst
+ * case.
  */
 #pragma once
 
@@ -42,73 +45,125 @@ struct LinkRings {
   LinkRing* rings;       ///< its LinkRing column
   LinkBinState* bins;    ///< its LinkBinState column
   PacketSlots slots;     ///< the experiment's ring slots (LinkSlot, LinkSlotInt)
+  LinkPool* pool;        ///< its free chunks
+  ChunkCache* cache;     ///< the calling unit's own free chunks
   int par;               ///< this step's parity
   int prev;              ///< the previous step's parity
+
+  static constexpr int64_t kMask = kLinkChunkSlots - 1;
 
   MV_HD LinkInfo& info(uint32_t link) const { return infos[link]; }
   MV_HD LinkRing& ring(uint32_t link) const { return rings[link]; }
 
-  /// Slot number of ring position `pos` of `link`.
-  MV_HD int64_t slotOf(uint32_t link, int64_t pos) const {
-    const LinkInfo& li = info(link);
-    return li.slot_base + (pos & (li.capacity - 1));
+  /// Slot number of position `pos` in `chunk`.
+  MV_HD static int64_t slotOf(uint32_t chunk, uint32_t pos) { return int64_t{chunk} * kLinkChunkSlots + (pos & kMask); }
+  /// Where a free chunk keeps the next free chunk: its first slot's `next`.
+  MV_HD uint32_t& freeLink(uint32_t chunk) const { return slots[int64_t{chunk} * kLinkChunkSlots].next; }
+  /// A free chunk, from the unit's cache when it has one (no atomics), else from the shared
+  /// pool; kFreeStackEnd when none is left.
+  MV_HD uint32_t takeChunk() const {
+    if (cache->count > 0) {
+      const uint32_t c = cache->head;
+      cache->head = freeLink(c);
+      cache->count -= 1;
+      return c;
+    }
+    return pool->pop([this](uint32_t c) -> uint32_t& { return freeLink(c); });
+  }
+  /// Gives back a chunk nobody uses any more: to the unit's cache, or to the shared pool
+  /// when the cache is full.
+  MV_HD void returnChunk(uint32_t c) const {
+    if (cache->count < kChunkCacheSize) {
+      freeLink(c) = cache->head;
+      cache->head = c;
+      cache->count += 1;
+      return;
+    }
+    pool->push(c, [this](uint32_t k) -> uint32_t& { return freeLink(k); });
   }
 
   /// Producer, once per step before pushing: continue from last step's tail.
   MV_HD void beginProduce(uint32_t link) const {
-    ring(link).tail[par] = ring(link).tail[prev];
-    prefetch(&slots[slotOf(link, ring(link).tail[par])], true);
+    LinkRing& r = ring(link);
+    r.tail[par] = r.tail[prev];
+    prefetch(&slots[slotOf(r.tail_chunk, r.tail[par])], true);
   }
   /// Consumer, once per step before popping: continue from last step's head.
   MV_HD void beginConsume(uint32_t link) const {
-    ring(link).head[par] = ring(link).head[prev];
-    if (ring(link).head[par] < ring(link).tail[prev]) prefetch(&slots[slotOf(link, ring(link).head[par])]);
+    LinkRing& r = ring(link);
+    r.head[par] = r.head[prev];
+    if (r.head[par] != r.tail[prev]) prefetch(&slots[slotOf(r.head_chunk, r.head[par])]);
   }
 
-  /// Puts a packet on the wire. False when the ring is full (a sizing problem).
+  /// Puts a packet on the wire. The push that fills a chunk first takes the next one
+  /// (takeChunk) and links it from the filled slot; false when none is left (a sizing
+  /// problem: the packet is not stored).
   MV_HD bool push(uint32_t link, const PacketHeader& p, const IntStack& ints) const {
     LinkRing& r = ring(link);
-    if (r.tail[par] - r.head[prev] >= info(link).capacity) return false;
-    slots.put(slotOf(link, r.tail[par]), p, ints);
-    r.tail[par] += 1;
-    prefetch(&slots[slotOf(link, r.tail[par])], true);
+    const uint32_t pos = r.tail[par];
+    const int64_t s = slotOf(r.tail_chunk, pos);
+    uint32_t next = kFreeStackEnd;
+    if ((pos & kMask) == kMask) {
+      next = takeChunk();
+      if (next == kFreeStackEnd) return false;
+    }
+    slots.put(s, p, ints);
+    r.tail[par] = pos + 1;
+    if (next != kFreeStackEnd) {
+      slots[s].next = next;
+      r.tail_chunk = next;
+    }
+    prefetch(&slots[slotOf(r.tail_chunk, pos + 1)], true);
     return true;
   }
   /// The next packet that arrived before `end`, or nullptr; its INT records are headInts().
   MV_HD const PacketHeader* peek(uint32_t link, int64_t end) const {
     const LinkRing& r = ring(link);
-    if (r.head[par] >= r.tail[prev]) return nullptr;
-    const PacketHeader& p = slots[slotOf(link, r.head[par])];
+    if (r.head[par] == r.tail[prev]) return nullptr;
+    const PacketHeader& p = slots[slotOf(r.head_chunk, r.head[par])];
     return p.time_ps < end ? &p : nullptr;
   }
   /// The INT records of the packet peek() returned.
-  MV_HD const IntStack& headInts(uint32_t link) const { return slots.intsOf(slotOf(link, ring(link).head[par])); }
+  MV_HD const IntStack& headInts(uint32_t link) const { return slots.intsOf(headSlot(link)); }
   /// Arrival time of the next visible packet (any time), or INT64_MAX.
   MV_HD int64_t nextArrival(uint32_t link) const {
     const LinkRing& r = ring(link);
-    if (r.head[par] >= r.tail[prev]) return INT64_MAX;
-    return slots[slotOf(link, r.head[par])].time_ps;
+    if (r.head[par] == r.tail[prev]) return INT64_MAX;
+    return slots[slotOf(r.head_chunk, r.head[par])].time_ps;
   }
   /// Slot of the head packet, which the caller knows is visible.
-  MV_HD int64_t headSlot(uint32_t link) const { return slotOf(link, ring(link).head[par]); }
-  /// Consumes the head packet (and fetches the one after the new head ahead of time);
-  /// returns nextArrival(), reading the ring and the link once.
+  MV_HD int64_t headSlot(uint32_t link) const {
+    const LinkRing& r = ring(link);
+    return slotOf(r.head_chunk, r.head[par]);
+  }
+  /**
+   * Consumes the head packet (and fetches the one after the new head ahead of time);
+   * returns nextArrival(), reading the ring once. A head that leaves its chunk follows the
+   * link in the chunk's last slot (written by the push that filled it, in an earlier step:
+   * that packet was visible) and gives the chunk back (returnChunk); the producer holds a
+   * later chunk by then.
+   */
   MV_HD int64_t popNext(uint32_t link) const {
     LinkRing& r = ring(link);
-    const LinkInfo& li = info(link);
-    const int64_t head = r.head[par] + 1;
-    const int64_t tail = r.tail[prev];
-    const int64_t mask = li.capacity - 1;
+    const uint32_t head = r.head[par] + 1;
+    const uint32_t tail = r.tail[prev];
     r.head[par] = head;
-    if (head >= tail) return INT64_MAX;
-    if (head + 1 < tail) prefetch(&slots[li.slot_base + ((head + 1) & mask)]);
-    return slots[li.slot_base + (head & mask)].time_ps;
+    if ((head & kMask) == 0) {
+      const uint32_t done = r.head_chunk;
+      r.head_chunk = slots[slotOf(done, kMask)].next;
+      returnChunk(done);
+    }
+    if (head == tail) return INT64_MAX;
+    const int64_t s = slotOf(r.head_chunk, head);
+    if (tail - head > 1 && ((head + 1) & kMask) != 0) prefetch(&slots[s + 1]);
+    return slots[s].time_ps;
   }
 
   /**
    * Serialises `p` (INT records `ints`) onto `link` from `t` at the link's rate; it arrives
    * after the link's delay. Counts the hop (in the sending unit's `counters`) and the link's
-   * time bin (`samples`, when `bin_ps` > 0); a full ring raises kStatusLinkRing in `status`.
+   * time bin (`samples`, when `bin_ps` > 0); an empty chunk pool raises kStatusLinkRing in
+   * `status`.
    * Returns when the link is free again.
    */
   MV_HD int64_t transmit(uint32_t link, PacketHeader& p, const IntStack& ints, int64_t t,
@@ -151,15 +206,19 @@ struct LinkRings {
   }
 };
 
-/// The rings of experiment `e` of a world for the current step.
+/// The rings of experiment `e` of a world for the current step, used by a unit whose free
+/// chunks are `cache`.
 template <class WV>
-MV_HD LinkRings linkRings(WV& world, ExpId e) {
+MV_HD LinkRings linkRings(WV& world, ExpId e, ChunkCache& cache) {
   const TableView<Link>& links = world.template table<Link>();
+  TableView<NetStats>& stats = world.template table<NetStats>();
   const int par = static_cast<int>(world.clocks[e].steps & 1);
   return LinkRings{links.template expColumn<LinkInfo>(e),
                    links.template expColumn<LinkRing>(e),
                    links.template expColumn<LinkBinState>(e),
                    packetSlots<LinkSlot, LinkSlotInt>(world, e),
+                   &stats.template get<LinkPool>(stats.expBegin(e)),
+                   &cache,
                    par,
                    par ^ 1};
 }

@@ -77,7 +77,7 @@ struct NicSystem {
 
     MV_HD void step() {
       const NetExperiment& ne = ctx.config().net;
-      const LinkRings rings = linkRings(*ctx.world, ctx.exp);
+      const LinkRings rings = linkRings(*ctx.world, ctx.exp, st.link_chunks);
       TableView<Flow>& flows = ctx.template table<Flow>();
       rings.beginProduce(info.tx_link);
       rings.beginConsume(info.rx_link);

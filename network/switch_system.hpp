@@ -63,7 +63,7 @@ struct SwitchSystem {
            info,
            st,
            counters,
-           linkRings(*ctx.world, e),
+           linkRings(*ctx.world, e, st.link_chunks),
            packetSlots<SwitchSlot, SwitchSlotInt>(*ctx.world, e),
            ports.template expColumn<PortInfo>(e) + info.port_base,
            ports.template expColumn<PortQueue>(e) + info.port_base,
@@ -123,18 +123,7 @@ struct SwitchSystem {
         st.cache_count -= 1;
         return s;
       }
-      SwitchPool& p = pool();
-      uint64_t head = atomicLoadAcquire<uint64_t>(&p.free_head);
-      for (;;) {
-        const auto index = static_cast<uint32_t>(head);
-        if (index == kNone32) return kNone32;
-        const uint32_t next = atomicLoad<uint32_t>(&slot(index).next);
-        const uint64_t desired = ((head >> 32) + 1) << 32 | next;
-        if (atomicCompareExchange<uint64_t>(&p.free_head, head, desired)) break;
-      }
-      const int64_t used = atomicFetchAdd<int64_t>(&p.in_use, 1) + 1;
-      atomicFetchMax<int64_t>(&p.peak, used);
-      return static_cast<uint32_t>(head);
+      return pool().pop([this](uint32_t k) -> uint32_t& { return slot(k).next; });
     }
     /// Returns a slot: to the switch's cache, or to the shared stack when the cache is full.
     MV_HD void releaseSlot(uint32_t s) {
@@ -144,14 +133,7 @@ struct SwitchSystem {
         st.cache_count += 1;
         return;
       }
-      SwitchPool& p = pool();
-      uint64_t head = atomicLoad<uint64_t>(&p.free_head);
-      for (;;) {
-        atomicStore<uint32_t>(&slot(s).next, static_cast<uint32_t>(head));
-        const uint64_t desired = (head & 0xFFFFFFFF00000000ull) | s;
-        if (atomicCompareExchange<uint64_t>(&p.free_head, head, desired)) break;
-      }
-      atomicFetchAdd<int64_t>(&p.in_use, -1);
+      pool().push(s, [this](uint32_t k) -> uint32_t& { return slot(k).next; });
     }
 
     MV_HD void step() {
@@ -443,7 +425,7 @@ struct SwitchSystem {
         int c = 0;
         while (((bits >> c) & 1u) == 0u) ++c;
         (pause ? q.send_pause : q.send_resume) &= ~(1u << c);
-        Packet frame;
+        Packet frame{};  // no INT records; zeroed so that no copy reads indeterminate bytes
         frame.kind = pause ? PacketKind::kPause : PacketKind::kResume;
         frame.prio = static_cast<uint8_t>(c);
         frame.wire_bytes = kPfcBytes;

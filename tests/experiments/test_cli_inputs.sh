@@ -222,7 +222,7 @@ printf 'topology: {kind: star, nics: 4, {x: 1}: 1}\nflows: flows.csv\n' > "$tmp/
 expect 2 "map_key.yaml:1: topology: a key must be a plain name" netsim "$tmp/map_key.yaml" --out "$tmp/lim"
 
 # Variants on the CPU are cut into batches whose packet storage fits --max-memory (three
-# variants, the HPCC one about 90 MiB and the others about a third of it, could have passed
+# variants, the HPCC one about 25 MiB and the others about a third of it, could have passed
 # a per-variant check and still not fitted together); the results do not change.
 cat > "$tmp/three.yaml" <<'YAML'
 topology: {kind: star, nics: 17, link_delay: 100us}
@@ -232,7 +232,7 @@ experiments:
   - {name: hpcc, network: {cc: hpcc}}
   - {name: dctcp, network: {cc: dctcp}}
 YAML
-expect 0 "3 batches to fit --max-memory" netsim "$tmp/three.yaml" --out "$tmp/three_cut" --cpu-workers 1 --max-memory 100MiB
+expect 0 "3 batches to fit --max-memory" netsim "$tmp/three.yaml" --out "$tmp/three_cut" --cpu-workers 1 --max-memory 30MiB
 expect 0 "backend cpu" netsim "$tmp/three.yaml" --out "$tmp/three_one" --cpu-workers 1
 cmp <(cut -d, -f1-16 "$tmp/three_cut/summary.csv") <(cut -d, -f1-16 "$tmp/three_one/summary.csv") ||
   { echo "FAIL: batches cut by --max-memory changed the results"; fail=1; }
@@ -241,7 +241,7 @@ cmp <(cut -d, -f1-16 "$tmp/three_cut/summary.csv") <(cut -d, -f1-16 "$tmp/three_
 # batch with exit 1, naming the path and the cause; the variants written before stay.
 mkdir -p "$tmp/netsim_unwritable" && touch "$tmp/netsim_unwritable/dctcp"
 expect 1 "cannot create directories: Not a directory [$tmp/netsim_unwritable/dctcp]" netsim "$tmp/three.yaml" \
-  --out "$tmp/netsim_unwritable" --cpu-workers 1 --max-memory 100MiB
+  --out "$tmp/netsim_unwritable" --cpu-workers 1 --max-memory 30MiB
 grep -q "^hpcc," "$tmp/netsim_unwritable/summary.csv" || { echo "FAIL: the variants written before were lost"; fail=1; }
 
 exit $fail

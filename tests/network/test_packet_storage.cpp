@@ -64,11 +64,15 @@ TEST_CASE("packet storage counted from the layout equals what a build fills", "[
 }
 
 TEST_CASE("link rings at the input limits are counted in 64 bits and refused, not wrapped", "[network][limits]") {
-  // 100 Tb/s and 1 s (the largest rate and delay an input may give), the largest factor.
-  const int64_t ring = net::ringCapacity(kMaxRateBps, kMaxLatencyPs, kMaxLatencyPs, 1100, net::kMaxLinkRingFactor);
-  CHECK(ring > int64_t{1} << 32);
-  CHECK((ring & (ring - 1)) == 0);
-  // A 4-NIC star with 1 s links needs more slots than 32-bit ring positions reach: the
+  // 100 Tb/s and 1 s (the largest rate and delay an input may give), the largest factor:
+  // 3 s of 1,100-byte packets at 100 Tb/s.
+  const int64_t in_flight = net::packetsInFlight(kMaxRateBps, kMaxLatencyPs, kMaxLatencyPs, 1100);
+  CHECK(in_flight == (3 * kMaxLatencyPs + 88 - 1) / 88);  // 1,100 B take 88 ps at 100 Tb/s
+  const int64_t slots = net::linkPoolSlots(8, 5, in_flight, net::kMaxLinkRingFactor);
+  CHECK(slots > int64_t{1} << 32);
+  CHECK(slots % net::kLinkChunkSlots == 0);
+  CHECK(slots >= net::kMaxLinkRingFactor * in_flight + (8 + 5 * net::kChunkCacheSize) * net::kLinkChunkSlots);
+  // A 4-NIC star with 1 s links needs more slots than 32-bit chunk numbers reach: the
   // build refuses it before allocating (a 20 s delay used to wrap the total and crash).
   const Topology star = makeStar(4, BitsPerSecond{kRate}, Picoseconds{kMaxLatencyPs});
   net::NetworkConfig cfg;
@@ -99,4 +103,97 @@ TEST_CASE("a run stops at the engine's time horizon instead of overflowing its c
   CHECK(b.world->clock(0).outcome == Outcome::kTimeLimit);
   CHECK(b.world->clock(0).now_ps == kTimeHorizonPs);
   CHECK(b.world->view().table<net::FlowRecord>().rows == 0);
+}
+
+TEST_CASE("a link ring runs through pooled chunks: order kept, chunks returned, exhaustion reported",
+          "[network][limits]") {
+  // One link whose ring starts with chunk 0 and may take chunks 1 and 2 from the pool.
+  constexpr uint32_t kChunks = 3;
+  std::vector<net::PacketHeader> headers(kChunks * net::kLinkChunkSlots);
+  std::vector<net::IntStack> ints(headers.size());
+  net::LinkInfo info{};
+  net::LinkRing ring{};
+  net::LinkBinState bins{};
+  net::LinkPool pool;
+  static_cast<FreeStack&>(pool) = FreeStack::chained(
+      1, kChunks, kChunks, [&](uint32_t c) -> uint32_t& { return headers[c * net::kLinkChunkSlots].next; });
+  net::ChunkCache cache;  // one unit both produces and consumes here: chunks go round through its cache
+  const net::PacketSlots slots{headers.data(), ints.data()};
+  auto rings = [&](int step) {
+    const int par = step & 1;
+    return net::LinkRings{&info, &ring, &bins, slots, &pool, &cache, par, par ^ 1};
+  };
+  auto held = [&] { return pool.in_use - cache.count; };  // chunks in the ring
+  const net::IntStack none{};
+  int64_t sent = 0;
+  auto send = [&](const net::LinkRings& r, int count) {
+    int pushed = 0;
+    for (int i = 0; i < count; ++i) {
+      net::PacketHeader p;
+      p.seq = sent;
+      p.time_ps = sent;
+      if (!r.push(0, p, none)) break;
+      sent += 1;
+      pushed += 1;
+    }
+    return pushed;
+  };
+  int64_t received = 0;
+  auto receive = [&](const net::LinkRings& r) {
+    r.beginConsume(0);
+    for (const net::PacketHeader* p = r.peek(0, INT64_MAX); p != nullptr; p = r.peek(0, INT64_MAX)) {
+      CHECK(p->seq == received);  // in the order sent, across chunk boundaries
+      const int64_t next = r.popNext(0);
+      received += 1;
+      CHECK(next == (received < ring.tail[r.prev] ? received : INT64_MAX));
+    }
+  };
+  // Step 0: three chunks hold 47 packets; the 48th needs a fourth chunk and is refused.
+  rings(0).beginProduce(0);
+  CHECK(send(rings(0), 60) == 47);
+  CHECK(held() == 3);
+  // Step 1: the consumer sees the 47 and returns the two chunks it left; the producer reuses
+  // them: position 47 ends chunk 2 (held until the head passes it), then 48..78 fill the two.
+  receive(rings(1));
+  CHECK(received == 47);
+  CHECK(held() == 1);
+  CHECK(cache.count == 2);
+  rings(1).beginProduce(0);
+  CHECK(send(rings(1), 40) == 32);
+  CHECK(held() == 3);
+  CHECK(cache.count == 0);
+  // Step 2: everything arrives; only the chunk of the tail is held.
+  receive(rings(2));
+  CHECK(received == 79);
+  CHECK(held() == 1);
+  CHECK(pool.peak == 3);
+}
+
+TEST_CASE("after a run every link ring is back to one chunk: nothing leaks from the pool", "[network][limits]") {
+  // 16 senders into one host (a 17-NIC star) for 100 µs: rings fill and drain many times.
+  const Topology star = makeStar(17, BitsPerSecond{kRate}, Picoseconds{1'000'000});
+  for (const net::CcKind cc : {net::CcKind::kDcqcn, net::CcKind::kHpcc}) {
+    net::NetworkConfig cfg;
+    cfg.cc = cc;
+    Built b = build(star, cfg);
+    for (uint32_t i = 1; i < 17; ++i) net::addFlow(*b.world, 0, i, 0, 200'000, 0, i);
+    b.world->commitAllHost();
+    b.world->grow<net::FlowRecord>(TableCapacity{16, 16});
+    const CpuExecutor exec(2, 0);
+    const RunReport r = exec.runToEnd<net::NetGraph>(b.world->view());
+    CHECK(r.status == 0u);
+    CHECK(b.world->view().table<net::FlowRecord>().rows == 16);
+    const auto& stats = b.world->view().table<net::NetStats>();
+    const net::LinkPool& pool = stats.get<net::LinkPool>(stats.expBegin(0));
+    const int64_t links = b.world->view().table<net::Link>().rows;
+    int64_t cached = 0;  // free chunks the units keep for themselves
+    const auto& nics = b.world->view().table<net::Nic>();
+    for (int64_t i = 0; i < nics.rows; ++i) cached += nics.get<net::NicState>(i).link_chunks.count;
+    const auto& switches = b.world->view().table<net::Switch>();
+    for (int64_t i = 0; i < switches.rows; ++i) cached += switches.get<net::SwitchState>(i).link_chunks.count;
+    CHECK(cached > 0);
+    CHECK(pool.in_use == links + cached);
+    CHECK(pool.peak > links);  // some rings held more than one chunk at once
+    CHECK(pool.peak <= pool.capacity);
+  }
 }

@@ -1,0 +1,70 @@
+/**
+ * @file free_stack.hpp
+ * A lock-free stack of free records (a Treiber stack), the same code on host and device.
+ * The records are numbered from 0 and each has a 32-bit link field that the stack uses
+ * while the record is free; the caller says where that field is. The head packs the first
+ * free record with a tag bumped on every pop, so a pop racing with a pop and a push of the
+ * same record cannot mistake the changed stack for an unchanged one (ABA).
+ */
+#pragma once
+
+#include <cstdint>
+
+#include "ecs/atomic.hpp"
+#include "ecs/macros.hpp"
+
+namespace mv {
+
+/// End of a free list.
+inline constexpr uint32_t kFreeStackEnd = 0xFFFFFFFFu;
+
+/// The shared state of one stack: its head and how many records are out of it.
+struct FreeStack {
+  uint64_t free_head = kFreeStackEnd;  ///< (tag << 32) | first free record (kFreeStackEnd: empty)
+  int64_t in_use = 0;                  ///< records out of the stack
+  int64_t peak = 0;                    ///< most records out at once (approximate under concurrency)
+  int64_t capacity = 0;                ///< records in all
+
+  /// A free record, or kFreeStackEnd when none is left. `link(r)` is record r's link field.
+  template <class LinkOf>
+  MV_HD uint32_t pop(LinkOf link) {
+    uint64_t head = atomicLoadAcquire<uint64_t>(&free_head);
+    for (;;) {
+      const auto index = static_cast<uint32_t>(head);
+      if (index == kFreeStackEnd) return kFreeStackEnd;
+      const uint32_t next = atomicLoad<uint32_t>(&link(index));
+      const uint64_t desired = ((head >> 32) + 1) << 32 | next;
+      if (atomicCompareExchange<uint64_t>(&free_head, head, desired)) break;
+    }
+    const int64_t used = atomicFetchAdd<int64_t>(&in_use, 1) + 1;
+    atomicFetchMax<int64_t>(&peak, used);
+    return static_cast<uint32_t>(head);
+  }
+
+  /// Returns record `r`, which nobody uses any more.
+  template <class LinkOf>
+  MV_HD void push(uint32_t r, LinkOf link) {
+    uint64_t head = atomicLoad<uint64_t>(&free_head);
+    for (;;) {
+      atomicStore<uint32_t>(&link(r), static_cast<uint32_t>(head));
+      const uint64_t desired = (head & 0xFFFFFFFF00000000ull) | r;
+      if (atomicCompareExchange<uint64_t>(&free_head, head, desired)) break;
+    }
+    atomicFetchAdd<int64_t>(&in_use, -1);
+  }
+
+  /// Host, before a run: `capacity` records of which [first, end) are free, in that order,
+  /// and the others out (in use).
+  template <class LinkOf>
+  static FreeStack chained(uint32_t first, uint32_t end, int64_t capacity, LinkOf link) {
+    for (uint32_t r = first; r < end; ++r) link(r) = r + 1 < end ? r + 1 : kFreeStackEnd;
+    FreeStack s;
+    s.free_head = first < end ? first : kFreeStackEnd;
+    s.in_use = capacity - (end - first);
+    s.peak = s.in_use;
+    s.capacity = capacity;
+    return s;
+  }
+};
+
+}  // namespace mv
