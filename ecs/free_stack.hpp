@@ -18,11 +18,10 @@ namespace mv {
 /// End of a free list.
 inline constexpr uint32_t kFreeStackEnd = 0xFFFFFFFFu;
 
-/// The shared state of one stack: its head and how many records are out of it.
+/// The shared state of one stack. It keeps no counters: each would be one more contended
+/// atomic per operation; the host counts what is free by walking the list (freeCount).
 struct FreeStack {
   uint64_t free_head = kFreeStackEnd;  ///< (tag << 32) | first free record (kFreeStackEnd: empty)
-  int64_t in_use = 0;                  ///< records out of the stack
-  int64_t peak = 0;                    ///< most records out at once (approximate under concurrency)
   int64_t capacity = 0;                ///< records in all
 
   /// A free record, or kFreeStackEnd when none is left. `link(r)` is record r's link field.
@@ -36,8 +35,6 @@ struct FreeStack {
       const uint64_t desired = ((head >> 32) + 1) << 32 | next;
       if (atomicCompareExchange<uint64_t>(&free_head, head, desired)) break;
     }
-    const int64_t used = atomicFetchAdd<int64_t>(&in_use, 1) + 1;
-    atomicFetchMax<int64_t>(&peak, used);
     return static_cast<uint32_t>(head);
   }
 
@@ -50,7 +47,14 @@ struct FreeStack {
       const uint64_t desired = (head & 0xFFFFFFFF00000000ull) | r;
       if (atomicCompareExchange<uint64_t>(&free_head, head, desired)) break;
     }
-    atomicFetchAdd<int64_t>(&in_use, -1);
+  }
+
+  /// Host, between steps: the records on the stack.
+  template <class LinkOf>
+  int64_t freeCount(LinkOf link) const {
+    int64_t n = 0;
+    for (auto r = static_cast<uint32_t>(free_head); r != kFreeStackEnd && n <= capacity; r = link(r)) n += 1;
+    return n;
   }
 
   /// Host, before a run: `capacity` records of which [first, end) are free, in that order,
@@ -60,8 +64,6 @@ struct FreeStack {
     for (uint32_t r = first; r < end; ++r) link(r) = r + 1 < end ? r + 1 : kFreeStackEnd;
     FreeStack s;
     s.free_head = first < end ? first : kFreeStackEnd;
-    s.in_use = capacity - (end - first);
-    s.peak = s.in_use;
     s.capacity = capacity;
     return s;
   }

@@ -7,9 +7,9 @@
  */
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "ecs/entity.hpp"
+#include "ecs/host_buffer.hpp"
 #include "ecs/macros.hpp"
 #include "ecs/policy.hpp"
 #include "ecs/table.hpp"
@@ -303,7 +304,7 @@ class World {
 
  private:
   struct Buffer {
-    std::unique_ptr<std::byte[]> data;
+    HostBuffer data;
     std::size_t bytes = 0;
   };
 
@@ -325,7 +326,7 @@ class World {
     for (std::size_t f : fields_) known = known || f == offset;
     if (!known) fields_.push_back(offset);
     const std::size_t bytes = bufferBytesFor<T>(count);
-    Buffer b{std::make_unique<std::byte[]>(bytes), bytes};
+    Buffer b{allocateHostBuffer(bytes), bytes};
     std::memset(b.data.get(), 0, bytes);
     field = reinterpret_cast<T*>(b.data.get());
     buffers_.emplace(b.data.get(), std::move(b));

@@ -114,6 +114,9 @@ struct LinkRings {
       r.tail_chunk = next;
     }
     prefetch(&slots[slotOf(r.tail_chunk, pos + 1)], true);
+    // A few pushes before a chunk fills, fetch the link of the chunk it will take (the
+    // unit's cached one, if any), which takeChunk reads.
+    if (((pos + 4) & kMask) == kMask && cache->count > 0) prefetch(&freeLink(cache->head));
     return true;
   }
   /// The next packet that arrived before `end`, or nullptr; its INT records are headInts().
@@ -155,7 +158,12 @@ struct LinkRings {
     }
     if (head == tail) return INT64_MAX;
     const int64_t s = slotOf(r.head_chunk, head);
-    if (tail - head > 1 && ((head + 1) & kMask) != 0) prefetch(&slots[s + 1]);
+    if (tail - head > 1) {
+      // The packet after the new head: in this chunk, or first in the one the head's slot
+      // links to (the chunk's last slot, pushed in an earlier step: its link is set).
+      const bool last = ((head + 1) & kMask) == 0;
+      prefetch(&slots[last ? int64_t{slots[s].next} * kLinkChunkSlots : s + 1]);
+    }
     return slots[s].time_ps;
   }
 
