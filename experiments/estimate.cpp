@@ -16,14 +16,21 @@ MemoryEstimate MemoryMeter::measure(const ExpandedExperiment& expanded, const Tr
   if (!fitsGpuMemory(x)) return MemoryEstimate{};
   const std::string key = sizingKey(expanded.config);
   if (const auto it = by_key_.find(key); it != by_key_.end()) return it->second;
-  // Kept only once measured: a build that throws throws again for the next experiment of
-  // the same configuration.
+  // A configuration whose build threw throws the same again, for every experiment of it,
+  // without another build.
+  if (const auto it = failed_.find(key); it != failed_.end()) std::rethrow_exception(it->second);
   SimulationOptions options;
   options.trace = recording_.trace;
   options.network_detail = recording_.network_detail;
   options.memory_budget = budget_;
-  const TrainingFootprint f = measureFootprint(x, options);
   ++builds_;
+  TrainingFootprint f;
+  try {
+    f = measureFootprint(x, options);
+  } catch (...) {
+    failed_.emplace(key, std::current_exception());
+    throw;
+  }
   return by_key_
       .emplace(key,
                MemoryEstimate{.training = static_cast<int64_t>(f.program_bytes + f.rank_bytes + f.collective_bytes),

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -46,7 +47,7 @@ class MemoryMeter {
   /// memory (it is reported as out of memory, not simulated).
   MemoryEstimate measure(const ExpandedExperiment& expanded, const TrainingExperiment& x);
 
-  /// Configurations measured so far.
+  /// Configurations built so far (those whose build threw included).
   int64_t builds() const { return builds_; }
 
  private:
@@ -54,6 +55,7 @@ class MemoryMeter {
   int64_t budget_;
   int64_t builds_ = 0;
   std::unordered_map<std::string, MemoryEstimate> by_key_;
+  std::unordered_map<std::string, std::exception_ptr> failed_;  ///< what a configuration's build threw
 };
 
 /**

@@ -600,7 +600,7 @@ struct RunRows {
 };
 
 /// Throws when experiment x's packet storage cannot be held: more link-ring slots than
-/// their 32-bit positions reach, or more bytes than `budget` (when positive).
+/// 32-bit chunk numbers reach, or more bytes than `budget` (when positive).
 void checkPacketStorage(const TrainingExperiment& x, const net::NetworkLayout& layout, int64_t lookahead, int64_t budget) {
   const net::PacketStorage st = net::packetStorage(layout, x.network, lookahead);
   const std::string problem =

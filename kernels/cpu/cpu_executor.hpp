@@ -120,7 +120,8 @@ class CpuExecutor {
 
   /// `threads` = 0 means OpenMP's default (all cores); `block` = 0 runs every experiment in
   /// every step, kAutoBlock chooses. With `yield_to_load`, each parallel region runs on
-  /// threadsForLoad(threads, usableCores(), runnableOthers()) threads: on a machine
+  /// threadsForLoad(threads, usableCores(), runnableOthers()) threads (the load read at
+  /// most every kLoadPeriod): on a machine
   /// with more runnable threads than cores, a barrier's partner is often descheduled and a
   /// team of two runs many times slower than one thread (bench/busy_machine.sh).
   explicit CpuExecutor(int threads = 0, int64_t block = 0, bool yield_to_load = false)
@@ -300,8 +301,7 @@ class CpuExecutor {
     prepareRun(world);
     int64_t steps = 0;
     StepBarrier barrier;
-    const int team =
-        yield_to_load_ && threads_ > 1 ? threadsForLoad(threads_, usableCores(), runnableOthers()) : threads_;
+    const int team = teamSize();
 #pragma omp parallel num_threads(team)
     {
 #pragma omp single
@@ -313,10 +313,28 @@ class CpuExecutor {
     return reportRun(world, steps, start);
   }
 
+  /// How often yield_to_load reads the machine's load (/proc): a region can be a few
+  /// milliseconds, and the read walks this process's threads.
+  static constexpr std::chrono::milliseconds kLoadPeriod{100};
+
+  /// Threads of the next region: threads_, or with yield_to_load what the load leaves
+  /// (threadsForLoad), read again once kLoadPeriod has passed.
+  int teamSize() const {
+    if (!yield_to_load_ || threads_ <= 1) return threads_;
+    const auto now = std::chrono::steady_clock::now();
+    if (load_team_ == 0 || now - load_read_ >= kLoadPeriod) {
+      load_team_ = threadsForLoad(threads_, usableCores(), runnableOthers());
+      load_read_ = now;
+    }
+    return load_team_;
+  }
+
   int threads_;
   int64_t block_;
   bool yield_to_load_;
   mutable AutoState auto_;  ///< an executor serves one host thread
+  mutable int load_team_ = 0;  ///< teamSize()'s last answer (0: none yet)
+  mutable std::chrono::steady_clock::time_point load_read_;
 };
 
 }  // namespace mv

@@ -795,6 +795,27 @@ TEST_CASE("every experiment of the example sweep reads cleanly", "[sweep][experi
 // ----------------------------------------------------------------------------------------
 // Estimate
 
+TEST_CASE("a configuration whose build fails is reported for each of its experiments and built once",
+          "[sweep][estimate]") {
+  const Sweep s = expandOk(kBase + R"(  network: {fidelity: packet}
+sweep:
+  seed: [1, 2, 3]
+)");
+  std::vector<TrainingExperiment> xs;
+  Diagnostics d;
+  readExperiments(s, d, [&](TrainingExperiment&& x) { xs.push_back(std::move(x)); });
+  REQUIRE(xs.size() == 3);
+  const int64_t budget = 1 << 20;  // far less than the packet storage of 16 GPUs' network
+  MemoryMeter meter({}, budget);
+  const std::vector<MemoryEstimate> m = measureSweep(s, xs, meter, budget, d);
+  CHECK(meter.builds() == 1);
+  REQUIRE(d.items().size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    CHECK(m[i].total == 0);
+    CHECK_THAT(d.items()[i].message, Catch::Contains("packet storage would take"));
+  }
+}
+
 TEST_CASE("the memory estimate is measured once per configuration and follows the fidelity", "[sweep][estimate]") {
   const Sweep s = expandOk(kBase + R"(sweep:
   network.fidelity: [packet, flow, analytical]
