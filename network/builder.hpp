@@ -272,7 +272,9 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
   }
   auto& links = world.template table<Link>();
   const int64_t link0 = world.template appendStatic<Link>(e, link_count);
-  // Link l starts with chunk l; the other chunks are the experiment's free LinkPool.
+  // Each link starts with a chunk of its own (numbered in the order links are set: the
+  // rows of NIC-facing switch ports are not links); the others are the free LinkPool.
+  uint32_t first_free_chunk = 0;
   auto setLink = [&](uint32_t l, int64_t rate, int64_t delay) {
     LinkInfo& li = links.template get<LinkInfo>(link0 + l);
     li.rate_bps = rate;
@@ -280,8 +282,9 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
     li.ps_per_byte = exactPsPerByte(BitsPerSecond{rate});
     li.whole_ns = cfg.whole_ns ? 1u : 0u;
     LinkRing& r = links.template get<LinkRing>(link0 + l);
-    r.head_chunk = l;
-    r.tail_chunk = l;
+    r.head_chunk = first_free_chunk;
+    r.tail_chunk = first_free_chunk;
+    first_free_chunk += 1;
   };
   for (uint32_t i = 0; i < nic_count; ++i) {
     setLink(2 * i, layout.nics[i].rate_bps, layout.nics[i].delay_ps);
@@ -298,9 +301,10 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
   if (pools) {
     auto& ring_slots = world.template table<LinkSlot>();
     const int64_t slot0 = appendPacketSlots<LinkSlot, LinkSlotInt>(world, e, storage.link_slots, cfg);
-    static_cast<FreeStack&>(link_pool) = FreeStack::chained(link_count, chunks, chunks, [&](uint32_t c) -> uint32_t& {
-      return ring_slots.template get<PacketHeader>(slot0 + int64_t{c} * kLinkChunkSlots).next;
-    });
+    static_cast<FreeStack&>(link_pool) =
+        FreeStack::chained(first_free_chunk, chunks, chunks, [&](uint32_t c) -> uint32_t& {
+          return ring_slots.template get<PacketHeader>(slot0 + int64_t{c} * kLinkChunkSlots).next;
+        });
   }
 
   // NICs, their control rings and where they attach.

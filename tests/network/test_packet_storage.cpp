@@ -185,7 +185,7 @@ TEST_CASE("after a run every link ring is back to one chunk: nothing leaks from 
     CHECK(b.world->view().table<net::FlowRecord>().rows == 16);
     const auto& stats = b.world->view().table<net::NetStats>();
     const net::LinkPool& pool = stats.get<net::LinkPool>(stats.expBegin(0));
-    const int64_t links = b.world->view().table<net::Link>().rows;
+    const int64_t links = 2 * 17;  // a star has no switch-to-switch links
     int64_t cached = 0;  // free chunks the units keep for themselves
     const auto& nics = b.world->view().table<net::Nic>();
     for (int64_t i = 0; i < nics.rows; ++i) cached += nics.get<net::NicState>(i).link_chunks.count;
