@@ -69,4 +69,34 @@ struct FreeStack {
   }
 };
 
+/// Free records one unit keeps for itself in front of a shared FreeStack: a list through
+/// the same link field, touched by that unit's thread only, so taking and giving back need
+/// no atomics while it holds some.
+struct FreeCache {
+  uint32_t head = kFreeStackEnd;
+  uint32_t count = 0;
+
+  /// A free record: the cached one on top, else one popped from `shared`; kFreeStackEnd
+  /// when both are empty.
+  template <class LinkOf>
+  MV_HD uint32_t take(FreeStack& shared, LinkOf link) {
+    if (count == 0) return shared.pop(link);
+    const uint32_t r = head;
+    head = link(r);
+    count -= 1;
+    return r;
+  }
+  /// Gives back record `r`: kept while fewer than `limit` are cached, else pushed to `shared`.
+  template <class LinkOf>
+  MV_HD void give(uint32_t r, uint32_t limit, FreeStack& shared, LinkOf link) {
+    if (count >= limit) {
+      shared.push(r, link);
+      return;
+    }
+    link(r) = head;
+    head = r;
+    count += 1;
+  }
+};
+
 }  // namespace mv

@@ -33,7 +33,7 @@ inline int64_t packetsInFlight(int64_t rate_bps, int64_t delay_ps, int64_t looka
 
 /// Link-ring slots of an experiment with `links` directed links, `units` NICs and switches,
 /// and `in_flight` full-size packets on the wire when all links are busy (the sum of
-/// packetsInFlight): one chunk per link (each ring always holds one), a full ChunkCache per
+/// packetsInFlight): one chunk per link (each ring always holds one), a full chunk cache per
 /// unit (so that what the units keep never starves the rings), and `factor` × `in_flight`
 /// in chunks, shared by all rings. ACKs (60 B) and PFC frames share the rings, so a link can
 /// hold more than its full-size packets; the pool absorbs that while not every link is

@@ -53,14 +53,9 @@ struct NicInfo {
   int64_t rate_bps = 0;
   int64_t delay_ps = 0;
 };
-/// Free link-ring chunks a unit (NIC or switch) keeps for the rings it produces into: the
-/// chunks its incoming rings leave, so that a unit that forwards what it receives rarely
-/// touches the experiment's shared LinkPool. A list through the chunks' free links.
-struct ChunkCache {
-  uint32_t head = 0xFFFFFFFFu;
-  uint32_t count = 0;
-};
-/// Most chunks a ChunkCache keeps; more go back to the shared pool.
+/// Most free link-ring chunks a unit (NIC or switch) keeps for the rings it produces into
+/// (its `link_chunks`: the chunks its incoming rings leave, so that a unit that forwards what
+/// it receives rarely touches the experiment's shared LinkPool); more go back to the pool.
 inline constexpr uint32_t kChunkCacheSize = 4;
 
 struct NicState {
@@ -84,7 +79,7 @@ struct NicState {
   Entity rto_flow;
   int64_t paused_since_ps[kPriorities] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t tx_bytes = 0;      ///< cumulative bytes sent on the uplink
-  ChunkCache link_chunks;    ///< free chunks for its uplink's ring
+  FreeCache link_chunks;     ///< free chunks for its uplink's ring
 };
 
 /// Bytes a directed link carried in its current time bin (when `network.link_bin` is set).
@@ -108,14 +103,13 @@ struct SwitchInfo {
   int64_t total_reserve = 0; ///< Σ reserve over ports and priorities
 };
 struct SwitchState {
-  uint32_t cache_head = 0xFFFFFFFFu;  ///< the switch's own free slots (no atomics), a list
-  uint32_t cache_count = 0;
+  FreeCache slots;           ///< the switch's own free packet slots (up to kSwitchSlotCache)
   int64_t buffer_bytes = 0;  ///< bytes buffered in the switch
   int64_t shared_used = 0;   ///< bytes in the shared part (above reserves, below headroom)
   uint64_t draws = 0;        ///< random numbers drawn (ECN, spraying)
   uint32_t events_ready = 0; ///< its ports' PortNext and PortTree are valid (from its first step on)
   uint32_t pad = 0;
-  ChunkCache link_chunks;  ///< free chunks for its outgoing rings
+  FreeCache link_chunks;  ///< free chunks for its outgoing rings
 };
 struct Switch : Archetype<SwitchInfo, SwitchState, NetCounters> {
   static constexpr const char* kName = "Switch";

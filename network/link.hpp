@@ -46,7 +46,7 @@ struct LinkRings {
   LinkBinState* bins;    ///< its LinkBinState column
   PacketSlots slots;     ///< the experiment's ring slots (LinkSlot, LinkSlotInt)
   LinkPool* pool;        ///< its free chunks
-  ChunkCache* cache;     ///< the calling unit's own free chunks
+  FreeCache* cache;      ///< the calling unit's own free chunks
   int par;               ///< this step's parity
   int prev;              ///< the previous step's parity
 
@@ -62,24 +62,12 @@ struct LinkRings {
   /// A free chunk, from the unit's cache when it has one (no atomics), else from the shared
   /// pool; kFreeStackEnd when none is left.
   MV_HD uint32_t takeChunk() const {
-    if (cache->count > 0) {
-      const uint32_t c = cache->head;
-      cache->head = freeLink(c);
-      cache->count -= 1;
-      return c;
-    }
-    return pool->pop([this](uint32_t c) -> uint32_t& { return freeLink(c); });
+    return cache->take(*pool, [this](uint32_t c) -> uint32_t& { return freeLink(c); });
   }
   /// Gives back a chunk nobody uses any more: to the unit's cache, or to the shared pool
   /// when the cache is full.
   MV_HD void returnChunk(uint32_t c) const {
-    if (cache->count < kChunkCacheSize) {
-      freeLink(c) = cache->head;
-      cache->head = c;
-      cache->count += 1;
-      return;
-    }
-    pool->push(c, [this](uint32_t k) -> uint32_t& { return freeLink(k); });
+    cache->give(c, kChunkCacheSize, *pool, [this](uint32_t k) -> uint32_t& { return freeLink(k); });
   }
 
   /// Producer, once per step before pushing: continue from last step's tail.
@@ -217,7 +205,7 @@ struct LinkRings {
 /// The rings of experiment `e` of a world for the current step, used by a unit whose free
 /// chunks are `cache`.
 template <class WV>
-MV_HD LinkRings linkRings(WV& world, ExpId e, ChunkCache& cache) {
+MV_HD LinkRings linkRings(WV& world, ExpId e, FreeCache& cache) {
   const TableView<Link>& links = world.template table<Link>();
   TableView<NetStats>& stats = world.template table<NetStats>();
   const int par = static_cast<int>(world.clocks[e].steps & 1);

@@ -117,23 +117,11 @@ struct SwitchSystem {
     /// returned never matters; near exhaustion, whether a pop fails can depend on thread
     /// timing (the run then stops with an error naming `switch_pool_slots`).
     MV_HD uint32_t allocate() {
-      if (st.cache_count > 0) {
-        const uint32_t s = st.cache_head;
-        st.cache_head = slot(s).next;
-        st.cache_count -= 1;
-        return s;
-      }
-      return pool().pop([this](uint32_t k) -> uint32_t& { return slot(k).next; });
+      return st.slots.take(pool(), [this](uint32_t k) -> uint32_t& { return slot(k).next; });
     }
     /// Returns a slot: to the switch's cache, or to the shared stack when the cache is full.
     MV_HD void releaseSlot(uint32_t s) {
-      if (st.cache_count < kSwitchSlotCache) {
-        slot(s).next = st.cache_head;
-        st.cache_head = s;
-        st.cache_count += 1;
-        return;
-      }
-      pool().push(s, [this](uint32_t k) -> uint32_t& { return slot(k).next; });
+      st.slots.give(s, kSwitchSlotCache, pool(), [this](uint32_t k) -> uint32_t& { return slot(k).next; });
     }
 
     MV_HD void step() {

@@ -117,7 +117,7 @@ TEST_CASE("a link ring runs through pooled chunks: order kept, chunks returned, 
   net::LinkPool pool;
   auto freeLink = [&](uint32_t c) -> uint32_t& { return headers[c * net::kLinkChunkSlots].next; };
   static_cast<FreeStack&>(pool) = FreeStack::chained(1, kChunks, kChunks, freeLink);
-  net::ChunkCache cache;  // one unit both produces and consumes here: chunks go round through its cache
+  FreeCache cache;  // one unit both produces and consumes here: chunks go round through its cache
   const net::PacketSlots slots{headers.data(), ints.data()};
   auto rings = [&](int step) {
     const int par = step & 1;
