@@ -49,7 +49,7 @@ TrainingExperiment gpt3(uint32_t gpus, uint32_t pp, NetworkFidelity fidelity) {
   x.parallelism.pp = pp;
   x.parallelism.dp = gpus / (8 * pp);
   x.parallelism.sequence_parallel = true;
-  x.parallelism.distributed_optimizer = true;
+  x.parallelism.zero = mv::Zero::kOptimizer;
   x.parallelism.recompute = Recompute::kFull;
   x.training.micro_batch = 1;
   x.training.global_batch = 2 * x.parallelism.dp;

@@ -32,7 +32,7 @@ TrainingExperiment gptJob(const char* model, uint32_t tp, uint32_t pp, uint32_t 
   x.parallelism.pp = pp;
   x.parallelism.dp = dp;
   x.parallelism.sequence_parallel = true;
-  x.parallelism.distributed_optimizer = true;
+  x.parallelism.zero = mv::Zero::kOptimizer;
   x.parallelism.recompute = Recompute::kSelective;
   x.training.global_batch = global_batch;
   x.training.micro_batch = 1;

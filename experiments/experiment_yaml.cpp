@@ -177,7 +177,7 @@ class ExperimentReader {
   }
 
   void readParallelism(const ConfigReader& p) {
-    p.allowOnly({"tp", "pp", "dp", "ep", "vpp", "sp", "recompute", "distributed_optimizer", "schedule"});
+    p.allowOnly({"tp", "pp", "dp", "ep", "vpp", "sp", "recompute", "distributed_optimizer", "zero", "schedule"});
     Parallelism& par = t_.parallelism;
     par.tp = static_cast<uint32_t>(p.integer("tp", 1, 1, kMaxCount));
     par.pp = static_cast<uint32_t>(p.integer("pp", 1, 1, kMaxCount));
@@ -187,7 +187,14 @@ class ExperimentReader {
     par.sequence_parallel = p.boolean("sp", false);
     static const std::vector<std::string> kRecompute{"none", "selective", "full"};
     par.recompute = parseRecompute(kRecompute[static_cast<size_t>(p.choice("recompute", 0, kRecompute))]);
-    par.distributed_optimizer = p.boolean("distributed_optimizer", false);
+    // Megatron-LM's distributed optimizer is ZeRO-1; `zero` names any stage.
+    const bool dist_opt = p.boolean("distributed_optimizer", false);
+    const auto zero = p.integer("zero", dist_opt ? 1 : 0, 0, 3);
+    if (p.has("distributed_optimizer") && p.has("zero") && dist_opt != (zero >= 1)) {
+      p.error("zero", "zero: " + std::to_string(zero) + " contradicts distributed_optimizer: " +
+                          (dist_opt ? "true (ZeRO-1)" : "false") + "; give one of them");
+    }
+    par.zero = static_cast<Zero>(zero);
     static const std::vector<std::string> kSchedules{"1f1b", "interleaved"};
     par.schedule =
         parseSchedule(kSchedules[static_cast<size_t>(p.choice("schedule", par.vpp > 1 ? 1 : 0, kSchedules))]);

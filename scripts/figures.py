@@ -95,6 +95,23 @@ def parallelism_sizes(mv, tmp, figs, times):
     times["parallelism_sizes"] = seconds(wall)
 
 
+def zero_stages(mv, tmp, figs, times):
+    _, wall, rows = run(mv, "examples/studies/zero_stages.yaml", os.path.join(tmp, "zero"), "--quiet")
+    r = by_name(rows)
+
+    def stage(name):
+        x = r[name]
+        if x["status"] != "ok":
+            return "%s needs %.0f GiB" % (x["status"].upper(), x["peak_memory_gib"])
+        return "%.0f ms in %.1f GiB" % (x["iteration_ms"], x["peak_memory_gib"])
+
+    parts = []
+    for split, label in (("tp1-dp64", "DP 64"), ("tp2-dp32", "TP 2 × DP 32")):
+        parts.append("%s: %s" % (label, ", ".join("ZeRO-%d %s" % (z, stage("%s-zero%d" % (split, z))) for z in range(4))))
+    figs["zero_stages"] = "Llama-3 8B (8k tokens) on 64 H100s at 400 Gb/s, each ZeRO stage; " + "; ".join(parts)
+    times["zero_stages"] = "< 1 s" if wall < 1 else seconds(wall)
+
+
 def cc_comparison(mv, tmp, figs, times):
     _, wall, rows = run(mv, "examples/studies/cc_comparison.yaml", os.path.join(tmp, "cc"), "--quiet")
     r = by_name(rows)
@@ -123,7 +140,7 @@ def collective_tuning(mv, tmp, figs, times):
     times["collective_tuning"] = seconds(wall)
 
 
-QUICK = [quickstart, topology_search, parallelism_sizes, cc_comparison]
+QUICK = [quickstart, topology_search, parallelism_sizes, zero_stages, cc_comparison]
 SLOW = [collective_tuning]
 BLOCK = re.compile(r"<!-- (fig|time):([\w-]+) -->(.*?)<!-- /\1 -->", re.S)
 

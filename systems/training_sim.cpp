@@ -833,7 +833,7 @@ std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
     }
   };
   auto checkGradients = [&](uint32_t n, uint32_t local) {
-    if (par.distributed_optimizer) {
+    if (par.zero >= Zero::kOptimizer) {
       checkAlgo("reduce_scatter", x.collectives.reduce_scatter, CollectiveOp::kReduceScatter, n, local);
       checkAlgo("all_gather", x.collectives.all_gather, CollectiveOp::kAllGather, n, local);
     } else {

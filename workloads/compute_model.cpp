@@ -336,13 +336,9 @@ StageTimes ComputeModel::stageTimes(const ModelSpec& model, const TrainingConfig
   if (stage == 0) add(firstStageOperators(model, config, par));
   if (stage + 1 == std::max<uint32_t>(par.pp, 1)) add(lastStageOperators(model, config, par));
 
-  // Adam on the parameters this GPU updates (its shard with the distributed optimizer).
+  // Adam on the parameters this GPU updates (its shard from ZeRO-1 on).
   const StageParameters params = stageParameters(model, par, stage);
-  double updated = params.total();
-  if (par.distributed_optimizer) {
-    const double dp = std::max<uint32_t>(par.dp, 1);
-    updated = params.dense / dp + params.expert / std::max(1.0, dp / std::max<uint32_t>(par.ep, 1));
-  }
+  const double updated = par.zero >= Zero::kOptimizer ? shardedParameters(params, par) : params.total();
   if (const auto it = overrides_.find(std::string_view("optimizer")); it != overrides_.end()) {
     st.optimizer = it->second;
   } else {

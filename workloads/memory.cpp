@@ -24,17 +24,32 @@ uint32_t stageLayers(const ModelSpec& model, const Parallelism& par, uint32_t st
   return base + (stage < extra ? 1 : 0);
 }
 
-StageParameters stageParameters(const ModelSpec& model, const Parallelism& par, uint32_t stage) {
+StageParameters layerParameters(const ModelSpec& model, const Parallelism& par) {
   const ParameterCount pc = countParameters(model);
   const double t = std::max<uint32_t>(par.tp, 1);
   const double ep = std::max<uint32_t>(par.ep, 1);
+  StageParameters lp;
+  lp.dense = (pc.attention_per_layer + pc.norms_per_layer + pc.mlp_per_layer - pc.expert_per_layer) / t;
+  lp.expert = pc.expert_per_layer / (t * ep);
+  return lp;
+}
+
+double shardedParameters(const StageParameters& params, const Parallelism& par) {
+  const double dp = std::max<uint32_t>(par.dp, 1);
+  const double expert_dp = std::max(1.0, dp / std::max<uint32_t>(par.ep, 1));
+  return params.dense / dp + params.expert / expert_dp;
+}
+
+StageParameters stageParameters(const ModelSpec& model, const Parallelism& par, uint32_t stage) {
+  const ParameterCount pc = countParameters(model);
+  const double t = std::max<uint32_t>(par.tp, 1);
   const double layers = stageLayers(model, par, stage);
   const uint32_t last = std::max<uint32_t>(par.pp, 1) - 1;
 
+  const StageParameters layer = layerParameters(model, par);
   StageParameters sp;
-  const double dense_per_layer = pc.attention_per_layer + pc.norms_per_layer + pc.mlp_per_layer - pc.expert_per_layer;
-  sp.dense = layers * dense_per_layer / t;
-  sp.expert = layers * pc.expert_per_layer / (t * ep);
+  sp.dense = layers * layer.dense;
+  sp.expert = layers * layer.expert;
   if (stage == 0) sp.dense += pc.embedding / t + pc.positions;  // vocab-parallel embedding; positions replicated
   if (stage == last) {
     sp.dense += pc.final_norm / t;
@@ -105,20 +120,20 @@ MemoryBreakdown stageMemory(const ModelSpec& model, const TrainingConfig& config
   const double optimizer_bytes = fp32 ? 8 : 12;  // (master weights +) Adam m and v, fp32
   const StageParameters params = stageParameters(model, par, stage);
 
+  const double layers = stageLayers(model, par, stage);
+  const double shard = shardedParameters(params, par);
+  // The unsharded part of one layer: what a gather or a pending reduce-scatter holds in full.
+  const StageParameters layer = layerParameters(model, par);
+  const double layer_full = layers > 0 ? layer.total() - shardedParameters(layer, par) : 0;
+
   MemoryBreakdown mb;
   mb.stage = stage;
   mb.parameters = params.total();
-  mb.weights = ceilBytes(params.total() * weight_bytes);
-  mb.gradients = ceilBytes(params.total() * grad_bytes);
-  if (par.distributed_optimizer) {
-    const double dp = std::max<uint32_t>(par.dp, 1);
-    const double expert_dp = std::max(1.0, dp / std::max<uint32_t>(par.ep, 1));
-    mb.optimizer = ceilBytes(optimizer_bytes * (params.dense / dp + params.expert / expert_dp));
-  } else {
-    mb.optimizer = ceilBytes(params.total() * optimizer_bytes);
-  }
+  mb.weights = ceilBytes(weight_bytes *
+                         (par.zero >= Zero::kParameters ? shard + std::min(2.0, layers) * layer_full : params.total()));
+  mb.gradients = ceilBytes(grad_bytes * (par.zero >= Zero::kGradients ? shard + layer_full : params.total()));
+  mb.optimizer = ceilBytes(optimizer_bytes * (par.zero >= Zero::kOptimizer ? shard : params.total()));
 
-  const double layers = stageLayers(model, par, stage);
   mb.activation_per_layer = layerActivationBytes(model, config, par, par.recompute);
   mb.in_flight = inFlightMicroBatches(config, par, stage);
   double activations = layers * mb.in_flight * static_cast<double>(mb.activation_per_layer.count);

@@ -36,6 +36,11 @@ struct StageParameters {
 StageParameters stageParameters(const ModelSpec& model, const Parallelism& par, uint32_t stage);
 /// Transformer layers on pipeline stage `stage`.
 uint32_t stageLayers(const ModelSpec& model, const Parallelism& par, uint32_t stage);
+/// Parameters of one transformer layer on one GPU (after the TP and EP splits).
+StageParameters layerParameters(const ModelSpec& model, const Parallelism& par);
+/// The share of `params` one GPU keeps when the data-parallel group shards them: dense
+/// parameters ÷ dp, expert parameters ÷ (dp / ep).
+double shardedParameters(const StageParameters& params, const Parallelism& par);
 
 /**
  * Bytes one layer keeps for the backward pass for one micro-batch on one GPU (Korthikanti
@@ -71,11 +76,13 @@ struct MemoryBreakdown {
   uint32_t stage = 0;
   /// Parameters this GPU holds.
   double parameters = 0;
-  /// Model weights (2 bytes/param, 4 in fp32).
+  /// Model weights (2 bytes/param, 4 in fp32); with ZeRO-3 the GPU's shard plus two
+  /// gathered layers (the one computing and the one prefetched).
   Bytes weights;
-  /// fp32 main gradients (4 bytes/param).
+  /// fp32 main gradients (4 bytes/param); from ZeRO-2 on the GPU's shard plus one layer's
+  /// gradients waiting for their reduce-scatter.
   Bytes gradients;
-  /// fp32 master weights + Adam m and v (12 bytes/param, 8 in fp32), ÷ (expert) dp with the distributed optimizer.
+  /// fp32 master weights + Adam m and v (12 bytes/param, 8 in fp32); the GPU's shard from ZeRO-1 on.
   Bytes optimizer;
   /// One layer, one micro-batch (layerActivationBytes).
   Bytes activation_per_layer;

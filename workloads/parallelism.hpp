@@ -2,8 +2,8 @@
  * @file parallelism.hpp
  * The training job (batch sizes, sequence length, precision) and how it is split over GPUs
  * (Megatron-LM tensor, pipeline, data and expert parallelism, virtual pipeline stages,
- * sequence parallelism, activation recomputation, distributed optimizer, pipeline
- * schedule), with the validation rules Megatron-LM enforces.
+ * sequence parallelism, activation recomputation, ZeRO stages, pipeline schedule), with the validation rules
+ * Megatron-LM enforces.
  */
 #pragma once
 
@@ -62,6 +62,16 @@ struct TrainingConfig {
   bool flash_attention = false;
 };
 
+/// ZeRO stages (DeepSpeed's numbering; PyTorch FSDP's SHARD_GRAD_OP is kGradients and
+/// FULL_SHARD kParameters): each shards what the one before does and more over the
+/// data-parallel group (the expert-data-parallel group for expert parameters).
+enum class Zero : uint8_t {
+  kNone = 0,        ///< replicated; gradients all-reduced after the last micro-batch
+  kOptimizer = 1,   ///< optimizer state; gradients reduce-scattered, parameters all-gathered once
+  kGradients = 2,   ///< + gradients, reduce-scattered after every micro-batch's backward pass
+  kParameters = 3,  ///< + parameters, all-gathered per layer before every forward and backward pass
+};
+
 /// How the job is split over GPUs (Megatron-LM conventions).
 struct Parallelism {
   /// Tensor-parallel size t (also the experts' tensor-parallel size).
@@ -77,8 +87,9 @@ struct Parallelism {
   /// Megatron sequence parallelism (LayerNorm, dropout sharded along s); no effect when tp == 1.
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
-  /// Distributed optimizer (ZeRO-1): optimizer state sharded over the data-parallel group.
-  bool distributed_optimizer = false;
+  /// What the data-parallel group shards (ZeRO stage; kOptimizer is Megatron-LM's
+  /// distributed optimizer).
+  Zero zero = Zero::kNone;
   PipelineSchedule schedule = PipelineSchedule::k1F1B;
 };
 

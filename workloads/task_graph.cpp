@@ -1,6 +1,7 @@
 #include "workloads/task_graph.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <iterator>
 #include <utility>
@@ -272,6 +273,12 @@ struct BucketFamily {
       : comm(kind), bytes(static_cast<int64_t>(elements * element_bytes)) {
     count = group > 1 && bytes > 0 ? bucketCount(bytes, bucket) : 0;
   }
+  /// The same bytes in `units` buckets (ZeRO-3: one per layer, FSDP's usual wrapping).
+  BucketFamily perUnit(int64_t units) const {
+    BucketFamily f = *this;
+    if (f.count > 0) f.count = std::clamp<int64_t>(units, 1, bytes);
+    return f;
+  }
   int64_t bucketBytes(int64_t j) const { return bytes / count + (j < bytes % count ? 1 : 0); }
   /// The piece (of `pieces` a block is split into) after which bucket j's gradients are
   /// complete: its share of the backward is done.
@@ -309,7 +316,9 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
   const int64_t p2p_bytes = act_bytes / std::max<uint32_t>(par.tp, 1);
   // Expert all-to-all per layer and pass: dispatch and combine of the top-k routed tokens.
   const int64_t a2a_layer = model.isMoe() ? 2 * act_bytes * model.top_k / std::max<uint32_t>(par.tp, 1) : 0;
-  const bool dist_opt = par.distributed_optimizer && par.dp > 1;
+  // What the DP group shards (nothing to shard over a single replica).
+  const Zero zero = par.dp > 1 ? par.zero : Zero::kNone;
+  const CollectiveOp reduce_op = zero >= Zero::kOptimizer ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce;
   const int64_t bucket = std::max<int64_t>(options.dp_bucket.count, 1);
 
   TrainingProgram out;
@@ -320,34 +329,91 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
     ProgramBuilder b(s);
     const std::vector<BlockTimes> times = chunkTimes(model, config, par, compute, options, s);
     const uint32_t layers = stageLayers(model, par, s);
+    auto layersIn = [&](uint32_t chunk) { return layers / v + (chunk < layers % v ? 1 : 0); };
     std::vector<uint32_t> dp_tasks;
     const uint32_t element = activationBytes(config.precision);
     const uint32_t grad_element = options.grad_bytes > 0 ? options.grad_bytes : element;
     const StageParameters stage_params = stageParameters(model, par, s);
     const uint32_t expert_group = par.dp / std::max<uint32_t>(par.ep, 1);
-    const BucketFamily grads[] = {
-        {CommKind::kDp, stage_params.dense / v, grad_element, par.dp, bucket},
-        {CommKind::kExpertDp, stage_params.expert / v, grad_element, expert_group, bucket}};
-    const BucketFamily params[] = {{CommKind::kDp, stage_params.dense / v, element, dist_opt ? par.dp : 1, bucket},
-                                   {CommKind::kExpertDp, stage_params.expert / v, element,
-                                    dist_opt ? expert_group : 1, bucket}};
-    auto piecesOf = [](const BucketFamily(&f)[2]) { return std::max<int64_t>({1, f[0].count, f[1].count}); };
-    const int64_t gather_pieces = piecesOf(params);
-    // Parameter all-gathers of the previous optimizer step, per bucket and chunk, on the DP
-    // stream; gathers[c][k] are the ones forward piece k of chunk c waits for.
+    // Gradient buckets (reduced) and parameter buckets (gathered) of one chunk: DP buckets,
+    // or one per layer with ZeRO-3.
+    using Families = std::array<BucketFamily, 2>;
+    auto families = [&](uint32_t chunk, uint32_t element_bytes, bool sharded) {
+      Families f{BucketFamily{CommKind::kDp, stage_params.dense / v, element_bytes, sharded ? par.dp : 1, bucket},
+                 BucketFamily{CommKind::kExpertDp, stage_params.expert / v, element_bytes, sharded ? expert_group : 1,
+                              bucket}};
+      if (zero >= Zero::kParameters) {
+        for (BucketFamily& x : f) x = x.perUnit(layersIn(chunk));
+      }
+      return f;
+    };
+    auto piecesOf = [](const Families& f) { return std::max<int64_t>({1, f[0].count, f[1].count}); };
+    const bool sharded = zero >= Zero::kOptimizer;
+    const Families first_gathers = families(0, element, sharded && zero < Zero::kParameters);
+    const int64_t gather_pieces = piecesOf(first_gathers);
+    // ZeRO-1 and -2: the parameter all-gathers of the previous optimizer step, per bucket and
+    // chunk, on the DP stream; gathers[c][k] are the ones forward piece k of chunk c waits for.
     std::vector<std::vector<std::vector<uint32_t>>> gathers(v, std::vector<std::vector<uint32_t>>(gather_pieces));
     for (uint32_t c = 0; c < v; ++c) {
-      for (const BucketFamily& f : params) {
+      for (const BucketFamily& f : first_gathers) {
         for (int64_t j = 0; j < f.count; ++j) {
           gathers[c][f.neededBy(j, gather_pieces)].push_back(b.add(
               commTask(TaskKind::kCollective, f.comm, kDpStream, CollectiveOp::kAllGather, f.bucketBytes(j), kNoTask, c)));
         }
       }
     }
-    std::vector<bool> first_forward(v, true);
-    for (const ScheduleItem& it : pipelineOrder(s, p, m, v)) {
+    // How each block is split: per bucket where buckets overlap it.
+    const std::vector<ScheduleItem> order = pipelineOrder(s, p, m, v);
+    struct Block {
+      int64_t pieces = 1;
+      bool gathered = false;       ///< ZeRO-3: every piece waits for its layer's all-gather
+      bool first_forward = false;  ///< ZeRO-1/2: the first forward of its chunk waits for `gathers`
+      bool reduced = false;        ///< gradients reduced after its pieces
+    };
+    std::vector<Block> blocks(order.size());
+    std::vector<bool> seen_forward(v, false);
+    for (size_t i = 0; i < order.size(); ++i) {
+      const ScheduleItem& it = order[i];
+      Block& bl = blocks[i];
+      bl.reduced = !it.forward && (zero >= Zero::kGradients || it.micro_batch + 1 == m);
+      bl.gathered = zero >= Zero::kParameters;
+      bl.first_forward = it.forward && !seen_forward[it.chunk] && sharded && !bl.gathered;
+      if (it.forward) seen_forward[it.chunk] = true;
+      if (bl.gathered) {
+        bl.pieces = piecesOf(families(it.chunk, element, true));
+      } else if (bl.reduced) {
+        bl.pieces = piecesOf(families(it.chunk, grad_element, true));
+      } else if (bl.first_forward) {
+        bl.pieces = gather_pieces;
+      }
+    }
+    // ZeRO-3 gathers are issued one compute piece ahead (FSDP's prefetch of one layer): the
+    // gathers of piece n + 1 are queued on the DP stream before piece n's reduce-scatters
+    // and wait for piece n - 1, so they overlap piece n.
+    std::vector<uint32_t> computed;  // compute pieces in compute-stream order
+    std::vector<uint32_t> pending;   // gathers the next piece waits for
+    size_t next_block = 0;
+    int64_t next_piece = 0;
+    auto queueGathers = [&]() {
+      pending.clear();
+      if (next_block >= blocks.size() || !blocks[next_block].gathered) return;
+      const ScheduleItem& it = order[next_block];
+      const int64_t pieces = blocks[next_block].pieces;
+      for (const BucketFamily& f : families(it.chunk, element, true)) {
+        for (int64_t j = 0; j < f.count; ++j) {
+          if (f.neededBy(j, pieces) != next_piece) continue;
+          const uint32_t g = b.add(commTask(TaskKind::kCollective, f.comm, kDpStream, CollectiveOp::kAllGather,
+                                            f.bucketBytes(j), it.micro_batch, it.chunk, it.forward));
+          if (!computed.empty()) b.edge(computed.back(), g);
+          pending.push_back(g);
+        }
+      }
+    };
+    queueGathers();
+    for (size_t i = 0; i < order.size(); ++i) {
+      const ScheduleItem& it = order[i];
+      const Block& bl = blocks[i];
       const BlockTimes& bt = times[it.chunk];
-      const uint32_t layers_in_chunk = layers / v + (it.chunk < layers % v ? 1 : 0);
       const Peer from = it.forward ? prevVirtual(s, it.chunk, p) : nextVirtual(s, it.chunk, p, v);
       const Peer to = it.forward ? nextVirtual(s, it.chunk, p, v) : prevVirtual(s, it.chunk, p);
       uint32_t recv = kNoTask;
@@ -358,37 +424,38 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
         recv = b.add(r);
         index[s].slot(true, it.forward, it.micro_batch, it.chunk) = recv;
       }
-      // The block, split per bucket where buckets overlap it.
-      const bool last_backward = !it.forward && it.micro_batch + 1 == m;
-      const bool gathered_forward = it.forward && first_forward[it.chunk] && dist_opt;
       const int64_t total = it.forward ? bt.forward : bt.backward;
       const int64_t tp_total = it.forward ? bt.tp_forward : bt.tp_backward;
-      const int64_t pieces = last_backward ? piecesOf(grads) : gathered_forward ? gather_pieces : 1;
+      const Families grads = families(it.chunk, grad_element, true);
       uint32_t last = kNoTask;
-      for (int64_t k = 0; k < pieces; ++k) {
-        const int64_t c_ps = total / pieces + (k < total % pieces ? 1 : 0);
-        const int64_t t_ps = tp_total / pieces + (k < tp_total % pieces ? 1 : 0);
+      for (int64_t k = 0; k < bl.pieces; ++k) {
+        const std::vector<uint32_t> waits = std::move(pending);
+        next_block = k + 1 < bl.pieces ? i : i + 1;
+        next_piece = k + 1 < bl.pieces ? k + 1 : 0;
+        queueGathers();
+        const int64_t c_ps = total / bl.pieces + (k < total % bl.pieces ? 1 : 0);
+        const int64_t t_ps = tp_total / bl.pieces + (k < tp_total % bl.pieces ? 1 : 0);
         last = b.add(computeTask(c_ps, t_ps, it));
+        computed.push_back(last);
         if (k == 0) b.edge(recv, last);
-        if (gathered_forward) {
+        for (uint32_t g : waits) b.edge(g, last);
+        if (bl.first_forward) {
           for (uint32_t g : gathers[it.chunk][static_cast<size_t>(k)]) b.edge(g, last);
         }
-        if (!last_backward) continue;
+        if (!bl.reduced) continue;
         for (const BucketFamily& f : grads) {
           for (int64_t j = 0; j < f.count; ++j) {
-            if (f.readyAfter(j, pieces) != k) continue;
-            const uint32_t red = b.add(commTask(TaskKind::kCollective, f.comm, kDpStream,
-                                                dist_opt ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce,
-                                                f.bucketBytes(j), kNoTask, it.chunk));
+            if (f.readyAfter(j, bl.pieces) != k) continue;
+            const uint32_t red = b.add(
+                commTask(TaskKind::kCollective, f.comm, kDpStream, reduce_op, f.bucketBytes(j), kNoTask, it.chunk));
             b.edge(last, red);
             dp_tasks.push_back(red);
           }
         }
       }
-      if (it.forward) first_forward[it.chunk] = false;
       if (a2a_layer > 0 && par.ep > 1) {
         last = b.add(commTask(TaskKind::kCollective, CommKind::kEp, kComputeStream, CollectiveOp::kAllToAll,
-                              a2a_layer * layers_in_chunk, it.micro_batch, it.chunk, it.forward));
+                              a2a_layer * layersIn(it.chunk), it.micro_batch, it.chunk, it.forward));
       }
       if (to.exists) {
         TaskDef snd = commTask(TaskKind::kSend, CommKind::kPp, kSendStream, CollectiveOp::kAllReduce, p2p_bytes,

@@ -126,11 +126,13 @@ struct TrainingProgram {
  * block is followed by its layers' expert all-to-alls (dispatch + combine, lumped) on the
  * compute stream. Pipeline sends and receives run on their own streams. The gradients of a
  * chunk are reduced per bucket during the last micro-batch's backward (all-reduce, or
- * reduce-scatter with the distributed optimizer, whose parameter all-gathers of the
- * previous step overlap the first micro-batch's forward per bucket): dense parameters over
- * the DP group, expert parameters (MoE) in buckets of their own over the expert-data-
- * parallel group of dp / ep ranks; the optimizer step waits for every reduction. `par` must
- * be valid (validateParallelism).
+ * reduce-scatter from ZeRO-1 on, whose parameter all-gathers of the previous step overlap
+ * the first micro-batch's forward per bucket; ZeRO-2 reduce-scatters after every
+ * micro-batch's backward; ZeRO-3 gathers each layer's parameters before every forward and
+ * backward, one layer ahead, and reduce-scatters each layer's gradients after every
+ * backward): dense parameters over the DP group, expert parameters (MoE) in buckets of their
+ * own over the expert-data-parallel group of dp / ep ranks; the optimizer step waits for
+ * every reduction. `par` must be valid (validateParallelism).
  */
 TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par,
                                      const ComputeModel& compute, const ProgramOptions& options);

@@ -486,7 +486,7 @@ TEST_CASE("a full experiment round-trips into TrainingExperiment", "[sweep][expe
   CHECK(x.parallelism.vpp == 2);
   CHECK(x.parallelism.sequence_parallel);
   CHECK(x.parallelism.recompute == Recompute::kFull);
-  CHECK(x.parallelism.distributed_optimizer);
+  CHECK(x.parallelism.zero == mv::Zero::kOptimizer);
   CHECK(x.parallelism.schedule == PipelineSchedule::kInterleaved);
   CHECK(x.cluster.gpu == "h100");
   CHECK(x.cluster.gpus == 16);
@@ -597,6 +597,40 @@ TEST_CASE("unknown keys, wrong types and out-of-range values", "[sweep][experime
   CHECK(has(compute, 5, "cluster.compute.gemm_small_tile", "1.5 is out of range [0.01, 1]"));
   CHECK(has(compute, 5, "cluster.compute.memory_eficiency", "unknown key (did you mean 'memory_efficiency'?)"));
   CHECK(has(compute, 5, "cluster.compute.kernel_overhead", "2ms is out of range [0s, 1ms]"));
+}
+
+TEST_CASE("parallelism.zero names a ZeRO stage; distributed_optimizer is ZeRO-1", "[sweep][experiment]") {
+  std::vector<TrainingExperiment> xs;
+  const Diagnostics ok = readAll(R"(base:
+  workload: {model: gpt3-13b, global_batch: 16}
+  parallelism: {tp: 8, dp: 2}
+sweep:
+  parallelism.zero: [0, 1, 2, 3]
+)",
+                                 &xs);
+  INFO(ok.format());
+  REQUIRE(ok.empty());
+  REQUIRE(xs.size() == 4);
+  for (size_t i = 0; i < xs.size(); ++i) CHECK(xs[i].parallelism.zero == static_cast<Zero>(i));
+  const Diagnostics both = readAll(R"(base:
+  workload: {model: gpt3-13b, global_batch: 16}
+  parallelism: {tp: 8, dp: 2, distributed_optimizer: true, zero: 3}
+)",
+                                   &xs);
+  CHECK(both.empty());
+  CHECK(xs.back().parallelism.zero == Zero::kParameters);
+  const Diagnostics contradiction = readAll(R"(base:
+  workload: {model: gpt3-13b, global_batch: 16}
+  parallelism: {tp: 8, dp: 2, distributed_optimizer: false, zero: 2}
+)");
+  CHECK(has(contradiction, 3, "parallelism.zero", "zero: 2 contradicts distributed_optimizer: false"));
+  const Diagnostics range = readAll(R"(base:
+  workload: {model: gpt3-13b, global_batch: 16}
+  parallelism: {tp: 8, dp: 2}
+sweep:
+  parallelism.zero: [4]
+)");
+  CHECK(has(range, 5, "parallelism.zero", "4 is out of range [0, 3]"));
 }
 
 TEST_CASE("cluster.gpu as a mapping changes its base catalogue entry", "[sweep][experiment]") {

@@ -56,7 +56,7 @@ TEST_CASE("programs: every send meets a receive of the same size on its peer sta
     TrainingExperiment x = test::tinyExperiment(1, 4, 2, 8, 8);
     x.parallelism.vpp = vpp;
     x.parallelism.schedule = vpp > 1 ? PipelineSchedule::kInterleaved : PipelineSchedule::k1F1B;
-    x.parallelism.distributed_optimizer = true;
+    x.parallelism.zero = mv::Zero::kOptimizer;
     const ComputeModel compute(a100Compute());
     const TrainingProgram prog = buildTrainingProgram(x.model, x.training, x.parallelism, compute, ProgramOptions{});
     REQUIRE(prog.stages.size() == 4);
@@ -124,7 +124,7 @@ TEST_CASE("MoE: expert gradients are reduced over the expert-DP group, dense one
   ProgramOptions po;
   po.dp_bucket = mebibytes(1);
   for (bool dist_opt : {false, true}) {
-    x.parallelism.distributed_optimizer = dist_opt;
+    x.parallelism.zero = dist_opt ? mv::Zero::kOptimizer : mv::Zero::kNone;
     for (uint32_t ep : {2u, 4u, 8u}) {
       x.parallelism.ep = ep;
       const TrainingProgram prog = buildTrainingProgram(x.model, x.training, x.parallelism, compute, po);
@@ -147,6 +147,98 @@ TEST_CASE("MoE: expert gradients are reduced over the expert-DP group, dense one
       REQUIRE(r.tasks.size() == s.tasks.size());
       for (size_t i = 0; i < s.tasks.size(); ++i) CHECK(r.tasks[i].comm == s.tasks[i].comm);
       CHECK(r.expert_dp_collectives == s.expert_dp_collectives);
+    }
+  }
+}
+
+/// Bytes and count of a stage's DP collectives of operation `op`.
+std::pair<int64_t, int64_t> dpTraffic(const StageProgram& s, CollectiveOp op) {
+  int64_t bytes = 0;
+  int64_t count = 0;
+  for (const TaskDef& t : s.tasks) {
+    if (t.kind != TaskKind::kCollective || t.comm != CommKind::kDp || t.op != op) continue;
+    bytes += t.bytes;
+    count += 1;
+  }
+  return {bytes, count};
+}
+
+TEST_CASE("ZeRO stages: what the DP group gathers and reduces, and when") {
+  // pp 2, dp 4, 6 micro-batches, 4 layers per stage, 1 MiB DP buckets.
+  TrainingExperiment x = test::tinyExperiment(1, 2, 4, 6, 1);
+  const ComputeModel compute(a100Compute());
+  ProgramOptions po;
+  po.dp_bucket = mebibytes(1);
+  const uint32_t m = 6;
+  const uint32_t layers = 4;
+  for (Zero zero : {Zero::kNone, Zero::kOptimizer, Zero::kGradients, Zero::kParameters}) {
+    x.parallelism.zero = zero;
+    const TrainingProgram prog = buildTrainingProgram(x.model, x.training, x.parallelism, compute, po);
+    INFO("zero " << static_cast<int>(zero));
+    CHECK_FALSE(firstStuckTask(prog).has_value());
+    for (uint32_t st = 0; st < 2; ++st) {
+      const StageProgram& s = prog.stages[st];
+      // The pieces of the blocks add up to the compute model's time whatever the split.
+      const StageTimes times = compute.stageTimes(x.model, x.training, x.parallelism, st);
+      CHECK(s.computePs() == m * times.perMicroBatch().ps + times.optimizer.ps);
+      const auto bytes = static_cast<int64_t>(stageParameters(x.model, x.parallelism, st).dense * 2);
+      const auto [ar_bytes, ar_count] = dpTraffic(s, CollectiveOp::kAllReduce);
+      const auto [rs_bytes, rs_count] = dpTraffic(s, CollectiveOp::kReduceScatter);
+      const auto [ag_bytes, ag_count] = dpTraffic(s, CollectiveOp::kAllGather);
+      switch (zero) {
+        case Zero::kNone:  // one all-reduce of the gradients, after the last micro-batch
+          CHECK(ar_bytes == bytes);
+          CHECK(rs_count + ag_count == 0);
+          break;
+        case Zero::kOptimizer:  // gradients reduce-scattered and parameters gathered once
+          CHECK(rs_bytes == bytes);
+          CHECK(ag_bytes == bytes);
+          CHECK(ar_count == 0);
+          break;
+        case Zero::kGradients:  // gradients reduce-scattered after every micro-batch
+          CHECK(rs_bytes == m * bytes);
+          CHECK(ag_bytes == bytes);
+          CHECK(ar_count == 0);
+          break;
+        case Zero::kParameters:  // per layer: gathered for each pass, reduced after backward
+          CHECK(ag_count == 2 * m * layers);
+          CHECK(rs_count == m * layers);
+          CHECK(std::abs(ag_bytes - 2 * m * bytes) <= ag_count);  // the stage's extra params spread over layers
+          CHECK(std::abs(rs_bytes - m * bytes) <= rs_count);
+          CHECK(ar_count == 0);
+          break;
+      }
+      if (zero != Zero::kParameters) continue;
+      // Per-layer gathers survive a Chakra round trip.
+      const TrainingProgram back = programFromChakra(programToChakra(prog, x.parallelism), x.parallelism);
+      CHECK(back.stages[st].tasks.size() == s.tasks.size());
+      CHECK(dpTraffic(back.stages[st], CollectiveOp::kAllGather) == dpTraffic(s, CollectiveOp::kAllGather));
+      // Every compute piece waits for exactly one gather, which waits for the piece two
+      // before (one layer of prefetch).
+      std::vector<uint32_t> computes;
+      for (uint32_t i = 0; i < s.tasks.size(); ++i) {
+        if (s.tasks[i].kind == TaskKind::kCompute && s.tasks[i].micro_batch != kNoTask) computes.push_back(i);
+      }
+      REQUIRE(computes.size() == 2 * m * layers);
+      std::map<uint32_t, std::vector<uint32_t>> preds;
+      for (uint32_t i = 0; i < s.tasks.size(); ++i) {
+        for (uint32_t k = 0; k < s.tasks[i].succ_count; ++k) preds[s.succs[s.tasks[i].succ_begin + k]].push_back(i);
+      }
+      for (size_t n = 0; n < computes.size(); ++n) {
+        std::vector<uint32_t> gathers;
+        for (uint32_t pr : preds[computes[n]]) {
+          if (s.tasks[pr].op == CollectiveOp::kAllGather && s.tasks[pr].kind == TaskKind::kCollective)
+            gathers.push_back(pr);
+        }
+        REQUIRE(gathers.size() == 1);
+        const std::vector<uint32_t>& waits = preds[gathers[0]];
+        if (n < 2) {
+          CHECK(waits.empty());
+        } else {
+          REQUIRE(waits.size() == 1);
+          CHECK(waits[0] == computes[n - 2]);
+        }
+      }
     }
   }
 }

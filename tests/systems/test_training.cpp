@@ -317,7 +317,7 @@ namespace {
 TEST_CASE("Chakra traces written by the project and read back give the same iteration") {
   TrainingExperiment x = test::tinyExperiment(2, 2, 2, 4, 2);
   x.model = test::tinyGpt(8, 512);
-  x.parallelism.distributed_optimizer = true;
+  x.parallelism.zero = mv::Zero::kOptimizer;
   x.collectives.dp_bucket = mebibytes(4);
   ProgramOptions po;
   po.dp_bucket = x.collectives.dp_bucket;
@@ -506,7 +506,7 @@ TEST_CASE("a MoE job runs end to end with expert-DP groups, identically at 1 and
   x.model.experts = 4;
   x.model.top_k = 2;
   x.parallelism.ep = 2;
-  x.parallelism.distributed_optimizer = true;
+  x.parallelism.zero = mv::Zero::kOptimizer;
   x.collectives.dp_bucket = mebibytes(4);
   REQUIRE(checkTrainingExperiment(x).empty());
   for (NetworkFidelity f : {NetworkFidelity::kAnalytical, NetworkFidelity::kPacket}) {
@@ -595,6 +595,39 @@ TEST_CASE("counting the task states and packet pools gives the bytes that buildi
   CHECK(counted.total_bytes == built.total_bytes);
   // The counted parts are most of the bytes of a packet-level experiment.
   if (fidelity == NetworkFidelity::kPacket) CHECK(built.network_bytes > built.total_bytes / 2);
+}
+
+TEST_CASE("ZeRO-2 and ZeRO-3 run at every fidelity: more DP traffic, less memory, the same at 1 and 2 threads") {
+  // One stage, 4 replicas on 4 servers behind 10 Gb/s links: the DP collectives are the
+  // iteration. A reduce-scatter or all-gather of all gradients takes about the same time T
+  // (a ring moves (n-1)/n of the bytes either way), so the DP stream is busy about 2T with
+  // ZeRO-1 (one of each), (m + 1)T with ZeRO-2 (a reduce-scatter per micro-batch) and 3mT
+  // with ZeRO-3 (per micro-batch: gathers for both passes and a reduce-scatter).
+  const uint32_t m = 4;
+  TrainingExperiment x = test::tinyExperiment(1, 1, 4, m, 1);
+  x.model = test::tinyGpt(4, 1024);
+  x.topology = test::starTopology(4, gigabitsPerSecond(10));
+  x.collectives.dp_bucket = mebibytes(25);  // about a layer, ZeRO-3's bucket
+  for (NetworkFidelity f : {NetworkFidelity::kAnalytical, NetworkFidelity::kFlow, NetworkFidelity::kPacket}) {
+    x.fidelity = f;
+    std::vector<TrainingResult> r;
+    for (Zero zero : {Zero::kNone, Zero::kOptimizer, Zero::kGradients, Zero::kParameters}) {
+      x.parallelism.zero = zero;
+      REQUIRE(checkTrainingExperiment(x).empty());
+      r.push_back(runOne(x, 1));
+      INFO("fidelity " << static_cast<int>(f) << ", zero " << static_cast<int>(zero));
+      CHECK(r.back().error.empty());
+      const TrainingResult two = runOne(x, 2);
+      CHECK(two.iteration.ps == r.back().iteration.ps);
+      CHECK(two.exposed_dp.ps == r.back().exposed_dp.ps);
+    }
+    INFO("fidelity " << static_cast<int>(f));
+    const double t = static_cast<double>(r[1].iteration.ps) / 2;
+    CHECK(rel(static_cast<double>(r[2].iteration.ps), (m + 1) * t) < 0.1);
+    CHECK(rel(static_cast<double>(r[3].iteration.ps), 3 * m * t) < 0.1);
+    // Each stage shards more: weights, then gradients, then parameters.
+    for (size_t z = 1; z < r.size(); ++z) CHECK(r[z].peak_memory.total() < r[z - 1].peak_memory.total());
+  }
 }
 
 }  // namespace

@@ -92,7 +92,7 @@ TEST_CASE("breakdown of a small case matches hand-computed bytes", "[workloads][
   m.vocab = 1000;
   m.seq = 512;
   Parallelism par = split(2, 2, 2, Recompute::kSelective);
-  par.distributed_optimizer = true;
+  par.zero = mv::Zero::kOptimizer;
   const TrainingConfig c = job(16, 2);
   REQUIRE(validateParallelism(m, c, par, 8).empty());
 
@@ -124,7 +124,7 @@ TEST_CASE("breakdown of a small case matches hand-computed bytes", "[workloads][
   CHECK(peakMemory(m, c, par).stage == 0);
 
   // Without the distributed optimizer the 12 bytes stay whole.
-  par.distributed_optimizer = false;
+  par.zero = mv::Zero::kNone;
   CHECK(stageMemory(m, c, par, 0).optimizer.count == 13632512LL * 12);
   // Full recompute: 2·s·b·h per layer in flight, plus one layer's working set without recompute.
   par.recompute = Recompute::kFull;
@@ -145,7 +145,7 @@ TEST_CASE("GPT-3 175B with TP 8 and PP 8 fits 80 GB", "[workloads][memory]") {
   const TrainingConfig c = job(64);
   for (auto [recompute, sp] : {std::pair{Recompute::kFull, false}, std::pair{Recompute::kSelective, true}}) {
     Parallelism par = split(8, 8, 1, recompute, sp);
-    par.distributed_optimizer = true;
+    par.zero = mv::Zero::kOptimizer;
     REQUIRE(validateParallelism(gpt, c, par, 64).empty());
     const MemoryBreakdown mb = peakMemory(gpt, c, par);
     INFO(toString(recompute) << " sp " << sp << ": " << mb.total().count / 1073741824.0 << " GiB");
@@ -157,7 +157,7 @@ TEST_CASE("GPT-3 175B with TP 8 and PP 8 fits 80 GB", "[workloads][memory]") {
 TEST_CASE("Llama-3 8B on 8 GPUs with DP 8, distributed optimizer and selective recompute", "[workloads][memory]") {
   const ModelSpec l8 = modelByName("llama3-8b");
   Parallelism par = split(1, 1, 8, Recompute::kSelective);
-  par.distributed_optimizer = true;
+  par.zero = mv::Zero::kOptimizer;
   // Weights, gradients and the sharded optimizer take 2 + 4 + 12/8 = 7.5 bytes/param ≈ 56 GiB.
   // At seq 2048 the activations (9 GiB) fit easily.
   const MemoryBreakdown short_seq = peakMemory(l8, job(64, 1, 2048), par);
@@ -173,12 +173,38 @@ TEST_CASE("Llama-3 8B on 8 GPUs with DP 8, distributed optimizer and selective r
   CHECK(peakMemory(l8, job(64, 1, 8192), par).fits(k80GB));
 }
 
+TEST_CASE("ZeRO-2 shards the gradients, ZeRO-3 the weights as well, less what one or two layers hold in full",
+          "[workloads][memory]") {
+  const ModelSpec l8 = modelByName("llama3-8b");
+  const ParameterCount pc = countParameters(l8);
+  const double params = parameterCount(l8);
+  const double layer = pc.attention_per_layer + pc.norms_per_layer + pc.mlp_per_layer;
+  const double unsharded = layer * 7 / 8;  // a gathered layer beyond the GPU's own 1/8
+  Parallelism par = split(1, 1, 8, Recompute::kSelective);
+  const TrainingConfig c = job(64, 1, 2048);
+  auto states = [&](Zero zero) {
+    par.zero = zero;
+    const MemoryBreakdown mb = stageMemory(l8, c, par, 0);
+    return static_cast<double>(mb.weights.count + mb.gradients.count + mb.optimizer.count);
+  };
+  // Bytes per parameter: 2 + 4 + 12 replicated; the optimizer's 12 / 8 from ZeRO-1; the
+  // gradients' 4 / 8 from ZeRO-2 (plus one layer waiting for its reduce-scatter); the
+  // weights' 2 / 8 with ZeRO-3 (plus two gathered layers).
+  CHECK(states(Zero::kNone) == Approx(params * 18).epsilon(1e-9));
+  CHECK(states(Zero::kOptimizer) == Approx(params * 7.5).epsilon(1e-9));
+  CHECK(states(Zero::kGradients) == Approx(params * 4 + 4 * unsharded).epsilon(1e-9));
+  CHECK(states(Zero::kParameters) == Approx(params * 2.25 + (2 * 2 + 4) * unsharded).epsilon(1e-9));
+  // With one replica nothing is sharded and nothing gathered.
+  par.dp = 1;
+  CHECK(states(Zero::kParameters) == Approx(params * 18).epsilon(1e-9));
+}
+
 TEST_CASE("MoE experts are split by EP and sharded over the expert-data-parallel group", "[workloads][memory]") {
   const ModelSpec mixtral = modelByName("mixtral-8x7b");
   const ParameterCount pc = countParameters(mixtral);
   Parallelism par = split(1, 1, 8, Recompute::kSelective);
   par.ep = 8;
-  par.distributed_optimizer = true;
+  par.zero = mv::Zero::kOptimizer;
   const StageParameters sp = stageParameters(mixtral, par, 0);
   CHECK(sp.expert == Approx(pc.expert_per_layer * 32 / 8));
   CHECK(sp.dense == Approx(parameterCount(mixtral) - pc.expert_per_layer * 32));
