@@ -91,6 +91,11 @@ struct RankStreams {
   uint32_t running[kStreams] = {kNoTask, kNoTask, kNoTask, kNoTask};
   int64_t busy_until[kStreams] = {}; ///< finish of the running compute task; free time when idle
   int64_t start[kStreams] = {};      ///< start of the running task
+  /// Running compute task: kernel time at full speed still to do as of `work_since` (0 when
+  /// none, or when only its TP collectives are left); the overlap slow-down applies to it
+  /// while the DP stream communicates.
+  int64_t work_left = 0;
+  int64_t work_since = 0;
   /// Earliest compute finish or task start the rank found when it last ran (completions of
   /// running communication are read from their TaskState each step).
   int64_t wake_self = 0;

@@ -322,6 +322,7 @@ struct RankSystem {
       } else {
         start(ops, info, st, times, best_stream, best);
       }
+      if (best_stream == kDpStream) restretch(ops, info, st, best, !best_finish);
     }
   }
 
@@ -349,9 +350,9 @@ struct RankSystem {
     st.next[s] = index + 1;
     switch (d.kind) {
       case TaskKind::kCompute: {
-        const int64_t compute = jittered(ops.cfg(), info.rank, index, stretched(ops, info, st, d.compute_ps, t));
-        st.busy_until[s] = t + compute + d.tp_ps;
-        times.compute += compute;
+        st.work_left = jittered(ops.cfg(), info.rank, index, d.compute_ps);
+        st.work_since = t;
+        st.busy_until[s] = t + atRate(ops, st.work_left, st.running[kDpStream] != kNoTask) + d.tp_ps;
         times.tp += d.tp_ps;
         break;
       }
@@ -366,16 +367,39 @@ struct RankSystem {
     }
   }
 
-  /// Kernel time of a compute task starting at `t`: slowed by the overlap factor when a DP
-  /// collective is still running then (its completion, if already known, lies after `t`; one
-  /// written by another rank this step lies after the window, so the test is exact).
-  MV_HD static int64_t stretched(const TrainOps<Ctx>& ops, const RankInfo& info, const RankStreams& st, int64_t ps,
-                                 int64_t t) {
+  /// Time `work` ps of kernel time at full speed take: stretched by the overlap factor while
+  /// the DP stream communicates (`slowed`).
+  MV_HD static int64_t atRate(const TrainOps<Ctx>& ops, int64_t work, bool slowed) {
     const uint32_t ppm = ops.cfg().overlap_ppm;
-    const uint32_t running = st.running[kDpStream];
-    if (ppm == kSlowdownOne || running == kNoTask) return ps;
-    if (atomicLoad<int64_t>(&ops.state(info, running).done_ps) <= t) return ps;
-    return static_cast<int64_t>((static_cast<Int128>(ps) * ppm + kSlowdownOne - 1) / kSlowdownOne);
+    if (!slowed || ppm == kSlowdownOne) return work;
+    return static_cast<int64_t>((static_cast<Int128>(work) * ppm + kSlowdownOne - 1) / kSlowdownOne);
+  }
+
+  /**
+   * The DP stream started (`now_slowed`) or finished a collective at `t`: the running compute
+   * task's kernels run at the other speed from `t` on. Its kernel time left is what it had
+   * at `work_since` less what the elapsed time did at the old speed; its TP collectives
+   * follow its kernels and are never slowed. Events are handled in time order and a DP
+   * completion before the window's end is known when the window starts, so the overlap is
+   * exact to the picosecond on every backend.
+   */
+  MV_HD static void restretch(const TrainOps<Ctx>& ops, const RankInfo& info, RankStreams& st, int64_t t,
+                              bool now_slowed) {
+    const uint32_t running = st.running[kComputeStream];
+    if (running == kNoTask || st.work_left == 0 || ops.cfg().overlap_ppm == kSlowdownOne) return;
+    const TaskDef& d = ops.task(info, running);
+    if (d.kind != TaskKind::kCompute) return;
+    const int64_t elapsed = t - st.work_since;
+    const int64_t done =
+        now_slowed ? elapsed
+                   : static_cast<int64_t>(static_cast<Int128>(elapsed) * kSlowdownOne / ops.cfg().overlap_ppm);
+    st.work_since = t;
+    if (done >= st.work_left) {  // only its TP collectives are left
+      st.work_left = 0;
+      return;
+    }
+    st.work_left -= done;
+    st.busy_until[kComputeStream] = t + atRate(ops, st.work_left, now_slowed) + d.tp_ps;
   }
 
   /// Kernel time `ps` of task `index` of rank `rank` with the experiment's compute jitter: a
@@ -422,6 +446,10 @@ struct RankSystem {
     const uint32_t index = st.running[s];
     const TaskDef& d = ops.task(info, index);
     if (s == kComputeStream && d.kind == TaskKind::kCollective) times.ep += t - st.start[s];
+    if (s == kComputeStream && d.kind == TaskKind::kCompute) {
+      times.compute += t - st.start[s] - d.tp_ps;
+      st.work_left = 0;
+    }
     const TaskState& own = ops.state(info, index);
     for (uint32_t k = 0; k < d.succ_count; ++k) {
       TaskState& n = ops.state(info, ops.successor(info, d.succ_begin + k));
