@@ -279,7 +279,12 @@ Json resultJson(const TrainingResult& res) {
               {"peak_memory", memoryJson(res.peak_memory)},
               {"network", networkJson(res.network)},
               {"wall_seconds", res.wall_seconds},
-              {"events", res.events}};
+              {"events", res.events},
+              {"packet_storage",
+               {{"restarts", res.storage_retries},
+                {"switch_pool_slots", res.pool_knobs.switch_pool_slots},
+                {"link_ring_factor", res.pool_knobs.link_ring_factor},
+                {"nic_control_slots", res.pool_knobs.nic_control_slots}}}};
 }
 
 /// A finite double, or 0 for the null nlohmann writes in place of NaN and infinity.
@@ -335,6 +340,12 @@ TrainingResult resultFromJson(const Json& j) {
   res.network = networkFromJson(j.at("network"));
   res.wall_seconds = realFrom(j.at("wall_seconds"));
   res.events = j.at("events").get<int64_t>();
+  if (j.contains("packet_storage")) {  // older manifests lack it
+    const Json& s = j.at("packet_storage");
+    res.storage_retries = s.at("restarts").get<uint32_t>();
+    res.pool_knobs = net::PoolKnobs{s.at("switch_pool_slots").get<int32_t>(), s.at("link_ring_factor").get<int32_t>(),
+                                    s.at("nic_control_slots").get<int32_t>()};
+  }
   return res;
 }
 

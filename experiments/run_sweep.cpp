@@ -15,6 +15,7 @@
 #include <numeric>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "ecs/device_fault.hpp"
@@ -46,6 +47,8 @@ struct Job {
   /// Why it cannot run (`--skip-infeasible`: its problems, file:line: key: message); it is
   /// then written as an invalid row instead of run.
   std::string invalid;
+  /// Its configuration less name and seed (sizingKey): copies share their packet storage.
+  std::string sizing_key;
 };
 
 std::string yamlText(const YAML::Node& node) {
@@ -113,6 +116,31 @@ std::vector<std::vector<const Job*>> batches(const std::vector<const Job*>& jobs
   }
   return out;
 }
+
+/**
+ * Packet storage that runs grew, per sizing key (the configuration less name and seed):
+ * later batches start their experiments of that configuration with it, so a campaign of
+ * copies pays the restarts once, not once per batch. Shared by the worker threads.
+ */
+class LearnedStorage {
+ public:
+  /// Raises `x`'s pooled-storage knobs to what a run of its configuration needed.
+  void apply(const std::string& key, TrainingExperiment& x) {
+    const std::lock_guard<std::mutex> hold(mutex_);
+    if (const auto it = grown_.find(key); it != grown_.end()) net::raisePoolKnobs(x.network, it->second);
+  }
+  /// Remembers the storage of a run that had to grow it.
+  void learn(const std::string& key, const TrainingResult& r) {
+    if (r.storage_retries == 0) return;
+    const std::lock_guard<std::mutex> hold(mutex_);
+    const auto [it, added] = grown_.try_emplace(key, r.pool_knobs);
+    if (!added) it->second = net::largerPoolKnobs(it->second, r.pool_knobs);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<std::string, net::PoolKnobs> grown_;
+};
 
 /// Records finished by worker threads, handed to the thread that writes them.
 class RecordQueue {
@@ -340,6 +368,7 @@ std::vector<Job> readJobsSkippingInfeasible(const Sweep& sweep, Recording record
     j.x.id = sweep.experiments[i].id;
     if (one.empty()) {
       j.cost = estimatedCost(j.x);
+      j.sizing_key = sizingKey(sweep.experiments[i].config);
       ++valid;
     } else {
       for (const Diagnostic& d : one.items()) j.invalid += (j.invalid.empty() ? "" : "; ") + d.format();
@@ -376,6 +405,7 @@ std::vector<Job> readJobs(const std::filesystem::path& file, Recording recording
     j.x = std::move(read[i]);
     j.memory = memory[i].total;
     j.cost = estimatedCost(j.x);
+    j.sizing_key = sizingKey(sweep.experiments[i].config);
     jobs.push_back(std::move(j));
   }
   return jobs;
@@ -518,6 +548,7 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
   RecordQueue queue;
   Heartbeats heartbeats(workers);
   std::atomic<bool> cannot_write{false};  // results stopped being written: run no more batches
+  LearnedStorage learned;
   std::vector<std::thread> threads;
   for (int w = 0; w < workers; ++w) {
     threads.emplace_back([&, w] {
@@ -548,10 +579,14 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
           continue;
         }
         std::vector<TrainingExperiment> xs;
-        for (const Job* j : batch) xs.push_back(j->x);
+        for (const Job* j : batch) {
+          xs.push_back(j->x);
+          learned.apply(j->sizing_key, xs.back());
+        }
         try {
           simulateTraining(xs, sim, [&](size_t i, const TrainingResult& r) {
             reported[i] = true;
+            learned.learn(batch[i]->sizing_key, r);
             queue.push(recordOf(*batch[i], r, r.error));
           });
         } catch (const DeviceOutOfMemory& e) {  // the device is fine: go on with the next batch

@@ -104,6 +104,29 @@ struct NetworkConfig {
   PfcParams pfc;
 };
 
+/// The pooled packet storage of a run: what a restart doubles when it runs out.
+struct PoolKnobs {
+  int32_t switch_pool_slots = 0;
+  int32_t link_ring_factor = 0;
+  int32_t nic_control_slots = 0;
+};
+inline PoolKnobs poolKnobs(const NetworkConfig& c) {
+  return PoolKnobs{c.switch_pool_slots, c.link_ring_factor, c.nic_control_slots};
+}
+/// Each knob the larger of `a`'s and `b`'s.
+inline PoolKnobs largerPoolKnobs(const PoolKnobs& a, const PoolKnobs& b) {
+  auto most = [](int32_t x, int32_t y) { return x > y ? x : y; };
+  return PoolKnobs{most(a.switch_pool_slots, b.switch_pool_slots), most(a.link_ring_factor, b.link_ring_factor),
+                   most(a.nic_control_slots, b.nic_control_slots)};
+}
+/// Raises each pooled-storage knob of `c` to `k`'s where that is larger.
+inline void raisePoolKnobs(NetworkConfig& c, const PoolKnobs& k) {
+  const PoolKnobs m = largerPoolKnobs(poolKnobs(c), k);
+  c.switch_pool_slots = m.switch_pool_slots;
+  c.link_ring_factor = m.link_ring_factor;
+  c.nic_control_slots = m.nic_control_slots;
+}
+
 /// True when the experiment's receivers send ACK/NACK in the strict-priority queue 0.
 MV_HD constexpr bool ackHighPriority(const NetworkConfig& c) {
   return c.ack_priority == AckPriority::kHigh || (c.ack_priority == AckPriority::kByCc && c.cc == CcKind::kDcqcn);

@@ -567,6 +567,7 @@ TrainingResult collectResult(TrainWorld& world, ExpId e, const TrainingExperimen
         static_cast<double>(x.training.global_batch) * sequenceLength(x.model, x.training) / seconds;
   }
   res.network = net::experimentCounters(world, e);
+  res.pool_knobs = net::poolKnobs(x.network);
   auto& fluid = world.table<net::FluidNet>();  // flow level: its flows and overflows count too
   for (int64_t r = fluid.expBegin(e); r < fluid.expEnd(e); ++r) {
     res.network.flows_done += fluid.get<net::FluidNetState>(r).flows_done;

@@ -146,6 +146,8 @@ struct TrainingResult {
   /// Times the experiment started again because pooled packet storage ran out (each time
   /// with that storage doubled; the results are those of a run that fitted).
   uint32_t storage_retries = 0;
+  /// The pooled packet storage of the run reported (its configuration, doubled by each restart).
+  net::PoolKnobs pool_knobs;
   /// Non-empty when the experiment was simulated but could not finish (time limit).
   std::string error;
   /// Chrome trace JSON of the iteration (one process per rank, one thread per stream, µs),

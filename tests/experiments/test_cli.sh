@@ -172,6 +172,29 @@ for f in queues.csv flows.csv; do
 done
 sed 's/fidelity: packet/fidelity: flow/' "$tmp/links.yaml" > "$tmp/links_flow.yaml"
 expect 2 "network.link_bin: links are recorded at packet fidelity only" validate "$tmp/links_flow.yaml"
+# A packet storage run grew is remembered for the configuration: of three copies (seeds) run
+# one batch after another, only the first starts again; all end with the same pool.
+# (DCQCN into a 4:1 oversubscribed spine fills more than the 64 switch slots.)
+sed 's/  network: {fidelity: analytical, cc: dctcp}/  network: {fidelity: packet, cc: dcqcn, switch_pool_slots: 64}/; /^sweep:/,$d' \
+  "$tmp/tiny.yaml" > "$tmp/grow.yaml"
+cat >> "$tmp/grow.yaml" <<'YAML'
+  topology: {kind: spine_leaf, leaves: 2, nics_per_leaf: 4, spines: 1, oversubscription: 4, link_rate: 100Gbps}
+sweep:
+  seed: [1, 2, 3]
+YAML
+expect 0 "" --experiments "$tmp/grow.yaml" --out "$tmp/run_grow" --threads 1 --cpu-workers 1 --batch-size 1 --quiet
+grow_field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['result']['packet_storage'][sys.argv[2]])" "$@"; }
+grow_restarts=""
+grow_pools=""
+for m in "$tmp"/run_grow/experiments/*/manifest.json; do
+  grow_restarts="$grow_restarts $(grow_field "$m" restarts)"
+  grow_pools="$grow_pools $(grow_field "$m" switch_pool_slots)"
+done
+restarted=0
+for r in $grow_restarts; do [ "$r" -gt 0 ] && restarted=$((restarted + 1)); done
+[ "$restarted" -eq 1 ] || { echo "FAIL: restarts per copy were$grow_restarts (one copy should restart)"; fail=1; }
+[ "$(echo $grow_pools | tr ' ' '\n' | sort -u | wc -l)" -eq 1 ] && [ "${grow_pools# }" != "64 64 64" ] ||
+  { echo "FAIL: switch pools$grow_pools (one grown size for all)"; fail=1; }
 expect 2 "already holds results" --experiments "$tmp/tiny.yaml" --out "$tmp/run"
 # Everything but the wall-time columns, which differ from run to run.
 stable() {
