@@ -76,7 +76,7 @@ class ExperimentReader {
   // --- sections --------------------------------------------------------------------
 
   void readWorkload(const ConfigReader& w) {
-    w.allowOnly({"model", "chakra", "global_batch", "micro_batch", "seq", "precision", "flash_attention",
+    w.allowOnly({"model", "chakra", "global_batch", "micro_batch", "seq", "precision", "flash_attention", "grad_clip",
                  "operator_times"});
     model_ok_ = readModel(w);
     if (w.has("chakra")) t_.chakra = (dir_ / w.text("chakra", "")).string();
@@ -91,6 +91,7 @@ class ExperimentReader {
     t_.training.precision =
         parseTrainingPrecision(kPrecisions[static_cast<size_t>(w.choice("precision", 0, kPrecisions))]);
     t_.training.flash_attention = w.boolean("flash_attention", false);
+    t_.training.grad_clip = w.boolean("grad_clip", true);
     if (w.has("operator_times")) readOperatorTimes(w.child("operator_times"));
   }
 

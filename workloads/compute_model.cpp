@@ -234,7 +234,7 @@ ComputeModelParams megatronA100Params() {
   p.gemm.ceiling = 0.722;
   p.gemm.small_tile = 1.0;
   p.gemm.quantization = true;
-  p.memory_efficiency = 0.665;
+  p.memory_efficiency = 0.670;
   p.kernel_overhead = Picoseconds{0};
   p.optimizer_bytes_per_param = 30;
   return p;
@@ -342,8 +342,9 @@ StageTimes ComputeModel::stageTimes(const ModelSpec& model, const TrainingConfig
   if (const auto it = overrides_.find(std::string_view("optimizer")); it != overrides_.end()) {
     st.optimizer = it->second;
   } else {
-    st.optimizer =
-        kernelTime(OpKind::kMemory, GemmShape{}, updated * params_.optimizer_bytes_per_param, config.precision);
+    const double norm_bytes = config.grad_clip ? kGradNormBytesPerParam : 0;
+    st.optimizer = kernelTime(OpKind::kMemory, GemmShape{}, updated * (params_.optimizer_bytes_per_param + norm_bytes),
+                              config.precision);
   }
   return st;
 }

@@ -140,6 +140,11 @@ struct GemmEfficiency {
 /// Split-K's shortest slice of k.
 inline constexpr double kMinSplitK = 256;
 
+/// HBM bytes per updated parameter that gradient clipping adds to the optimizer step: the
+/// fp32 gradient read once for the global norm (the scaling by the clip factor, applied only
+/// when the norm exceeds the threshold, is not counted).
+inline constexpr double kGradNormBytesPerParam = 4;
+
 /// Knobs of the roofline.
 struct ComputeModelParams {
   GemmEfficiency gemm;
@@ -162,7 +167,7 @@ ComputeModelParams megatronA100Params();
 
 /// TP collective bus bandwidth relative to the nccl-tests curves, fitted together with
 /// megatronA100Params (docs/workloads.md "Calibration").
-inline constexpr double kMegatronTpBandwidthFactor = 1.274;
+inline constexpr double kMegatronTpBandwidthFactor = 1.268;
 
 /**
  * Measured kernel times that replace the roofline, keyed by Operator::name (forward time

@@ -60,6 +60,9 @@ struct TrainingConfig {
   /// Fused attention (FlashAttention): the s×s scores never reach HBM and are not stored for
   /// the backward pass. false is the unfused path of Megatron-LM SC'21 (the calibration).
   bool flash_attention = false;
+  /// Gradient clipping by the global norm (Megatron-LM's default `--clip-grad 1.0`): the
+  /// optimizer step also reads each updated parameter's fp32 gradient once for the norm.
+  bool grad_clip = true;
 };
 
 /// ZeRO stages (DeepSpeed's numbering; PyTorch FSDP's SHARD_GRAD_OP is kGradients and

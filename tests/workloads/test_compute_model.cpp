@@ -267,6 +267,27 @@ TEST_CASE("stage times: embedding on the first stage, logits on the last", "[wor
   CHECK(it.total == it.busy + it.bubble + it.optimizer);
 }
 
+TEST_CASE("the optimizer step: 30 bytes per updated parameter, 4 more with gradient clipping", "[workloads][compute]") {
+  ComputeModelParams params = megatronA100Params();
+  params.memory_efficiency = 0.8;
+  params.kernel_overhead = Picoseconds{0};
+  const ComputeModel cm(a100Compute(), params);
+  const ModelSpec gpt = modelByName("gpt3-13b");
+  Parallelism par;
+  par.tp = 8;
+  par.dp = 4;
+  TrainingConfig c = job(16);
+  // Memory-bound at 0.8 × 2 TB/s = 1.6 GB/ms.
+  auto ms = [](Picoseconds t) { return static_cast<double>(t.ps) * 1e-9; };
+  const double params_held = stageParameters(gpt, par, 0).total();
+  c.grad_clip = false;
+  CHECK(ms(cm.stageTimes(gpt, c, par, 0).optimizer) == Approx(30 * params_held / 1.6e9).epsilon(1e-6));
+  c.grad_clip = true;
+  CHECK(ms(cm.stageTimes(gpt, c, par, 0).optimizer) == Approx(34 * params_held / 1.6e9).epsilon(1e-6));
+  par.zero = Zero::kOptimizer;  // the shard only
+  CHECK(ms(cm.stageTimes(gpt, c, par, 0).optimizer) == Approx(34 * params_held / 4 / 1.6e9).epsilon(1e-6));
+}
+
 TEST_CASE("GPU presets and names", "[workloads][compute]") {
   CHECK(gpuComputeByName("a100-80gb").peak_flops == 312e12);
   CHECK(gpuComputeByName("h800").peak_flops == 989e12);
