@@ -187,7 +187,8 @@ class CollectiveBuilder {
       throw TrainingError("collectives.chunk: " + std::to_string(infos_.size()) + " collectives of up to " +
                           std::to_string(max_transfers_) +
                           " transfers each cannot be numbered in 39-bit flow ids; "
-                          "raise the chunk size or dp_bucket");
+                          "raise the chunk size or dp_bucket (with parallelism.zero 3: one gather per layer, "
+                          "pass and micro-batch, so fewer micro-batches or layers per stage)");
     }
     return bits;
   }

@@ -353,7 +353,6 @@ struct RankSystem {
         st.work_left = jittered(ops.cfg(), info.rank, index, d.compute_ps);
         st.work_since = t;
         st.busy_until[s] = t + atRate(ops, st.work_left, st.running[kDpStream] != kNoTask) + d.tp_ps;
-        times.tp += d.tp_ps;
         break;
       }
       case TaskKind::kSend:
@@ -446,8 +445,9 @@ struct RankSystem {
     const uint32_t index = st.running[s];
     const TaskDef& d = ops.task(info, index);
     if (s == kComputeStream && d.kind == TaskKind::kCollective) times.ep += t - st.start[s];
-    if (s == kComputeStream && d.kind == TaskKind::kCompute) {
+    if (s == kComputeStream && d.kind == TaskKind::kCompute) {  // a task cut off by a time limit counts nothing
       times.compute += t - st.start[s] - d.tp_ps;
+      times.tp += d.tp_ps;
       st.work_left = 0;
     }
     const TaskState& own = ops.state(info, index);

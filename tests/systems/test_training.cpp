@@ -495,12 +495,28 @@ TEST_CASE("compute overlapping a DP collective is slowed by the overlap factor, 
   CHECK(dflt.compute.ps < on.compute.ps);
 }
 
+TEST_CASE("a run stopped by a time limit counts only finished tasks: its breakdown adds up") {
+  TrainingExperiment x = test::tinyExperiment(2, 1, 4, 4, 2);
+  x.parallelism.zero = Zero::kParameters;
+  x.fidelity = NetworkFidelity::kAnalytical;
+  const TrainingResult full = runOne(x);
+  SimulationOptions o;
+  o.threads = 2;
+  o.time_limit = Picoseconds{full.iteration.ps / 2};
+  const std::vector<TrainingExperiment> one{x};
+  const TrainingResult cut = simulateTraining(one, o).front();
+  CHECK(cut.bubble.ps >= 0);
+  CHECK(cut.compute.ps + cut.exposed_tp.ps <= o.time_limit.ps);
+  CHECK(cut.compute.ps < full.compute.ps);
+}
+
 TEST_CASE("a compute task is slowed only while the DP stream communicates, at every fidelity") {
-  // ZeRO-3 over 4 servers: every layer's compute overlaps gathers and reduce-scatters for
-  // part of its time. With factor f = 2 a task's kernels advance at half speed while a DP
-  // collective runs, so each task takes its kernel and TP time plus half the wall time it
+  // ZeRO-3 over 4 servers, TP 2 inside each: every layer's compute overlaps gathers and
+  // reduce-scatters for part of its time. With factor f = 2 a task's kernels advance at half
+  // speed while a DP collective runs, and its TP collectives, which follow its kernels, not
+  // at all: each task takes its kernel and TP time plus half the wall time its kernel part
   // overlapped DP communication (within the trace's 1 ns rounding per event).
-  TrainingExperiment x = test::tinyExperiment(1, 1, 4, 2, 1);
+  TrainingExperiment x = test::tinyExperiment(2, 1, 4, 2, 2);
   x.model = test::tinyGpt(4, 1024);
   x.parallelism.zero = Zero::kParameters;
   x.cluster.overlap_slowdown = 2;
@@ -524,16 +540,17 @@ TEST_CASE("a compute task is slowed only while the DP stream communicates, at ev
     for (const nlohmann::json& ev : trace.at("traceEvents")) {
       if (ev.at("ph") != "X" || ev.at("tid") != int{kComputeStream} || !ev.at("args").contains("compute_us")) continue;
       const double ts = ev.at("ts").get<double>();
-      const double end = ts + ev.at("dur").get<double>();
+      const double tp = ev.at("args").at("tp_us").get<double>();
+      const double end = ts + ev.at("dur").get<double>() - tp;  // the kernels' end; TP follows
       double overlap = 0;
       for (auto [a, b] : dp[ev.at("pid").get<int>()]) overlap += std::max(0.0, std::min(b, end) - std::max(a, ts));
-      const double alone = ev.at("args").at("compute_us").get<double>() + ev.at("args").at("tp_us").get<double>();
+      const double alone = ev.at("args").at("compute_us").get<double>() + tp;
       INFO("fidelity " << static_cast<int>(f) << ", " << ev.at("name") << " at " << ts << " us");
       CHECK(ev.at("dur").get<double>() - alone == Approx(overlap / 2).margin(0.005));
       slowed += overlap > 0 && overlap < ev.at("dur").get<double>() ? 1 : 0;
       tasks += 1;
     }
-    CHECK(tasks == 4 * 2 * 2 * 4 + 4);  // 4 ranks × 2 micro-batches × 2 passes × 4 layers, + optimizer steps
+    CHECK(tasks == 8 * 2 * 2 * 4 + 8);  // 8 ranks × 2 micro-batches × 2 passes × 4 layers, + optimizer steps
     CHECK(slowed > 0);                  // some tasks overlap communication for part of their time
   }
 }
