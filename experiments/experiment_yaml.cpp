@@ -76,10 +76,16 @@ class ExperimentReader {
   // --- sections --------------------------------------------------------------------
 
   void readWorkload(const ConfigReader& w) {
-    w.allowOnly({"model", "chakra", "global_batch", "micro_batch", "seq", "precision", "flash_attention", "grad_clip",
-                 "operator_times"});
+    w.allowOnly({"model", "chakra", "chakra_layout", "chakra_groups", "global_batch", "micro_batch", "seq", "precision",
+                 "flash_attention", "grad_clip", "operator_times"});
     model_ok_ = readModel(w);
     if (w.has("chakra")) t_.chakra = (dir_ / w.text("chakra", "")).string();
+    static const std::vector<std::string> kLayouts{"auto", "stages", "ranks"};
+    t_.chakra_layout = static_cast<ChakraLayout>(w.choice("chakra_layout", 0, kLayouts));
+    if (w.has("chakra_groups")) t_.chakra_groups = (dir_ / w.text("chakra_groups", "")).string();
+    for (const char* key : {"chakra_layout", "chakra_groups"}) {
+      if (w.has(key) && t_.chakra.empty()) problem(std::string("workload.") + key, "needs workload.chakra");
+    }
     if (w.has("global_batch")) {
       t_.training.global_batch = static_cast<uint32_t>(w.integer("global_batch", 0, 1, kMaxCount));
     } else {
@@ -395,6 +401,9 @@ class ExperimentReader {
       if (std::filesystem::exists(stem + ".et") || std::filesystem::exists(stem + ".json")) continue;
       problem("workload.chakra", "no trace for rank " + num(rank) + " (looked for " + stem + ".et and .json)");
       return;
+    }
+    if (!t_.chakra_groups.empty() && !std::filesystem::is_regular_file(t_.chakra_groups)) {
+      problem("workload.chakra_groups", t_.chakra_groups + ": no such file");
     }
   }
 

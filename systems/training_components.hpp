@@ -82,6 +82,7 @@ struct RankInfo {
 
   /// Collective row of collective `seq` of this rank's group of kind `comm`.
   MV_HD uint32_t collective(CommKind comm, uint32_t seq) const {
+    if (comm == CommKind::kGroup) return seq;
     return (comm == CommKind::kEp ? ep_coll_base : comm == CommKind::kExpertDp ? expert_dp_coll_base : dp_coll_base) + seq;
   }
 };
@@ -139,7 +140,7 @@ struct CollInfo {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
   uint32_t members = 0;
   uint32_t member_base = 0;     ///< first GroupMember row
-  uint32_t task = 0;            ///< program index of the collective's task (the same for every member)
+  uint32_t task = 0;            ///< program index of the collective's task (stage programs: the same for every member)
   uint32_t shape_base = 0;      ///< first TransferShape (kTransfers) or RingShape (kRing) row
   uint32_t shape_count = 0;     ///< its transfers (all chunks)
   uint32_t state_base = 0;      ///< first TransferState row (kTransfers)
@@ -161,6 +162,8 @@ struct Collective : Archetype<CollInfo, CollState> {
 };
 struct Member {
   uint32_t rank = 0;
+  /// The collective's task in this member's program; kNoTask: CollInfo::task (stage programs).
+  uint32_t task = kNoTask;
 };
 struct GroupMember : Archetype<Member> {
   static constexpr const char* kName = "GroupMember";

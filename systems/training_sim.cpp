@@ -66,6 +66,17 @@ struct Plan {
   int64_t lookahead_ps = 0;
 };
 
+/// The program of experiment x's Chakra traces, in the layout it asks for (docs/chakra.md).
+TrainingProgram chakraProgram(const TrainingExperiment& x, const ComputeModel& compute) {
+  const std::vector<ChakraTrace> traces = readChakraTraces(x.chakra, x.cluster.gpus);
+  const bool per_rank =
+      x.chakra_layout == ChakraLayout::kRanks ||
+      (x.chakra_layout == ChakraLayout::kAuto && (!x.chakra_groups.empty() || usesOtherGroups(traces)));
+  if (!per_rank) return programFromChakra(traces, x.parallelism);
+  const CommGroups groups = x.chakra_groups.empty() ? CommGroups{} : readCommGroups(x.chakra_groups, x.cluster.gpus);
+  return programFromRankTraces(traces, groups, compute, x.training.precision);
+}
+
 Plan makePlan(const TrainingExperiment& x) {
   Plan p;
   const GpuSpec gpu = clusterGpu(x.cluster);
@@ -73,11 +84,9 @@ Plan makePlan(const TrainingExperiment& x) {
   po.dp_bucket = x.collectives.dp_bucket;
   po.tp_model = makeCollectiveModel(gpu, x.cluster.intra);
   po.tp_bandwidth_factor = x.cluster.tp_bandwidth_factor;
-  p.program = x.chakra.empty()
-                  ? buildTrainingProgram(
-                        x.model, x.training, x.parallelism,
-                        ComputeModel(computeSpecOf(clusterGpu(x.cluster)), x.cluster.compute, x.operator_times), po)
-                  : programFromChakra(readChakraTraces(x.chakra, x.cluster.gpus), x.parallelism);
+  const ComputeModel compute(computeSpecOf(clusterGpu(x.cluster)), x.cluster.compute, x.operator_times);
+  p.program = x.chakra.empty() ? buildTrainingProgram(x.model, x.training, x.parallelism, compute, po)
+                               : chakraProgram(x, compute);
   const Routing routing = computeRouting(x.topology);
   p.layout = makeNetworkLayout(x.topology, routing, x.network.payload_bytes);
   TrainConfig& c = p.cfg;
@@ -97,10 +106,12 @@ Plan makePlan(const TrainingExperiment& x) {
   // A transfer completes at its sender when the last byte is acknowledged: a round trip.
   c.path_latency_ps = p.layout.max_rtt_ps;
   c.nvlink_bps = gpu.nvlink_bandwidth.bps / 2;
-  c.tp = x.parallelism.tp;
-  c.pp = x.parallelism.pp;
-  c.dp = x.parallelism.dp;
-  c.ep = x.parallelism.ep;
+  // Per-rank programs run as one rank per stage.
+  const bool per_rank = p.program.per_rank;
+  c.tp = per_rank ? 1 : x.parallelism.tp;
+  c.pp = per_rank ? static_cast<uint32_t>(p.program.stages.size()) : x.parallelism.pp;
+  c.dp = per_rank ? 1 : x.parallelism.dp;
+  c.ep = per_rank ? 1 : x.parallelism.ep;
   c.gpus_per_server = x.cluster.gpus_per_server;
   c.nics_per_server = x.cluster.nics_per_server;
   c.priority = x.collectives.priority;
@@ -132,6 +143,10 @@ class CollectiveBuilder {
       : world_(world), e_(e), x_(x), plan_(plan) {}
 
   void build(std::vector<RankInfo>& ranks) {
+    if (plan_.program.per_rank) {
+      buildGroupCollectives();
+      return;
+    }
     const TrainConfig& c = plan_.cfg;
     for (uint32_t s = 0; s < c.pp; ++s) {
       const StageProgram& prog = plan_.program.stages[s];
@@ -170,7 +185,8 @@ class CollectiveBuilder {
   /// Writes the collected rows (after the rank tables of experiment e).
   void commit() {
     appendRows<Collective>(world_, e_, infos_, [](auto& t, int64_t r, const CollInfo& v) { t.template get<CollInfo>(r) = v; });
-    appendRows<GroupMember>(world_, e_, members_, [](auto& t, int64_t r, uint32_t v) { t.template get<Member>(r) = Member{v}; });
+    appendRows<GroupMember>(world_, e_, members_,
+                            [](auto& t, int64_t r, const Member& v) { t.template get<Member>(r) = v; });
     appendRows<TransferShape>(world_, e_, shapes_, [](auto& t, int64_t r, const TransferDef& v) { t.template get<TransferDef>(r) = v; });
     appendRows<TransferSucc>(world_, e_, succs_, [](auto& t, int64_t r, uint32_t v) { t.template get<TransferNext>(r) = TransferNext{v}; });
     appendRows<TransferState>(world_, e_, counters_, [](auto& t, int64_t r, const TransferCounter& v) { t.template get<TransferCounter>(r) = v; });
@@ -202,49 +218,81 @@ class CollectiveBuilder {
   uint32_t rankAt(uint32_t s, uint32_t t, uint32_t d) const { return megatronRank(plan_.cfg.tp, plan_.cfg.dp, s, t, d); }
   uint32_t serverOf(uint32_t r) const { return r / plan_.cfg.gpus_per_server; }
 
+  /// The collectives of stage program `prog` of kind `kind`, over `members` (one row each,
+  /// shared by the group's collectives).
   void addGroup(const StageProgram& prog, CommKind kind, const std::vector<uint32_t>& members) {
     const auto member_base = static_cast<uint32_t>(members_.size());
-    members_.insert(members_.end(), members.begin(), members.end());
-    const bool one_server = std::all_of(members.begin(), members.end(),
-                                        [&](uint32_t r) { return serverOf(r) == serverOf(members.front()); });
+    for (const uint32_t r : members) members_.push_back(Member{r});
     std::array<int64_t, kStreams> live{};
     for (uint32_t i = 0; i < prog.tasks.size(); ++i) {
       const TaskDef& d = prog.tasks[i];
       if (d.kind != TaskKind::kCollective || d.comm != kind) continue;
-      CollInfo info;
-      info.op = d.op;
-      info.comm = kind;
-      info.algorithm = algorithmFor(x_.collectives, d.op);
-      info.members = static_cast<uint32_t>(members.size());
-      info.member_base = member_base;
-      info.task = i;
-      info.bytes = d.bytes;
-      const int64_t floor = plan_.cfg.step_latency_ps;
-      if (one_server) {
-        info.mode = CollMode::kIntraServer;
-        info.analytical_ps = std::max(
-            floor, collectiveTime(plan_.cfg.intra, d.op, static_cast<int32_t>(members.size()), Bytes{d.bytes}).ps);
-      } else if (x_.fidelity == NetworkFidelity::kAnalytical) {
-        info.mode = CollMode::kAnalytical;
-        // As the transfers would: the first sends start one step latency after the last
-        // arrival, and every step costs a step latency and a round trip.
-        info.analytical_ps = floor + analyticalTime(d.op, info.algorithm, info.members, d.bytes,
-                                                    plan_.cfg.nic_rate_bps, floor + plan_.cfg.path_latency_ps);
-      } else {
-        info.mode = CollMode::kTransfers;
-        live[d.stream] = std::max(live[d.stream], addTransfers(info));
-      }
-      infos_.push_back(info);
+      live[d.stream] = std::max(live[d.stream], addCollective(d, i, member_base, members));
     }
     for (const int64_t l : live) live_flows_ += l;
+  }
+
+  /// The collectives of per-rank programs, in their seq order, each with member rows of its
+  /// own (a member's task differs by rank). Flows in flight are bounded per collective
+  /// stream of each communicator, as for stage programs.
+  void buildGroupCollectives() {
+    std::map<std::pair<std::vector<uint32_t>, uint8_t>, int64_t> live;
+    for (const GroupCollective& g : plan_.program.group_collectives) {
+      const auto member_base = static_cast<uint32_t>(members_.size());
+      for (size_t m = 0; m < g.ranks.size(); ++m) members_.push_back(Member{g.ranks[m], g.tasks[m]});
+      const TaskDef& d = plan_.program.stages[g.ranks[0]].tasks[g.tasks[0]];
+      int64_t& l = live[{g.ranks, d.stream}];
+      l = std::max(l, addCollective(d, g.tasks[0], member_base, g.ranks));
+    }
+    for (const auto& [key, l] : live) live_flows_ += l;
+  }
+
+  /// One collective of task `d` (program index `task`) over `members`, whose rows start at
+  /// `member_base`; returns the most transfers it has in flight.
+  int64_t addCollective(const TaskDef& d, uint32_t task, uint32_t member_base, const std::vector<uint32_t>& members) {
+    const bool one_server = std::all_of(members.begin(), members.end(),
+                                        [&](uint32_t r) { return serverOf(r) == serverOf(members.front()); });
+    CollInfo info;
+    info.op = d.op;
+    info.comm = d.comm;
+    info.algorithm = algorithmFor(x_.collectives, d.op);
+    info.members = static_cast<uint32_t>(members.size());
+    info.member_base = member_base;
+    info.task = task;
+    info.bytes = d.bytes;
+    int64_t live = 0;
+    const int64_t floor = plan_.cfg.step_latency_ps;
+    if (one_server) {
+      info.mode = CollMode::kIntraServer;
+      info.analytical_ps = std::max(
+          floor, collectiveTime(plan_.cfg.intra, d.op, static_cast<int32_t>(members.size()), Bytes{d.bytes}).ps);
+    } else if (x_.fidelity == NetworkFidelity::kAnalytical) {
+      info.mode = CollMode::kAnalytical;
+      // As the transfers would: the first sends start one step latency after the last
+      // arrival, and every step costs a step latency and a round trip.
+      info.analytical_ps = floor + analyticalTime(d.op, info.algorithm, info.members, d.bytes, plan_.cfg.nic_rate_bps,
+                                                  floor + plan_.cfg.path_latency_ps);
+    } else {
+      info.mode = CollMode::kTransfers;
+      live = addTransfers(info);
+    }
+    if (plan_.program.per_rank && !one_server &&
+        !algorithmSupports(info.algorithm, d.op, info.members, membersPerServer(info))) {
+      // Stage programs' groups are checked from the parallelism (checkTrainingExperiment).
+      throw TrainingError("collectives: " + std::string(algorithmName(info.algorithm)) + " cannot run " +
+                          collectiveOpName(d.op) + " over " + std::to_string(info.members) + " ranks, " +
+                          std::to_string(membersPerServer(info)) + " on the first one's server");
+    }
+    infos_.push_back(info);
+    return live;
   }
 
   /// Consecutive members of a collective's group on one server (groups are laid out in
   /// rank order, so a server holds a contiguous run of them).
   uint32_t membersPerServer(const CollInfo& info) const {
-    const uint32_t first = serverOf(members_[info.member_base]);
+    const uint32_t first = serverOf(members_[info.member_base].rank);
     uint32_t k = 0;
-    while (k < info.members && serverOf(members_[info.member_base + k]) == first) ++k;
+    while (k < info.members && serverOf(members_[info.member_base + k].rank) == first) ++k;
     return k;
   }
 
@@ -330,7 +378,7 @@ class CollectiveBuilder {
   const TrainingExperiment& x_;
   const Plan& plan_;
   std::vector<CollInfo> infos_;
-  std::vector<uint32_t> members_;
+  std::vector<Member> members_;
   std::vector<TransferDef> shapes_;
   std::vector<uint32_t> succs_;
   std::vector<TransferCounter> counters_;
@@ -637,8 +685,12 @@ void reserveBatchStorage(TrainWorld& world, const std::vector<const TrainingExpe
 /// Fills experiment e of a batch under its `plan` (the tables `fill` names).
 Filled fillExperiment(TrainWorld& world, ExpId e, const TrainingExperiment& x, const Plan& plan,
                       const SimulationOptions& options, Fill fill) {
-  if (plan.program.templateTasks() >= kMaxFlowTasks) {
-    throw TrainingError("experiment '" + x.name + "': more than 2^20 tasks per stage");
+  for (const StageProgram& s : plan.program.stages) {
+    if (s.tasks.size() >= kMaxFlowTasks)
+      throw TrainingError("experiment '" + x.name + "': more than 2^20 tasks per stage");
+  }
+  if (plan.program.templateTasks() >= (int64_t{1} << 32)) {
+    throw TrainingError("experiment '" + x.name + "': more than 2^32 tasks over its programs");
   }
   world.config(e).net = net::pathQuantities(plan.layout, x.network);
   world.config(e).train = plan.cfg;

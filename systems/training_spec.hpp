@@ -97,6 +97,14 @@ inline GpuSpec clusterGpu(const ClusterSpec& cluster) {
 }
 
 /// One fully resolved experiment.
+/// How Chakra traces run: as stage programs (every rank of a pipeline stage the same, the
+/// Megatron layout of `parallelism`) or as a program per rank (any DAG per rank).
+enum class ChakraLayout : uint8_t {
+  kAuto,  ///< per rank when chakra_groups is given or a collective names another process group than dp, ep, expert_dp
+  kStages,
+  kRanks,
+};
+
 struct TrainingExperiment {
   std::string name;
   /// Stable id (a hash of the resolved configuration), used for RNG streams and file names.
@@ -106,6 +114,11 @@ struct TrainingExperiment {
   /// Chakra traces `<chakra>.<rank>.et` (or `.json`) to run instead of the program generated
   /// from the model (the model still gives memory and FLOPs); empty = generate.
   std::string chakra;
+  /// How the traces map onto the ranks (docs/chakra.md).
+  ChakraLayout chakra_layout = ChakraLayout::kAuto;
+  /// ASTRA-sim's communicator-group file for per-rank programs (pg_name → ranks); empty =
+  /// every collective spans every rank.
+  std::string chakra_groups;
   TrainingConfig training;
   /// Measured kernel times that replace the roofline (compute_model.hpp OperatorTimes).
   OperatorTimes operator_times;

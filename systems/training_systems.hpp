@@ -61,6 +61,12 @@ struct TrainOps {
     auto& t = ctx.template table<GroupMember>();
     return t.template get<Member>(base(t) + c.member_base + k).rank;
   }
+  /// The collective's task in member k's program.
+  MV_HD uint32_t memberTask(const CollInfo& c, uint32_t k) const {
+    auto& t = ctx.template table<GroupMember>();
+    const uint32_t task = t.template get<Member>(base(t) + c.member_base + k).task;
+    return task == kNoTask ? c.task : task;
+  }
   MV_HD const TransferDef& shape(const CollInfo& c, uint32_t k) const {
     auto& t = ctx.template table<TransferShape>();
     return t.template get<TransferDef>(base(t) + c.shape_base + k);
@@ -182,7 +188,7 @@ struct TrainOps {
     }
   }
   MV_HD void finishCollective(const CollInfo& c, int64_t done) const {
-    for (uint32_t k = 0; k < c.members; ++k) complete(member(c, k), c.task, done);
+    for (uint32_t k = 0; k < c.members; ++k) complete(member(c, k), memberTask(c, k), done);
   }
   /// Transfer `k` of `coll` starts at `t`: a flow between servers, an NVLink hop inside one.
   MV_HD void startTransfer(uint32_t coll, const CollInfo& c, uint32_t k, int64_t t) const {
@@ -415,7 +421,8 @@ struct RankSystem {
 
   /// Idle time of the compute stream before a task, by what it waited for: a pipeline
   /// message's time in flight is exposed PP communication, waiting before it was sent is
-  /// the bubble; DP/EP collectives are exposed DP/EP communication.
+  /// the bubble; DP/EP collectives are exposed DP/EP communication, and so are the collectives
+  /// of per-rank programs (kGroup: their process groups carry no parallelism).
   MV_HD static void chargeGap(const TaskState& ts, int64_t idle_since, int64_t t, RankTimes& times) {
     const int64_t gap = t - idle_since;
     if (gap <= 0) return;
@@ -429,6 +436,7 @@ struct RankSystem {
       }
       case CommKind::kDp:
       case CommKind::kExpertDp:
+      case CommKind::kGroup:
         times.dp += gap;
         break;
       case CommKind::kEp:

@@ -1,6 +1,9 @@
 #include "workloads/chakra_program.hpp"
 
+#include <algorithm>
+#include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 
@@ -118,7 +121,7 @@ CollectiveOp collectiveOf(const ChakraTrace& trace, const ChakraNode& n) {
   }
 }
 
-/// One stage's program from the trace of its first rank, in dependency order.
+/// One program imported from a trace, in dependency order.
 struct ImportedStage {
   StageProgram program;
   /// Receive index by (source rank, tag).
@@ -131,69 +134,126 @@ struct ImportedStage {
   std::vector<bool> received;
 };
 
-ImportedStage importStage(const ChakraTrace& trace, const Parallelism& par, uint32_t stage) {
+/**
+ * The program of `trace` as stage `stage`. `map(node, task)` fills the task of a node and
+ * returns false for a node that takes no time and is left out; a task then waits for what
+ * the left-out nodes it depends on waited for. Sends and receives are collected for
+ * matching; the peer stage of each is for the caller to set.
+ */
+template <class Map>
+ImportedStage importProgram(const ChakraTrace& trace, uint32_t stage, Map&& map) {
   ImportedStage out;
   out.program.stage = stage;
   const std::vector<size_t> order = topologicalOrder(trace);
-  std::map<uint64_t, uint32_t> index_of;
-  for (size_t k = 0; k < order.size(); ++k) index_of[trace.nodes[order[k]].id] = static_cast<uint32_t>(k);
+  // The tasks each node stands for as a dependency: itself, or for a left-out node the
+  // tasks it waited for.
+  std::map<uint64_t, std::vector<uint32_t>> stands_for;
   std::vector<std::pair<uint32_t, uint32_t>> edges;
-  for (size_t k = 0; k < order.size(); ++k) {
-    const ChakraNode& n = trace.nodes[order[k]];
+  for (const size_t k : order) {
+    const ChakraNode& n = trace.nodes[k];
+    std::vector<uint32_t> waits;
+    for (const auto* deps : {&n.ctrl_deps, &n.data_deps}) {
+      for (uint64_t d : *deps) {
+        const std::vector<uint32_t>& from = stands_for.at(d);
+        waits.insert(waits.end(), from.begin(), from.end());
+      }
+    }
     TaskDef t;
-    const auto index = static_cast<uint32_t>(k);
-    switch (n.type) {
-      case ChakraNodeType::kComp:
-        t.kind = TaskKind::kCompute;
-        t.compute_ps = intOf(n, chakra_attr::kComputePs).value_or(static_cast<int64_t>(n.duration_micros) * 1'000'000);
-        t.tp_ps = intOf(n, chakra_attr::kTpPs).value_or(0);
-        if (t.compute_ps < 0 || t.compute_ps > kMaxTaskPs || t.tp_ps < 0 || t.tp_ps > kMaxTaskPs) {
-          fail(trace, n, std::string(chakra_attr::kComputePs) + " and " + std::string(chakra_attr::kTpPs) +
-                             " must be 0 to 10^15 ps (1,000 s, the longest task)");
-        }
-        t.stream = kComputeStream;
-        break;
-      case ChakraNodeType::kCommSend:
-        t.kind = TaskKind::kSend;
-        t.comm = CommKind::kPp;
-        t.stream = kSendStream;
+    if (!map(n, t)) {
+      std::sort(waits.begin(), waits.end());
+      waits.erase(std::unique(waits.begin(), waits.end()), waits.end());
+      stands_for[n.id] = std::move(waits);
+      continue;
+    }
+    const auto index = static_cast<uint32_t>(out.program.tasks.size());
+    if (index >= kMaxProgramTasks) {
+      fail(trace, n, "more than " + std::to_string(kMaxProgramTasks) + " tasks in one rank's program");
+    }
+    switch (t.kind) {
+      case TaskKind::kSend:
         out.sends.emplace_back(index, *n.commDst(), n.commTag().value_or(0));
         break;
-      case ChakraNodeType::kCommRecv:
-        t.kind = TaskKind::kRecv;
-        t.comm = CommKind::kPp;
-        t.stream = kRecvStream;
+      case TaskKind::kRecv:
         if (!out.receives.emplace(std::make_pair(*n.commSrc(), n.commTag().value_or(0)), index).second) {
           fail(trace, n, "two receives with the same source and tag");
         }
-        t.peer_stage = *n.commSrc() / (par.tp * par.dp);
-        break;
-      case ChakraNodeType::kCommColl:
-        t.kind = TaskKind::kCollective;
-        t.op = collectiveOf(trace, n);
-        t.comm = groupKind(trace, n);
-        t.stream = t.comm == CommKind::kEp ? kComputeStream : kDpStream;
-        t.seq = collectiveCount(out.program, t.comm)++;
         break;
       default:
-        fail(trace, n, "node type " + std::string(chakraNodeTypeName(n.type)) + " cannot be simulated");
+        break;
     }
     if (n.isComm()) t.bytes = static_cast<int64_t>(n.commSize().value_or(0));
     if (const auto s = intOf(n, chakra_attr::kStream); s && *s >= 0 && *s < kStreams) t.stream = static_cast<uint8_t>(*s);
     out.program.tasks.push_back(t);
     out.node_ids.push_back(n.id);
     // Waits on earlier tasks of the same stream are implied by stream order.
-    auto wait = [&](uint64_t dep) {
-      const uint32_t from = index_of.at(dep);
+    for (const uint32_t from : waits) {
       if (out.program.tasks[from].stream != t.stream) edges.emplace_back(from, index);
-    };
-    for (uint64_t d : n.ctrl_deps) wait(d);
-    for (uint64_t d : n.data_deps) wait(d);
+    }
+    stands_for[n.id] = {index};
   }
   std::sort(edges.begin(), edges.end());
   edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
   linkProgram(out.program, std::move(edges));
   out.received.assign(out.program.tasks.size(), false);
+  return out;
+}
+
+/// A compute node's time from Multiverse's own attributes, else from duration_micros.
+void setTraceTimes(const ChakraTrace& trace, const ChakraNode& n, TaskDef& t) {
+  t.compute_ps = intOf(n, chakra_attr::kComputePs).value_or(static_cast<int64_t>(n.duration_micros) * 1'000'000);
+  t.tp_ps = intOf(n, chakra_attr::kTpPs).value_or(0);
+  if (t.compute_ps < 0 || t.compute_ps > kMaxTaskPs || t.tp_ps < 0 || t.tp_ps > kMaxTaskPs) {
+    fail(trace, n,
+         std::string(chakra_attr::kComputePs) + " and " + std::string(chakra_attr::kTpPs) +
+             " must be 0 to 10^15 ps (1,000 s, the longest task)");
+  }
+}
+
+/// A send, receive or collective task of `n` (the collective's group left to the caller);
+/// false for any other node type.
+bool setCommTask(const ChakraTrace& trace, const ChakraNode& n, TaskDef& t) {
+  switch (n.type) {
+    case ChakraNodeType::kCommSend:
+      t.kind = TaskKind::kSend;
+      t.comm = CommKind::kPp;
+      t.stream = kSendStream;
+      return true;
+    case ChakraNodeType::kCommRecv:
+      t.kind = TaskKind::kRecv;
+      t.comm = CommKind::kPp;
+      t.stream = kRecvStream;
+      return true;
+    case ChakraNodeType::kCommColl:
+      t.kind = TaskKind::kCollective;
+      t.op = collectiveOf(trace, n);
+      t.stream = kDpStream;
+      return true;
+    default:
+      return false;
+  }
+}
+
+ImportedStage importStage(const ChakraTrace& trace, const Parallelism& par, uint32_t stage) {
+  ImportedStage out = importProgram(trace, stage, [&](const ChakraNode& n, TaskDef& t) {
+    if (n.type == ChakraNodeType::kComp) {
+      t.kind = TaskKind::kCompute;
+      setTraceTimes(trace, n, t);
+      return true;
+    }
+    if (!setCommTask(trace, n, t)) {
+      fail(trace, n, "node type " + std::string(chakraNodeTypeName(n.type)) + " cannot be simulated");
+    }
+    if (t.kind == TaskKind::kRecv) t.peer_stage = *n.commSrc() / (par.tp * par.dp);
+    if (t.kind == TaskKind::kCollective) {
+      t.comm = groupKind(trace, n);
+      if (t.comm == CommKind::kEp) t.stream = kComputeStream;
+    }
+    return true;
+  });
+  // Collectives are numbered per group kind in program order.
+  for (TaskDef& t : out.program.tasks) {
+    if (t.kind == TaskKind::kCollective) t.seq = collectiveCount(out.program, t.comm)++;
+  }
   return out;
 }
 
@@ -235,37 +295,27 @@ std::vector<ChakraTrace> programToChakra(const TrainingProgram& program, const P
   return traces;
 }
 
-TrainingProgram programFromChakra(const std::vector<ChakraTrace>& traces, const Parallelism& par) {
-  const uint32_t per_stage = par.tp * par.dp;
-  if (traces.size() != size_t{per_stage} * par.pp) {
-    throw WorkloadError("expected " + std::to_string(per_stage * par.pp) + " rank traces (tp · pp · dp), got " +
-                        std::to_string(traces.size()));
-  }
-  TrainingProgram out;
-  std::vector<ImportedStage> stages;
-  for (uint32_t s = 0; s < par.pp; ++s) {
-    const ChakraTrace& first = traces[size_t{s} * per_stage];
-    for (uint32_t k = 1; k < per_stage; ++k) {
-      const ChakraTrace& other = traces[size_t{s} * per_stage + k];
-      if (const std::string diff = programDifference(first, other, k); !diff.empty()) {
-        throw WorkloadError(other.source + ": " + diff + " differs from " + first.source +
-                            "; the ranks of a pipeline stage must run the same program, their peers at the "
-                            "same TP and DP position of the peer stage");
-      }
-    }
-    stages.push_back(importStage(first, par, s));
-  }
+namespace {
+
+/// Matches every send of `stages` with its receive: stage s holds ranks [s · per_stage,
+/// (s + 1) · per_stage), each running the stage's program with peers shifted by its position;
+/// a send must go to the same position of another stage. Then every receive needs its send.
+void matchMessages(std::vector<ImportedStage>& stages, const std::vector<ChakraTrace>& traces, uint32_t per_stage) {
+  const auto count = static_cast<uint32_t>(stages.size());
   // "job.4.et: node 31", the place of stage s's task `index` in its first rank's trace.
   auto where = [&](uint32_t s, uint32_t index) {
     return traces[size_t{s} * per_stage].source + ": node " + std::to_string(stages[s].node_ids[index]);
   };
-  // Match each stage's sends with the receives of the stage's first rank's peers.
-  for (uint32_t s = 0; s < par.pp; ++s) {
+  for (uint32_t s = 0; s < count; ++s) {
     const uint32_t me = s * per_stage;
     for (auto [index, dst, tag] : stages[s].sends) {
       const uint32_t peer_stage = dst / per_stage;
       TaskDef& t = stages[s].program.tasks[index];
-      if (dst % per_stage != 0 || peer_stage >= par.pp) {
+      if (per_stage == 1 && dst >= count) {
+        throw WorkloadError(where(s, index) + ": sends to rank " + std::to_string(dst) + ", but the job has " +
+                            std::to_string(count) + " ranks");
+      }
+      if (dst % per_stage != 0 || peer_stage >= count) {
         throw WorkloadError(where(s, index) + ": sends to rank " + std::to_string(dst) +
                             ", not the same TP and DP position of another stage");
       }
@@ -289,8 +339,7 @@ TrainingProgram programFromChakra(const std::vector<ChakraTrace>& traces, const 
       t.peer_task = it->second;
     }
   }
-  // Every receive needs its send, and no chain of waits may loop across ranks.
-  for (uint32_t s = 0; s < par.pp; ++s) {
+  for (uint32_t s = 0; s < count; ++s) {
     for (const auto& [from, index] : stages[s].receives) {
       if (!stages[s].received[index]) {
         throw WorkloadError(where(s, index) + ": receives from rank " + std::to_string(from.first) + " with tag " +
@@ -298,12 +347,245 @@ TrainingProgram programFromChakra(const std::vector<ChakraTrace>& traces, const 
       }
     }
   }
-  for (ImportedStage& s : stages) out.stages.push_back(std::move(s.program));
-  if (const std::optional<TaskRef> stuck = firstStuckTask(out)) {
-    throw WorkloadError(where(stuck->stage, stuck->task) +
-                        ": can never start: the sends, receives and waits of the ranks wait on each other (a "
-                        "deadlock across ranks)");
+}
+
+/// Moves the imported programs into `out` and refuses a job whose waits loop across ranks.
+void finishProgram(std::vector<ImportedStage>& stages, const std::vector<ChakraTrace>& traces, uint32_t per_stage,
+                   TrainingProgram& out) {
+  std::vector<std::vector<uint64_t>> node_ids;
+  for (ImportedStage& s : stages) {
+    out.stages.push_back(std::move(s.program));
+    node_ids.push_back(std::move(s.node_ids));
   }
+  if (const std::optional<TaskRef> stuck = firstStuckTask(out)) {
+    throw WorkloadError(traces[size_t{stuck->stage} * per_stage].source + ": node " +
+                        std::to_string(node_ids[stuck->stage][stuck->task]) +
+                        ": can never start: the sends, receives, collectives and waits of the ranks wait on each "
+                        "other (a deadlock across ranks)");
+  }
+}
+
+}  // namespace
+
+TrainingProgram programFromChakra(const std::vector<ChakraTrace>& traces, const Parallelism& par) {
+  const uint32_t per_stage = par.tp * par.dp;
+  if (traces.size() != size_t{per_stage} * par.pp) {
+    throw WorkloadError("expected " + std::to_string(per_stage * par.pp) + " rank traces (tp · pp · dp), got " +
+                        std::to_string(traces.size()));
+  }
+  TrainingProgram out;
+  std::vector<ImportedStage> stages;
+  for (uint32_t s = 0; s < par.pp; ++s) {
+    const ChakraTrace& first = traces[size_t{s} * per_stage];
+    for (uint32_t k = 1; k < per_stage; ++k) {
+      const ChakraTrace& other = traces[size_t{s} * per_stage + k];
+      if (const std::string diff = programDifference(first, other, k); !diff.empty()) {
+        throw WorkloadError(other.source + ": " + diff + " differs from " + first.source +
+                            "; the ranks of a pipeline stage must run the same program, their peers at the "
+                            "same TP and DP position of the peer stage (workload.chakra_layout: ranks runs every "
+                            "rank's own program)");
+      }
+    }
+    stages.push_back(importStage(first, par, s));
+  }
+  matchMessages(stages, traces, per_stage);
+  finishProgram(stages, traces, per_stage, out);
+  return out;
+}
+
+namespace {
+
+/// The communicator of a collective: its pg_name, or "" (every rank) when it has none or
+/// no communicator groups are given (as ASTRA-sim runs without a group file).
+const std::string& communicatorOf(const ChakraTrace& trace, const ChakraNode& n, const CommGroups& groups,
+                                  const std::string& world) {
+  const std::optional<std::string_view> name = n.pgName();
+  if (!name || groups.empty()) return world;
+  const auto it = groups.find(*name);
+  if (it == groups.end()) {
+    fail(trace, n, "process group '" + std::string(*name) + "' is not among the communicator groups");
+  }
+  return it->first;
+}
+
+/// Orders communicators by name ("" first: every rank).
+struct ByName {
+  bool operator()(const std::string* a, const std::string* b) const { return *a < *b; }
+};
+
+std::string rankList(const std::vector<uint32_t>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size() && i < 8; ++i) out += (i > 0 ? ", " : "") + std::to_string(ranks[i]);
+  if (ranks.size() > 8) out += ", ... (" + std::to_string(ranks.size()) + " ranks)";
+  return out;
+}
+
+std::string collectiveText(const TaskDef& t) {
+  static const char* const kOps[] = {"an all-reduce", "an all-gather", "a reduce-scatter", "an all-to-all",
+                                     "a broadcast"};
+  return std::string(kOps[static_cast<size_t>(t.op)]) + " of " + std::to_string(t.bytes) + " bytes";
+}
+
+}  // namespace
+
+CommGroups readCommGroups(const std::filesystem::path& path, uint32_t ranks) {
+  const std::string file = path.string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw WorkloadError(file + ": cannot open the communicator-group file");
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw WorkloadError(file + ": invalid JSON: " + e.what());
+  }
+  if (!root.is_object()) throw WorkloadError(file + ": expected an object of rank lists, e.g. {\"0\": [0, 1]}");
+  CommGroups groups;
+  for (const auto& [name, list] : root.items()) {
+    auto bad = [&](const std::string& what) { throw WorkloadError(file + ": group '" + name + "': " + what); };
+    if (name.empty()) throw WorkloadError(file + ": a group with an empty name");
+    if (!list.is_array() || list.empty()) bad("expected a non-empty list of ranks");
+    std::vector<uint32_t> members;
+    std::vector<bool> seen(ranks, false);
+    for (const auto& v : list) {
+      if (!v.is_number_unsigned() || v.get<uint64_t>() >= ranks) {
+        bad(v.dump() + " is not a rank of the job (0 to " + std::to_string(ranks - 1) + ")");
+      }
+      const auto r = v.get<uint32_t>();
+      if (seen[r]) bad("rank " + std::to_string(r) + " listed twice");
+      seen[r] = true;
+      members.push_back(r);
+    }
+    groups.emplace(name, std::move(members));
+  }
+  return groups;
+}
+
+bool usesOtherGroups(const std::vector<ChakraTrace>& traces) {
+  for (const ChakraTrace& trace : traces) {
+    for (const ChakraNode& n : trace.nodes) {
+      if (n.type != ChakraNodeType::kCommColl) continue;
+      const std::string name(n.pgName().value_or("dp"));
+      if (name != processGroupName(CommKind::kDp) && name != processGroupName(CommKind::kEp) &&
+          name != processGroupName(CommKind::kExpertDp)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+TrainingProgram programFromRankTraces(const std::vector<ChakraTrace>& traces, const CommGroups& groups,
+                                      const ComputeModel& compute, TrainingPrecision precision) {
+  const auto ranks = static_cast<uint32_t>(traces.size());
+  const std::string world;
+  TrainingProgram out;
+  out.per_rank = true;
+  std::vector<ImportedStage> stages;
+  // Per rank: its collectives in program order, with their communicator.
+  std::vector<std::vector<std::pair<const std::string*, uint32_t>>> collectives(ranks);
+  for (uint32_t r = 0; r < ranks; ++r) {
+    const ChakraTrace& trace = traces[r];
+    std::vector<const std::string*> communicators;
+    stages.push_back(importProgram(trace, r, [&](const ChakraNode& n, TaskDef& t) {
+      switch (n.type) {
+        case ChakraNodeType::kInvalid:
+        case ChakraNodeType::kMetadata:
+          return false;
+        case ChakraNodeType::kComp: {
+          t.kind = TaskKind::kCompute;
+          const ChakraAttribute* cpu = n.attribute(chakra_attr::kIsCpuOp);
+          if (cpu != nullptr && cpu->boolean().value_or(false)) return false;
+          if (n.duration_micros > 0 || n.attribute(chakra_attr::kComputePs) != nullptr) {
+            setTraceTimes(trace, n, t);
+            return true;
+          }
+          const auto flops = intOf(n, chakra_attr::kNumOps).value_or(0);
+          const ChakraAttribute* size = n.attribute(chakra_attr::kTensorSize);
+          const uint64_t bytes = size != nullptr ? size->unsignedInteger().value_or(0) : 0;
+          if (flops <= 0 && bytes == 0) return false;
+          t.compute_ps = compute
+                             .opaqueKernelTime(static_cast<double>(std::max<int64_t>(flops, 0)),
+                                               static_cast<double>(bytes), precision)
+                             .ps;
+          if (t.compute_ps > kMaxTaskPs) fail(trace, n, "num_ops and tensor_size give more than 1,000 s");
+          return true;
+        }
+        default:
+          break;
+      }
+      if (!setCommTask(trace, n, t)) {
+        fail(trace, n, "node type " + std::string(chakraNodeTypeName(n.type)) + " cannot be simulated");
+      }
+      if (t.kind == TaskKind::kRecv) {
+        if (*n.commSrc() >= ranks) {
+          fail(trace, n,
+               "receives from rank " + std::to_string(*n.commSrc()) + ", but the job has " + std::to_string(ranks) +
+                   " ranks");
+        }
+        t.peer_stage = *n.commSrc();
+      }
+      if (t.kind == TaskKind::kCollective) {
+        t.comm = CommKind::kGroup;
+        communicators.push_back(&communicatorOf(trace, n, groups, world));
+      }
+      return true;
+    }));
+    // The k-th collective task is the k-th collective node kept.
+    const ImportedStage& st = stages.back();
+    size_t k = 0;
+    for (uint32_t i = 0; i < st.program.tasks.size(); ++i) {
+      if (st.program.tasks[i].kind == TaskKind::kCollective) collectives[r].emplace_back(communicators[k++], i);
+    }
+  }
+  matchMessages(stages, traces, 1);
+  // Each communicator's collectives: its members run the same ones in the same order.
+  std::vector<uint32_t> everyone(ranks);
+  for (uint32_t r = 0; r < ranks; ++r) everyone[r] = r;
+  std::map<const std::string*, std::vector<std::vector<uint32_t>>, ByName> by_group;
+  for (uint32_t r = 0; r < ranks; ++r) {
+    for (const auto& [group, task] : collectives[r]) {
+      const std::vector<uint32_t>& members = group == &world ? everyone : groups.find(*group)->second;
+      auto& lists = by_group[group];
+      lists.resize(members.size());
+      const auto pos = std::find(members.begin(), members.end(), r);
+      if (pos == members.end()) {
+        throw WorkloadError(traces[r].source + ": node " + std::to_string(stages[r].node_ids[task]) +
+                            ": a collective of process group '" + *group + "' (ranks " + rankList(members) +
+                            "), which rank " + std::to_string(r) + " is not in");
+      }
+      lists[static_cast<size_t>(pos - members.begin())].push_back(task);
+    }
+  }
+  for (auto& [group, lists] : by_group) {
+    const std::vector<uint32_t>& members = group == &world ? everyone : groups.find(*group)->second;
+    const std::string label = group == &world ? "every rank's collectives" : "process group '" + *group + "'";
+    for (size_t m = 0; m < members.size(); ++m) {
+      if (lists[m].size() != lists[0].size()) {
+        throw WorkloadError(traces[members[m]].source + ": " + std::to_string(lists[m].size()) + " collectives of " +
+                            label + ", but " + traces[members[0]].source + " has " + std::to_string(lists[0].size()) +
+                            " (the members of a communicator run the same collectives in the same order)");
+      }
+    }
+    for (size_t j = 0; j < lists[0].size(); ++j) {
+      GroupCollective g;
+      g.ranks = members;
+      const TaskDef& first = stages[members[0]].program.tasks[lists[0][j]];
+      for (size_t m = 0; m < members.size(); ++m) {
+        TaskDef& t = stages[members[m]].program.tasks[lists[m][j]];
+        if (t.op != first.op || t.bytes != first.bytes) {
+          throw WorkloadError(
+              traces[members[m]].source + ": node " + std::to_string(stages[members[m]].node_ids[lists[m][j]]) +
+              ": collective #" + std::to_string(j) + " of " + label + " is " + collectiveText(t) + ", but " +
+              traces[members[0]].source + ": node " + std::to_string(stages[members[0]].node_ids[lists[0][j]]) +
+              " is " + collectiveText(first));
+        }
+        t.seq = static_cast<uint32_t>(out.group_collectives.size());
+        g.tasks.push_back(lists[m][j]);
+      }
+      out.group_collectives.push_back(std::move(g));
+    }
+  }
+  finishProgram(stages, traces, 1, out);
   return out;
 }
 

@@ -9,10 +9,13 @@
  */
 #pragma once
 
+#include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "workloads/chakra.hpp"
+#include "workloads/compute_model.hpp"
 #include "workloads/parallelism.hpp"
 #include "workloads/task_graph.hpp"
 
@@ -39,5 +42,36 @@ std::vector<ChakraTrace> programToChakra(const TrainingProgram& program, const P
  * so that some task could never start).
  */
 TrainingProgram programFromChakra(const std::vector<ChakraTrace>& traces, const Parallelism& par);
+
+/// Communicators of a job of per-rank programs: process-group name → its ranks, in ring
+/// order (ASTRA-sim's --comm-group-configuration file).
+using CommGroups = std::map<std::string, std::vector<uint32_t>, std::less<>>;
+
+/// Reads a communicator-group file: a JSON object whose keys are process-group names (the
+/// collectives' pg_name) and whose values are lists of distinct ranks below `ranks`.
+/// Throws WorkloadError naming the file and the group.
+CommGroups readCommGroups(const std::filesystem::path& path, uint32_t ranks);
+
+/// Whether some collective of `traces` names a process group other than dp, ep or
+/// expert_dp: such traces need per-rank programs (programFromRankTraces).
+bool usesOtherGroups(const std::vector<ChakraTrace>& traces);
+
+/**
+ * Per-rank programs of `traces` (one per rank, any DAG each), as ASTRA-sim runs such traces:
+ * - a compute node takes its duration_micros (or Multiverse's mv_compute_ps), else the
+ *   roofline time of its num_ops and tensor_size on `compute` at `precision`; a host-side
+ *   node (is_cpu_op), a metadata or invalid node, and a compute node with neither time nor
+ *   work take no time and are left out (what waited for them waits for their dependencies);
+ * - a send goes to rank comm_dst and meets the receive there whose comm_src and comm_tag
+ *   match; any two ranks may exchange messages;
+ * - a collective runs over the communicator its pg_name names in `groups`, or over every
+ *   rank when it has no pg_name or `groups` is empty; the members of a communicator must run
+ *   the same collectives (type and size) in the same order.
+ * Compute nodes run on the compute stream, collectives on the collective stream, sends and
+ * receives on their own, each stream in dependency order. Throws WorkloadError naming the
+ * trace and node for anything that cannot run (including waits that loop across ranks).
+ */
+TrainingProgram programFromRankTraces(const std::vector<ChakraTrace>& traces, const CommGroups& groups,
+                                      const ComputeModel& compute, TrainingPrecision precision);
 
 }  // namespace mv

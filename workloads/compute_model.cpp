@@ -275,6 +275,12 @@ Picoseconds ComputeModel::kernelTime(OpKind kind, const GemmShape& shape, double
   return fromSeconds(rooflineSeconds(kind, shape, shape.flops(), bytes, precision)) + params_.kernel_overhead;
 }
 
+Picoseconds ComputeModel::opaqueKernelTime(double flops, double bytes, TrainingPrecision precision) const {
+  const double seconds = std::max(bytes / (gpu_.hbm_bandwidth * params_.memory_efficiency),
+                                  flops / (gpu_.peakFlops(precision) * params_.gemm.ceiling));
+  return fromSeconds(seconds) + params_.kernel_overhead;
+}
+
 Picoseconds ComputeModel::forwardTime(const Operator& op, TrainingPrecision precision) const {
   if (const auto it = overrides_.find(op.name); it != overrides_.end()) return it->second * op.count;
   return (fromSeconds(rooflineSeconds(op.kind, op.shape, op.flops, op.bytes, precision)) + params_.kernel_overhead) *

@@ -235,6 +235,11 @@ class ComputeModel {
   /// Roofline time of one kernel of `shape` (a GEMM; none for memory-bound kernels) moving
   /// `bytes` at `precision`, overhead included.
   Picoseconds kernelTime(OpKind kind, const GemmShape& shape, double bytes, TrainingPrecision precision) const;
+  /// Roofline time of one kernel whose shape is unknown (a traced operator known by its
+  /// `flops` and the `bytes` it touches, as Chakra's num_ops and tensor_size): its FLOPs at
+  /// the GEMM efficiency ceiling, its bytes at the memory efficiency, the slower of the two,
+  /// overhead included.
+  Picoseconds opaqueKernelTime(double flops, double bytes, TrainingPrecision precision) const;
   /// Efficiency of a GEMM of `shape` on this GPU (of the peak at the kernel's precision).
   double gemmEfficiency(const GemmShape& shape) const;
   /// Forward time of `op` (all `count` kernels), from the override table if it names it.

@@ -54,6 +54,20 @@ std::optional<TaskRef> firstStuckTask(const TrainingProgram& program) {
       }
     }
   }
+  // A group collective is a meeting point: each member's task releases it when the member
+  // arrives, and it releases what every member's task would.
+  for (const GroupCollective& g : program.group_collectives) {
+    const size_t meet = waits.size();
+    waits.push_back(0);
+    releases.emplace_back();
+    for (size_t m = 0; m < g.ranks.size(); ++m) {
+      const size_t task = base[g.ranks[m]] + g.tasks[m];
+      auto& from = releases[task];
+      releases[meet].insert(releases[meet].end(), from.begin(), from.end());
+      from.assign(1, meet);
+      ++waits[meet];
+    }
+  }
   std::vector<size_t> ready;
   for (size_t i = 0; i < waits.size(); ++i) {
     if (waits[i] == 0) ready.push_back(i);
@@ -90,6 +104,8 @@ const char* processGroupName(CommKind comm) {
       return "ep";
     case CommKind::kExpertDp:
       return "expert_dp";
+    case CommKind::kGroup:
+      return "group";
     default:
       return "dp";
   }

@@ -40,6 +40,7 @@ enum class CommKind : uint8_t {
   kDp,
   kEp,
   kExpertDp,  ///< expert gradients and parameters over the expert-data-parallel group (dp / ep ranks)
+  kGroup,     ///< a communicator of a per-rank program (TrainingProgram::groups); seq is the collective's index there
 };
 
 /// Streams of a rank.
@@ -47,6 +48,8 @@ enum Stream : uint8_t { kComputeStream = 0, kSendStream = 1, kRecvStream = 2, kD
 inline constexpr int kStreams = 4;
 
 inline constexpr uint32_t kNoTask = 0xffffffffu;
+/// Tasks one program holds at most (pipeline sends carry the task index in 20 bits of their flow id).
+inline constexpr uint32_t kMaxProgramTasks = 1u << 20;
 
 /// One task of a stage's program. Plain data (copied into device tables).
 struct TaskDef {
@@ -69,7 +72,7 @@ struct TaskDef {
   uint32_t peer_stage = 0;
   uint32_t peer_task = kNoTask;
   /// Collectives: index among this program's collectives of the same CommKind (members of
-  /// a group meet on equal indices).
+  /// a group meet on equal indices); kGroup: index into TrainingProgram::group_collectives.
   uint32_t seq = 0;
   /// Micro-batch and model chunk (for traces); kNoTask for per-iteration tasks.
   uint32_t micro_batch = kNoTask;
@@ -110,9 +113,22 @@ struct ProgramOptions {
 /// collective of that kind gets it as its seq.
 uint32_t& collectiveCount(StageProgram& program, CommKind comm);
 
+/// A collective of per-rank programs (CommKind::kGroup): the ranks that meet in it, in the
+/// communicator's order, and each one's task index in its own program.
+struct GroupCollective {
+  std::vector<uint32_t> ranks;
+  std::vector<uint32_t> tasks;
+};
+
 struct TrainingProgram {
   std::vector<StageProgram> stages;
   uint32_t micro_batches = 0;
+  /// Every rank runs a program of its own (general Chakra traces): stage s is rank s's
+  /// program, run as tp = dp = 1 and pp = ranks; P2P peers are ranks (peer_stage) and
+  /// collectives are kGroup.
+  bool per_rank = false;
+  /// The kGroup collectives, indexed by TaskDef::seq.
+  std::vector<GroupCollective> group_collectives;
 
   /// Tasks over all stage templates.
   int64_t templateTasks() const;
@@ -148,15 +164,16 @@ struct TaskRef {
  * ranks run `program`: a task starts after its stream's previous task, its waits and, for a
  * receive, its matched send (peer_stage, peer_task), so such a task lies on or behind a
  * cycle of those across stages (a deadlock). nullopt when every task can run.
- * Collectives meet within a stage, whose ranks run one program, so they never block it.
+ * Collectives meet within a stage, whose ranks run one program, so they never block it; a
+ * kGroup collective completes for every member once all of its members reached it.
  */
 std::optional<TaskRef> firstStuckTask(const TrainingProgram& program);
 
 /// A readable name: "compute fwd mb3 chunk0", "send bwd mb1 chunk0", "collective".
 std::string taskName(const TaskDef& task);
 
-/// Process-group name of a collective's group kind ("dp", "ep", "expert_dp"), as Chakra
-/// traces and Chrome traces name it.
+/// Process-group name of a collective's group kind ("dp", "ep", "expert_dp", "group"), as
+/// Chakra traces and Chrome traces name it.
 const char* processGroupName(CommKind comm);
 
 /// Adds the edges (from, to) to `program` (successor lists and dependency counts); each

@@ -1,0 +1,257 @@
+// Per-rank programs from general Chakra traces (docs/chakra.md "Per-rank programs").
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analytical/gpu.hpp"
+#include "systems/training_sim.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "tests/systems/training_fixture.hpp"
+#include "workloads/chakra_program.hpp"
+
+namespace mv {
+namespace {
+
+TrainingResult runOne(const TrainingExperiment& x) {
+  SimulationOptions o;
+  o.threads = 2;
+  const std::vector<TrainingExperiment> one{x};
+  return simulateTraining(one, o).front();
+}
+
+ChakraNode compute(uint64_t id, uint64_t micros, std::vector<uint64_t> deps = {}) {
+  ChakraNode n;
+  n.id = id;
+  n.name = "gemm";
+  n.type = ChakraNodeType::kComp;
+  n.duration_micros = micros;
+  n.data_deps = std::move(deps);
+  return n;
+}
+
+ChakraNode collective(uint64_t id, ChakraCollectiveType type, uint64_t bytes, const std::string& group,
+                      std::vector<uint64_t> deps = {}) {
+  ChakraNode n;
+  n.id = id;
+  n.name = "coll";
+  n.type = ChakraNodeType::kCommColl;
+  n.setCommType(type);
+  n.setCommSize(bytes);
+  if (!group.empty()) n.setPgName(group);
+  n.data_deps = std::move(deps);
+  return n;
+}
+
+ChakraNode message(uint64_t id, ChakraNodeType type, uint32_t peer, uint32_t tag, uint64_t bytes,
+                   std::vector<uint64_t> deps = {}) {
+  ChakraNode n;
+  n.id = id;
+  n.name = type == ChakraNodeType::kCommSend ? "send" : "recv";
+  n.type = type;
+  if (type == ChakraNodeType::kCommSend) {
+    n.setCommDst(peer);
+  } else {
+    n.setCommSrc(peer);
+  }
+  n.setCommTag(tag);
+  n.setCommSize(bytes);
+  n.data_deps = std::move(deps);
+  return n;
+}
+
+std::vector<ChakraTrace> job(std::vector<std::vector<ChakraNode>> ranks) {
+  std::vector<ChakraTrace> out;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    ChakraTrace t;
+    t.source = "job." + std::to_string(r) + ".et";
+    t.nodes = std::move(ranks[r]);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+/// Writes `traces` as `<dir>/job.<r>.et` and returns the prefix.
+std::string writeJob(const std::filesystem::path& dir, const std::vector<ChakraTrace>& traces) {
+  for (size_t r = 0; r < traces.size(); ++r) writeChakraFile(dir / ("job." + std::to_string(r) + ".et"), traces[r]);
+  return (dir / "job").string();
+}
+
+const ComputeModel& a100() {
+  static const ComputeModel model(a100Compute());
+  return model;
+}
+
+TEST_CASE("Megatron traces run as per-rank programs give the stage programs' iteration") {
+  TrainingExperiment x = test::tinyExperiment(2, 2, 2, 4, 2);
+  x.model = test::tinyGpt(8, 512);
+  x.parallelism.zero = Zero::kOptimizer;
+  x.collectives.dp_bucket = mebibytes(4);
+  ProgramOptions po;
+  po.dp_bucket = x.collectives.dp_bucket;
+  po.tp_model = makeCollectiveModel(gpuByName(x.cluster.gpu), x.cluster.intra);
+  const TrainingProgram program = buildTrainingProgram(x.model, x.training, x.parallelism, a100(), po);
+  std::vector<ChakraTrace> traces = programToChakra(program, x.parallelism);
+  // Each DP group (stage, TP index) becomes a communicator of its own, as a PyTorch job's
+  // process groups are, written to an ASTRA-sim group file.
+  std::map<std::string, std::vector<uint32_t>> groups;
+  for (uint32_t r = 0; r < traces.size(); ++r) {
+    const uint32_t tp = r % 2;
+    const uint32_t stage = r / 4;
+    const std::string name = "pg" + std::to_string(stage) + std::to_string(tp);
+    groups[name].push_back(r);
+    for (ChakraNode& n : traces[r].nodes) {
+      if (n.type == ChakraNodeType::kCommColl) n.setPgName(name);
+    }
+  }
+  const test::TempDir tmp;
+  TrainingExperiment replay = x;
+  replay.id = 99;
+  replay.chakra = writeJob(tmp.path(""), traces);
+  replay.chakra_groups = tmp.path("groups.json").string();
+  {
+    std::ofstream out(replay.chakra_groups);
+    out << "{";
+    bool first = true;
+    for (const auto& [name, ranks] : groups) {
+      out << (first ? "" : ", ") << "\"" << name << "\": [" << ranks[0] << ", " << ranks[1] << "]";
+      first = false;
+    }
+    out << "}";
+  }
+  for (NetworkFidelity f : {NetworkFidelity::kAnalytical, NetworkFidelity::kFlow, NetworkFidelity::kPacket}) {
+    x.fidelity = f;
+    replay.fidelity = f;
+    const TrainingResult a = runOne(x);
+    const TrainingResult b = runOne(replay);
+    INFO("fidelity " << static_cast<int>(f));
+    CHECK(b.iteration.ps == a.iteration.ps);
+    CHECK(b.exposed_dp.ps == a.exposed_dp.ps);
+    CHECK(b.exposed_pp.ps == a.exposed_pp.ps);
+  }
+}
+
+TEST_CASE("per-rank compute: durations, the roofline of num_ops and tensor_size, host ops left out") {
+  const ComputeModel& gpu = a100();
+  ChakraNode cpu = compute(2, 5'000'000, {1});  // a host op of 5 s: takes no time
+  cpu.setAttribute(
+      ChakraAttribute{std::string(chakra_attr::kIsCpuOp), "", ChakraValueKind::kBool, false, {1}, {}, {}, {}});
+  ChakraNode roofline = compute(3, 0, {2});  // waits for the host op, so for node 1
+  roofline.setAttribute(ChakraAttribute{
+      std::string(chakra_attr::kNumOps), "", ChakraValueKind::kInt64, false, {int64_t{1} << 40}, {}, {}, {}});
+  roofline.setAttribute(ChakraAttribute{
+      std::string(chakra_attr::kTensorSize), "", ChakraValueKind::kUint64, false, {}, {uint64_t{1} << 20}, {}, {}});
+  ChakraNode meta = compute(4, 0, {3});
+  meta.type = ChakraNodeType::kMetadata;
+  const std::vector<ChakraTrace> traces = job({{compute(1, 100), cpu, roofline, meta, compute(5, 7, {4})}});
+  const TrainingProgram p = programFromRankTraces(traces, {}, gpu, TrainingPrecision::kBf16);
+  REQUIRE(p.per_rank);
+  REQUIRE(p.stages.size() == 1);
+  const std::vector<TaskDef>& t = p.stages[0].tasks;
+  REQUIRE(t.size() == 3);
+  CHECK(t[0].compute_ps == 100'000'000);
+  // 2^40 FLOPs at 312 TFLOP/s × the GEMM ceiling, far above 1 MiB at the HBM bandwidth.
+  const double seconds = std::ldexp(1.0, 40) / (a100Compute().peak_flops * gpu.params().gemm.ceiling);
+  CHECK(t[1].compute_ps == static_cast<int64_t>(std::ceil(seconds * 1e12)) + gpu.params().kernel_overhead.ps);
+  CHECK(t[1].compute_ps == gpu.opaqueKernelTime(std::ldexp(1.0, 40), 1 << 20, TrainingPrecision::kBf16).ps);
+  CHECK(t[2].compute_ps == 7'000'000);
+
+  // The job on one GPU takes exactly the sum.
+  TrainingExperiment x = test::tinyExperiment(1, 1, 1, 1, 1);
+  const test::TempDir tmp;
+  x.chakra = writeJob(tmp.path(""), traces);
+  x.chakra_layout = ChakraLayout::kRanks;
+  CHECK(runOne(x).iteration.ps == t[0].compute_ps + t[1].compute_ps + t[2].compute_ps);
+}
+
+TEST_CASE("per-rank communicators: members wait for the slowest, other groups do not") {
+  // Ranks 0-3, one per server. Communicators a = {0, 1} and b = {2, 3}; rank 3 computes
+  // longer, which delays b's all-reduce and nothing of a's.
+  const auto ar = ChakraCollectiveType::kAllReduce;
+  auto rank = [&](uint64_t micros, const std::string& group) {
+    return std::vector<ChakraNode>{compute(1, micros), collective(2, ar, 1 << 20, group, {1}), compute(3, 10, {2})};
+  };
+  const CommGroups groups{{"a", {0, 1}}, {"b", {2, 3}}};
+  const std::vector<ChakraTrace> even = job({rank(100, "a"), rank(100, "a"), rank(100, "b"), rank(100, "b")});
+  const std::vector<ChakraTrace> slow = job({rank(100, "a"), rank(100, "a"), rank(100, "b"), rank(400, "b")});
+  const TrainingProgram p = programFromRankTraces(slow, groups, a100(), TrainingPrecision::kBf16);
+  REQUIRE(p.group_collectives.size() == 2);
+  CHECK(p.group_collectives[0].ranks == std::vector<uint32_t>{0, 1});
+  CHECK(p.group_collectives[1].ranks == std::vector<uint32_t>{2, 3});
+
+  TrainingExperiment x = test::tinyExperiment(1, 1, 4, 1, 1);
+  x.fidelity = NetworkFidelity::kAnalytical;
+  const test::TempDir tmp;
+  std::filesystem::create_directories(tmp.path("even"));
+  std::filesystem::create_directories(tmp.path("slow"));
+  { std::ofstream(tmp.path("groups.json")) << R"({"a": [0, 1], "b": [2, 3]})"; }
+  x.chakra_groups = tmp.path("groups.json").string();
+  x.chakra = writeJob(tmp.path("even"), even);
+  const TrainingResult base = runOne(x);
+  x.chakra = writeJob(tmp.path("slow"), slow);
+  const TrainingResult late = runOne(x);
+  CHECK(late.iteration.ps - base.iteration.ps == 300'000'000);
+  // Without the group file every collective spans every rank: one all-reduce over 4.
+  x.chakra_groups.clear();
+  x.chakra = writeJob(tmp.path("even"), job({rank(100, "0"), rank(100, "0"), rank(100, "0"), rank(100, "0")}));
+  CHECK(runOne(x).iteration.ps > base.iteration.ps);
+}
+
+TEST_CASE("per-rank messages between any two ranks, and the errors of per-rank jobs") {
+  const auto ar = ChakraCollectiveType::kAllReduce;
+  const auto ag = ChakraCollectiveType::kAllGather;
+  const CommGroups groups{{"a", {0, 1}}, {"b", {0, 1}}};
+  auto programOf = [&](std::vector<std::vector<ChakraNode>> ranks) {
+    return programFromRankTraces(job(std::move(ranks)), groups, a100(), TrainingPrecision::kBf16);
+  };
+  // Rank 0 sends to rank 2 (no pipeline between them), rank 2 answers rank 1.
+  const TrainingProgram p = programOf(
+      {{compute(1, 5), message(2, ChakraNodeType::kCommSend, 2, 7, 4096, {1})},
+       {message(1, ChakraNodeType::kCommRecv, 2, 9, 64)},
+       {message(1, ChakraNodeType::kCommRecv, 0, 7, 4096), message(2, ChakraNodeType::kCommSend, 1, 9, 64, {1})}});
+  CHECK(p.stages[0].tasks[1].peer_stage == 2);
+  CHECK(p.stages[0].tasks[1].peer_task == 0);
+  CHECK(p.stages[2].tasks[1].peer_stage == 1);
+
+  CHECK_THROWS_WITH(programOf({{collective(1, ar, 64, "a")}, {collective(1, ar, 64, "a"), collective(2, ar, 64, "a")}}),
+                    "job.1.et: 2 collectives of process group 'a', but job.0.et has 1 (the members of a "
+                    "communicator run the same collectives in the same order)");
+  CHECK_THROWS_WITH(programOf({{collective(1, ar, 64, "a")}, {collective(5, ag, 64, "a")}}),
+                    "job.1.et: node 5: collective #0 of process group 'a' is an all-gather of 64 bytes, but "
+                    "job.0.et: node 1 is an all-reduce of 64 bytes");
+  CHECK_THROWS_WITH(programOf({{collective(1, ar, 64, "c")}, {}}),
+                    "job.0.et: node 1: process group 'c' is not among the communicator groups");
+  CHECK_THROWS_WITH(programFromRankTraces(job({{}, {}, {collective(3, ar, 64, "a")}}), {{"a", {0, 1}}}, a100(),
+                                          TrainingPrecision::kBf16),
+                    Catch::StartsWith("job.2.et: node 3: a collective of process group 'a' (ranks 0, 1), which rank "
+                                      "2 is not in"));
+  // Two communicators over the same ranks, met in opposite orders: a deadlock.
+  CHECK_THROWS_WITH(programOf({{collective(1, ar, 64, "a"), collective(2, ar, 64, "b", {1})},
+                               {collective(1, ar, 64, "b"), collective(2, ar, 64, "a", {1})}}),
+                    Catch::Contains("job.0.et: node 2: can never start") && Catch::Contains("deadlock"));
+  CHECK_THROWS_WITH(programOf({{message(1, ChakraNodeType::kCommSend, 5, 0, 64)}, {}}),
+                    "job.0.et: node 1: sends to rank 5, but the job has 2 ranks");
+  ChakraNode load = compute(1, 1);
+  load.type = ChakraNodeType::kMemLoad;
+  CHECK_THROWS_WITH(programOf({{load}, {}}), "job.0.et: node 1: node type MEM_LOAD_NODE cannot be simulated");
+
+  // The communicator-group file.
+  const test::TempDir tmp;
+  auto groupsFrom = [&](const std::string& text) {
+    std::ofstream(tmp.path("g.json")) << text;
+    return readCommGroups(tmp.path("g.json"), 4);
+  };
+  CHECK(groupsFrom(R"({"0": [3, 1], "7": [0, 1, 2, 3]})") == CommGroups{{"0", {3, 1}}, {"7", {0, 1, 2, 3}}});
+  CHECK_THROWS_WITH(groupsFrom(R"({"0": [0, 4]})"),
+                    Catch::EndsWith("g.json: group '0': 4 is not a rank of the job (0 to 3)"));
+  CHECK_THROWS_WITH(groupsFrom(R"({"0": [1, 1]})"), Catch::EndsWith("g.json: group '0': rank 1 listed twice"));
+  CHECK_THROWS_WITH(groupsFrom(R"({"0": []})"), Catch::EndsWith("group '0': expected a non-empty list of ranks"));
+  CHECK_THROWS_WITH(groupsFrom(R"([0, 1])"), Catch::Contains("g.json: expected an object of rank lists"));
+  CHECK_THROWS_WITH(groupsFrom(R"({"0": [0,)"), Catch::Contains("g.json: invalid JSON"));
+}
+
+}  // namespace
+}  // namespace mv
