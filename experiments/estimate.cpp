@@ -6,6 +6,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "experiments/experiment_yaml.hpp"
 #include "systems/training_sim.hpp"
 #include "workloads/model.hpp"
@@ -53,7 +55,14 @@ MemoryEstimate measureExperiment(const Sweep& sweep, size_t i, const TrainingExp
   } catch (const WorkloadError& e) {
     // What Chakra traces hold is checked when their programs are built (docs/chakra.md).
     const std::string key = x.chakra.empty() ? "" : "workload.chakra";
-    diags.add(Diagnostic{sweep.file.string(), key.empty() ? 0 : keyLine(sweep.experiments[i], key), key, e.what()});
+    Diagnostic d{sweep.file.string(), key.empty() ? 0 : keyLine(sweep.experiments[i], key), key, e.what()};
+    // Experiments that share the traces share their problem: said once.
+    const auto& seen = diags.items();
+    if (std::none_of(seen.begin(), seen.end(), [&](const Diagnostic& o) {
+          return o.line == d.line && o.key == d.key && o.message == d.message;
+        })) {
+      diags.add(std::move(d));
+    }
   }
   if (budget > 0 && m.total > budget) {
     diags.add(Diagnostic{sweep.file.string(), 0, "",

@@ -156,6 +156,21 @@ expect 2 "orphan.yaml:3: workload.chakra: $tmp/p2p/orphan.1.json: node 2: receiv
 expect 2 "multiverse: 1 problem in $tmp/orphan.yaml" validate "$tmp/orphan.yaml"
 expect 2 "loop.yaml:3: workload.chakra: $tmp/p2p/loop.0.json: node 1: can never start" validate "$tmp/loop.yaml"
 
+# A general Chakra job (per-rank programs over communicator groups): the bundled example runs,
+# and its group file's problems are refused at validate, naming the file and the group.
+examples=$(dirname "$0")/../../examples/chakra
+cp -r "$examples/general" "$examples/general.yaml" "$tmp/"
+expect 0 "2 experiments" validate "$tmp/general.yaml"
+expect 0 "general-packet" --experiments "$tmp/general.yaml" --out "$tmp/general_run"
+echo '{"0": [0, 1], "1": [2, 9], "2": [0, 2], "3": [1, 3]}' > "$tmp/general/bad.json"
+sed 's#general/groups.json#general/bad.json#' "$tmp/general.yaml" > "$tmp/bad_groups.yaml"
+expect 2 "bad_groups.yaml:10: workload.chakra: $tmp/general/bad.json: group '1': 9 is not a rank of the job (0 to 3)" validate "$tmp/bad_groups.yaml"
+expect 2 "multiverse: 1 problem in" validate "$tmp/bad_groups.yaml"
+sed 's#general/groups.json#general/none.json#' "$tmp/general.yaml" > "$tmp/no_groups.yaml"
+expect 2 "no_groups.yaml:11: workload.chakra_groups: $tmp/general/none.json: no such file" validate "$tmp/no_groups.yaml"
+printf 'base:\n  workload: {model: gpt3-13b, global_batch: 8, chakra_layout: ranks}\n  parallelism: {tp: 8}\n' > "$tmp/layout_alone.yaml"
+expect 2 "layout_alone.yaml:2: workload.chakra_layout: needs workload.chakra" validate "$tmp/layout_alone.yaml"
+
 # Values the engine cannot represent: errors at their line before anything is allocated
 # (a 20 s link delay wrapped a ring-slot total and crashed, 30 s looped forever, 8000 Tbps
 # and 100 ms ended in bad_alloc, a start near the int64 limit never ended).
