@@ -5,7 +5,6 @@
 #include "experiments/cli.hpp"
 
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <filesystem>
 #include <functional>
@@ -13,17 +12,18 @@
 #include <string>
 #include <vector>
 
+#include "ecs/quantity.hpp"
 #include "experiments/config_reader.hpp"
 #include "experiments/estimate.hpp"
 #include "experiments/experiment_yaml.hpp"
 #include "experiments/netsim.hpp"
 #include "experiments/report.hpp"
 #include "experiments/run_sweep.hpp"
-#include "ecs/quantity.hpp"
-#include "systems/training_sim.hpp"
 #include "experiments/sweep.hpp"
 #include "experiments/version.hpp"
 #include "kernels/cpu/cpu_executor.hpp"
+#include "systems/training_sim.hpp"
+#include "workloads/chakra_program.hpp"
 
 namespace mv {
 
@@ -57,6 +57,57 @@ int runValidate(const std::filesystem::path& file, int64_t max_memory) {
             << "simulation memory: " << formatBytes(total) << " in all, at most " << formatBytes(largest)
             << " per experiment (" << plural(static_cast<uint64_t>(meter.builds()), "configuration")
             << " measured, see docs/sweep.md)\n";
+  return kExitOk;
+}
+
+/// `multiverse export-chakra`: writes every experiment's program as Chakra traces, one
+/// folder per experiment (docs/chakra.md "Export"). Exit 2 for a bad sweep or a folder that
+/// holds files already (unless `force`).
+int runExportChakra(const std::filesystem::path& file, std::filesystem::path out, const std::string& format,
+                    const std::string& layout, bool force) {
+  Diagnostics diags;
+  const Sweep sweep = readSweep(file, diags);
+  std::vector<TrainingExperiment> xs;
+  if (diags.empty()) readExperiments(sweep, diags, [&](TrainingExperiment&& x) { xs.push_back(std::move(x)); });
+  if (!diags.empty()) {
+    std::cerr << diags.format() << "multiverse: " << diags.items().size() << " problem"
+              << (diags.items().size() == 1 ? "" : "s") << " in " << file.string() << "\n";
+    return kExitUsageError;
+  }
+  if (out.empty()) out = std::filesystem::path("results") / (file.stem().string() + "-chakra");
+  for (const TrainingExperiment& x : xs) {
+    const std::filesystem::path dir = out / x.name;
+    if (!force && std::filesystem::exists(dir) && !std::filesystem::is_empty(dir)) {
+      std::cerr << "multiverse: error: " << dir.string() << " holds files already (--force replaces them)\n";
+      return kExitUsageError;
+    }
+  }
+  for (const TrainingExperiment& x : xs) {
+    if (!x.chakra.empty()) {
+      std::cout << x.name << ": runs Chakra traces already (" << x.chakra << "), not exported\n";
+      continue;
+    }
+    std::vector<ChakraTrace> traces;
+    try {
+      traces = programToChakra(trainingProgramOf(x), x.parallelism);
+    } catch (const std::exception& e) {
+      std::cerr << "multiverse: error: " << x.name << ": " << e.what() << "\n";
+      return kExitUsageError;
+    }
+    const std::filesystem::path dir = out / x.name;
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    std::string extra;
+    if (layout == "ranks") {
+      writeCommGroups(dir / "groups.json", nameCommunicators(traces, x.parallelism));
+      extra = " and groups.json";
+    }
+    for (size_t r = 0; r < traces.size(); ++r) {
+      writeChakraFile(dir / ("job." + std::to_string(r) + "." + format), traces[r]);
+    }
+    std::cout << x.name << ": " << traces.size() << " ranks -> " << dir.string() << "/job.<rank>." << format << extra
+              << "\n";
+  }
   return kExitOk;
 }
 
@@ -204,6 +255,25 @@ int runCli(int argc, char** argv) {
   report->add_option("results", report_dir, "a results folder of multiverse --experiments or multiverse netsim")
       ->required();
   report->add_option("--out", report_out, "the page to write (default RESULTS/report.html)");
+  std::string export_file;
+  std::string export_out;
+  std::string export_format = "et";
+  std::string export_layout = "ranks";
+  bool export_force = false;
+  CLI::App* export_chakra = app.add_subcommand(
+      "export-chakra",
+      "Write each experiment's program as Chakra traces, a folder per experiment (see docs/chakra.md)");
+  export_chakra->add_option("sweep", export_file, "sweep.yaml whose experiments to export")->required();
+  export_chakra->add_option("--out", export_out,
+                            "Folder of the experiments' folders (default results/<sweep name>-chakra)");
+  export_chakra->add_option("--format", export_format, "et (protobuf, default) or json")
+      ->check(CLI::IsMember({"et", "json"}));
+  export_chakra
+      ->add_option("--layout", export_layout,
+                   "ranks (default): each group a communicator of its own, listed in groups.json (ASTRA-sim's "
+                   "--comm-group-configuration); stages: pg_name dp, ep or expert_dp (Multiverse's stage layout)")
+      ->check(CLI::IsMember({"ranks", "stages"}));
+  export_chakra->add_flag("--force", export_force, "Replace the experiments' folders when they hold files");
   app.footer(
       "Backends in this build: " + std::string(kBackends) +
       "\nExit codes: 0 success, 1 simulation error, 2 bad command line or input.");
@@ -250,6 +320,14 @@ int runCli(int argc, char** argv) {
     }
   }
   if (report->parsed()) return runReport(report_dir, report_out);
+  if (export_chakra->parsed()) {
+    try {
+      return runExportChakra(export_file, export_out, export_format, export_layout, export_force);
+    } catch (const std::exception& e) {
+      std::cerr << "multiverse: error: " << e.what() << "\n";
+      return kExitRunError;
+    }
+  }
   if (validate->parsed() || net->parsed()) {
     try {
       return validate->parsed() ? runValidate(validate_file, validate_memory) : runNetsim(netsim_file, netsim);

@@ -77,16 +77,25 @@ TrainingProgram chakraProgram(const TrainingExperiment& x, const ComputeModel& c
   return programFromRankTraces(traces, groups, compute, x.training.precision);
 }
 
-Plan makePlan(const TrainingExperiment& x) {
-  Plan p;
+}  // namespace
+
+TrainingProgram trainingProgramOf(const TrainingExperiment& x) {
   const GpuSpec gpu = clusterGpu(x.cluster);
   ProgramOptions po;
   po.dp_bucket = x.collectives.dp_bucket;
   po.tp_model = makeCollectiveModel(gpu, x.cluster.intra);
   po.tp_bandwidth_factor = x.cluster.tp_bandwidth_factor;
-  const ComputeModel compute(computeSpecOf(clusterGpu(x.cluster)), x.cluster.compute, x.operator_times);
-  p.program = x.chakra.empty() ? buildTrainingProgram(x.model, x.training, x.parallelism, compute, po)
-                               : chakraProgram(x, compute);
+  const ComputeModel compute(computeSpecOf(gpu), x.cluster.compute, x.operator_times);
+  return x.chakra.empty() ? buildTrainingProgram(x.model, x.training, x.parallelism, compute, po)
+                          : chakraProgram(x, compute);
+}
+
+namespace {
+
+Plan makePlan(const TrainingExperiment& x) {
+  Plan p;
+  const GpuSpec gpu = clusterGpu(x.cluster);
+  p.program = trainingProgramOf(x);
   const Routing routing = computeRouting(x.topology);
   p.layout = makeNetworkLayout(x.topology, routing, x.network.payload_bytes);
   TrainConfig& c = p.cfg;
@@ -115,7 +124,7 @@ Plan makePlan(const TrainingExperiment& x) {
   c.gpus_per_server = x.cluster.gpus_per_server;
   c.nics_per_server = x.cluster.nics_per_server;
   c.priority = x.collectives.priority;
-  c.intra = po.tp_model;
+  c.intra = makeCollectiveModel(gpu, x.cluster.intra);
   c.overlap_ppm = x.cluster.overlap_slowdown > 0 ? slowdownFactor(x.cluster.overlap_slowdown).ppm
                                                  : defaultOverlapSlowdown(gpu.architecture).gemm.ppm;
   c.jitter_ppm = static_cast<uint32_t>(std::llround(x.cluster.compute_jitter * kSlowdownOne));

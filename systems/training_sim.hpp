@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "systems/training_spec.hpp"
+#include "workloads/task_graph.hpp"
 
 namespace mv {
 
@@ -35,6 +36,10 @@ MemoryBreakdown peakStageMemory(const TrainingExperiment& x);
 /// bubble and optimizer step, no communication): a lower bound of its simulated iteration;
 /// zero for a Chakra workload, whose tasks the model does not describe.
 Picoseconds computeOnlyIteration(const TrainingExperiment& x);
+
+/// The program experiment x runs: generated from its model and parallelism, or read from its
+/// Chakra traces (docs/chakra.md). Throws WorkloadError for traces that cannot run.
+TrainingProgram trainingProgramOf(const TrainingExperiment& x);
 
 /// Called once per experiment, as soon as its result is known (OOM ones first).
 using ResultCallback = std::function<void(std::size_t index, const TrainingResult& result)>;

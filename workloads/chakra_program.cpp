@@ -460,6 +460,44 @@ CommGroups readCommGroups(const std::filesystem::path& path, uint32_t ranks) {
   return groups;
 }
 
+void writeCommGroups(const std::filesystem::path& path, const CommGroups& groups) {
+  nlohmann::json root = nlohmann::json::object();
+  for (const auto& [name, ranks] : groups) root[name] = ranks;
+  std::ofstream out(path, std::ios::binary);
+  out << root.dump() << "\n";
+  if (!out) throw WorkloadError(path.string() + ": cannot write the communicator-group file");
+}
+
+CommGroups nameCommunicators(std::vector<ChakraTrace>& traces, const Parallelism& par) {
+  CommGroups groups;
+  const uint32_t ep = std::max<uint32_t>(par.ep, 1);
+  for (uint32_t r = 0; r < traces.size(); ++r) {
+    const uint32_t t = r % par.tp;
+    const uint32_t d = (r / par.tp) % par.dp;
+    const uint32_t s = r / (par.tp * par.dp);
+    const std::string at = std::to_string(s) + "." + std::to_string(t);
+    for (ChakraNode& n : traces[r].nodes) {
+      if (n.type != ChakraNodeType::kCommColl) continue;
+      const std::string kind(n.pgName().value_or(processGroupName(CommKind::kDp)));
+      std::string name;
+      std::vector<uint32_t> members;
+      if (kind == processGroupName(CommKind::kEp)) {
+        name = "ep." + at + "." + std::to_string(d / ep);
+        for (uint32_t j = 0; j < ep; ++j) members.push_back(megatronRank(par.tp, par.dp, s, t, d / ep * ep + j));
+      } else if (kind == processGroupName(CommKind::kExpertDp)) {
+        name = "expert_dp." + at + "." + std::to_string(d % ep);
+        for (uint32_t k = d % ep; k < par.dp; k += ep) members.push_back(megatronRank(par.tp, par.dp, s, t, k));
+      } else {
+        name = "dp." + at;
+        for (uint32_t k = 0; k < par.dp; ++k) members.push_back(megatronRank(par.tp, par.dp, s, t, k));
+      }
+      n.setPgName(name);
+      groups.emplace(name, std::move(members));
+    }
+  }
+  return groups;
+}
+
 bool usesOtherGroups(const std::vector<ChakraTrace>& traces) {
   for (const ChakraTrace& trace : traces) {
     for (const ChakraNode& n : trace.nodes) {

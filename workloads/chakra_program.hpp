@@ -52,6 +52,20 @@ using CommGroups = std::map<std::string, std::vector<uint32_t>, std::less<>>;
 /// Throws WorkloadError naming the file and the group.
 CommGroups readCommGroups(const std::filesystem::path& path, uint32_t ranks);
 
+/**
+ * Gives every collective of `traces` (programToChakra's, one per rank of `par`) the name of
+ * its own communicator instead of its group kind, and returns the communicators: "dp.S.T"
+ * (the DP group of stage S and TP index T), "ep.S.T.G" (EP group G), "expert_dp.S.T.J"
+ * (expert-DP group J), members in the order the simulator's rings take them. So the job runs
+ * as per-rank programs, and tools that resolve pg_name through a group file (ASTRA-sim) see
+ * the real groups.
+ */
+CommGroups nameCommunicators(std::vector<ChakraTrace>& traces, const Parallelism& par);
+
+/// Writes `groups` as a communicator-group file (readCommGroups reads it back). Throws
+/// WorkloadError when the file cannot be written.
+void writeCommGroups(const std::filesystem::path& path, const CommGroups& groups);
+
 /// Whether some collective of `traces` names a process group other than dp, ep or
 /// expert_dp: such traces need per-rank programs (programFromRankTraces).
 bool usesOtherGroups(const std::vector<ChakraTrace>& traces);

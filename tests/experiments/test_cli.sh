@@ -337,4 +337,27 @@ expect 0 "ms (its compute alone): about " --experiments "$tmp/beat.yaml" --out "
   { echo "FAIL: --heartbeat 0 printed a heartbeat"; fail=1; }
 expect 2 "--heartbeat" --experiments "$tmp/beat.yaml" --out "$tmp/beat1" --heartbeat -1
 
+# export-chakra writes each experiment's program as Chakra traces and its communicators;
+# run as a general Chakra job they give the same iteration as the generated program.
+cat > "$tmp/export.yaml" <<'YAML'
+base:
+  name: "x"
+  workload: {model: {base: gpt3-13b, layers: 4}, global_batch: 8, seq: 1024}
+  parallelism: {tp: 2, pp: 2, dp: 2, distributed_optimizer: true}
+  cluster: {gpu: h100, gpus: 8, gpus_per_server: 2, nics_per_server: 1}
+  network: {fidelity: flow}
+YAML
+expect 0 "x: 8 ranks -> $tmp/exported/x/job.<rank>.et and groups.json" export-chakra "$tmp/export.yaml" --out "$tmp/exported"
+expect 2 "holds files already (--force replaces them)" export-chakra "$tmp/export.yaml" --out "$tmp/exported"
+expect 0 "job.<rank>.json" export-chakra "$tmp/export.yaml" --out "$tmp/exported" --format json --force
+expect 0 "x: 8 ranks" export-chakra "$tmp/export.yaml" --out "$tmp/exported" --force
+sed 's#global_batch: 8,#global_batch: 8, chakra: exported/x/job, chakra_groups: exported/x/groups.json,#' \
+  "$tmp/export.yaml" > "$tmp/replay.yaml"
+expect 0 "" --experiments "$tmp/export.yaml" --out "$tmp/export_run" --quiet
+expect 0 "" --experiments "$tmp/replay.yaml" --out "$tmp/replay_run" --quiet
+a=$(cut -d, -f5 "$tmp/export_run/summary.csv" | tail -1)
+b=$(cut -d, -f5 "$tmp/replay_run/summary.csv" | tail -1)
+[ -n "$a" ] && [ "$a" = "$b" ] || { echo "FAIL: exported traces ran $b ms, the program $a ms"; fail=1; }
+expect 2 "--format: proto not in {et,json}" export-chakra "$tmp/export.yaml" --format proto
+
 exit $fail

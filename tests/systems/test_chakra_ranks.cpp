@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "analytical/gpu.hpp"
 #include "systems/training_sim.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/systems/training_fixture.hpp"
@@ -85,53 +84,58 @@ const ComputeModel& a100() {
   return model;
 }
 
-TEST_CASE("Megatron traces run as per-rank programs give the stage programs' iteration") {
-  TrainingExperiment x = test::tinyExperiment(2, 2, 2, 4, 2);
-  x.model = test::tinyGpt(8, 512);
-  x.parallelism.zero = Zero::kOptimizer;
-  x.collectives.dp_bucket = mebibytes(4);
-  ProgramOptions po;
-  po.dp_bucket = x.collectives.dp_bucket;
-  po.tp_model = makeCollectiveModel(gpuByName(x.cluster.gpu), x.cluster.intra);
-  const TrainingProgram program = buildTrainingProgram(x.model, x.training, x.parallelism, a100(), po);
-  std::vector<ChakraTrace> traces = programToChakra(program, x.parallelism);
-  // Each DP group (stage, TP index) becomes a communicator of its own, as a PyTorch job's
-  // process groups are, written to an ASTRA-sim group file.
-  std::map<std::string, std::vector<uint32_t>> groups;
-  for (uint32_t r = 0; r < traces.size(); ++r) {
-    const uint32_t tp = r % 2;
-    const uint32_t stage = r / 4;
-    const std::string name = "pg" + std::to_string(stage) + std::to_string(tp);
-    groups[name].push_back(r);
-    for (ChakraNode& n : traces[r].nodes) {
-      if (n.type == ChakraNodeType::kCommColl) n.setPgName(name);
-    }
-  }
+/// Runs x's generated program and its Chakra traces as per-rank programs, each of its groups
+/// a communicator of its own (nameCommunicators, in a group file): the same iteration at
+/// every fidelity, and the same exposed DP time when `dp_only` (EP waits count as DP then).
+void checkPerRankReplay(TrainingExperiment x, bool dp_only) {
+  std::vector<ChakraTrace> traces = programToChakra(trainingProgramOf(x), x.parallelism);
+  const CommGroups groups = nameCommunicators(traces, x.parallelism);
   const test::TempDir tmp;
   TrainingExperiment replay = x;
   replay.id = 99;
   replay.chakra = writeJob(tmp.path(""), traces);
   replay.chakra_groups = tmp.path("groups.json").string();
-  {
-    std::ofstream out(replay.chakra_groups);
-    out << "{";
-    bool first = true;
-    for (const auto& [name, ranks] : groups) {
-      out << (first ? "" : ", ") << "\"" << name << "\": [" << ranks[0] << ", " << ranks[1] << "]";
-      first = false;
-    }
-    out << "}";
-  }
+  writeCommGroups(replay.chakra_groups, groups);
+  CHECK(readCommGroups(replay.chakra_groups, x.cluster.gpus) == groups);
+  REQUIRE(trainingProgramOf(replay).per_rank);
   for (NetworkFidelity f : {NetworkFidelity::kAnalytical, NetworkFidelity::kFlow, NetworkFidelity::kPacket}) {
     x.fidelity = f;
     replay.fidelity = f;
     const TrainingResult a = runOne(x);
     const TrainingResult b = runOne(replay);
     INFO("fidelity " << static_cast<int>(f));
+    CHECK(b.error.empty());
     CHECK(b.iteration.ps == a.iteration.ps);
-    CHECK(b.exposed_dp.ps == a.exposed_dp.ps);
     CHECK(b.exposed_pp.ps == a.exposed_pp.ps);
+    if (dp_only) CHECK(b.exposed_dp.ps == a.exposed_dp.ps);
   }
+}
+
+TEST_CASE("Megatron traces run as per-rank programs give the stage programs' iteration") {
+  TrainingExperiment x = test::tinyExperiment(2, 2, 2, 4, 2);
+  x.model = test::tinyGpt(8, 512);
+  x.parallelism.zero = Zero::kOptimizer;
+  x.collectives.dp_bucket = mebibytes(4);
+  std::vector<ChakraTrace> traces = programToChakra(trainingProgramOf(x), x.parallelism);
+  // Each DP group (stage, TP index) becomes a communicator of its own, in ring order.
+  CHECK(nameCommunicators(traces, x.parallelism) ==
+        CommGroups{{"dp.0.0", {0, 2}}, {"dp.0.1", {1, 3}}, {"dp.1.0", {4, 6}}, {"dp.1.1", {5, 7}}});
+  checkPerRankReplay(x, true);
+}
+
+TEST_CASE("a MoE job's EP and expert-DP groups run as communicators of their own") {
+  TrainingExperiment x = test::tinyExperiment(1, 2, 4, 4, 2);
+  x.model.experts = 4;
+  x.model.top_k = 2;
+  x.parallelism.ep = 2;
+  x.parallelism.zero = Zero::kOptimizer;
+  x.collectives.dp_bucket = mebibytes(4);
+  std::vector<ChakraTrace> traces = programToChakra(trainingProgramOf(x), x.parallelism);
+  const CommGroups groups = nameCommunicators(traces, x.parallelism);
+  CHECK(groups.at("ep.0.0.1") == std::vector<uint32_t>{2, 3});
+  CHECK(groups.at("expert_dp.1.0.1") == std::vector<uint32_t>{5, 7});
+  CHECK(groups.at("dp.1.0") == std::vector<uint32_t>{4, 5, 6, 7});
+  checkPerRankReplay(x, false);
 }
 
 TEST_CASE("per-rank compute: durations, the roofline of num_ops and tensor_size, host ops left out") {
