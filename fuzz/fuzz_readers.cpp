@@ -149,7 +149,13 @@ void readOne(const uint8_t* data, size_t size) {
         const ChakraTrace t = g_reader == Reader::kChakraBinary ? decodeChakraBinary(text, "f.et")
                                                                 : decodeChakraJson(text, "f.json");
         validateChakraTrace(t);
-        programFromChakra({t}, Parallelism{});
+        try {
+          programFromChakra({t}, Parallelism{});
+        } catch (const WorkloadError&) {
+        }
+        // As per-rank programs too: two ranks running it, every collective over both.
+        static const ComputeModel compute(h100Compute());
+        programFromRankTraces({t, t}, CommGroups{}, compute, TrainingPrecision::kBf16);
       } catch (const WorkloadError&) {
       }
       return;

@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config python3
   libyaml-cpp-dev nlohmann-json3-dev catch2 libcli11-dev libboost-context-dev
   libopenmpi-dev openmpi-bin
+  libprotobuf-dev protobuf-compiler  # workloads/proto: the Chakra trace codec
   clang libomp-dev
   chromium  # tests/experiments/test_report.sh renders the report pages headless
 )

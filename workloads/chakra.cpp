@@ -1,21 +1,26 @@
 /**
  * @file chakra.cpp
- * Chakra execution traces: attribute and node helpers, the protobuf wire format (decoded and
- * encoded by hand), the JSON form, validation, topological order and file I/O.
+ * Chakra execution traces: attribute and node helpers, the binary form (protobuf messages of
+ * the codec protoc generates from workloads/proto/et_def.proto), the JSON form, validation,
+ * topological order and file I/O.
  */
 #include "workloads/chakra.hpp"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/stubs/logging.h>
+#include <google/protobuf/unknown_field_set.h>
+
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <charconv>
 #include <cmath>
 #include <fstream>
-#include <functional>
 #include <limits>
-#include <set>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <queue>
+#include <set>
 #include <sstream>
 #include <type_traits>
 #include <unordered_map>
@@ -23,6 +28,7 @@
 
 #include "ecs/input_file.hpp"
 #include "ecs/units.hpp"
+#include "et_def.pb.h"
 
 namespace mv {
 
@@ -106,13 +112,6 @@ size_t storedCount(const ChakraAttribute& attr, Storage storage) {
       break;
   }
   return 0;
-}
-
-void clearValue(ChakraAttribute& attr) {
-  attr.ints.clear();
-  attr.uints.clear();
-  attr.reals.clear();
-  attr.strings.clear();
 }
 
 /// Why `attr`'s value does not match its kind, or nullopt when it does.
@@ -302,547 +301,148 @@ bool ChakraNode::isComm() const {
 namespace {
 
 // ---------------------------------------------------------------------------------------
-// Protobuf wire format: decoding
+// Binary form: the messages of the generated codec (workloads/proto/et_def.proto)
 // ---------------------------------------------------------------------------------------
 
-enum WireType : uint8_t {
-  kVarint = 0,
-  kFixed64 = 1,
-  kLengthDelimited = 2,
-  kStartGroup = 3,
-  kEndGroup = 4,
-  kFixed32 = 5,
-};
+namespace pb = ChakraProtoMsg;
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+using google::protobuf::Reflection;
 
-constexpr uint64_t kMaxFieldNumber = (uint64_t{1} << 29) - 1;
-/// Nesting limit for skipped groups, so hostile input cannot exhaust the stack.
-constexpr int kMaxGroupDepth = 64;
+/// What protobuf logged on this thread (an invalid UTF-8 string, on parsing or writing): kept
+/// for the error message rather than printed.
+thread_local std::string protobuf_log;
 
-std::string wireTypeName(uint32_t wire) {
-  static constexpr std::array<std::string_view, 6> kNames = {"varint",      "fixed64",   "length-delimited",
-                                                             "start-group", "end-group", "fixed32"};
-  return std::to_string(wire) + (wire < kNames.size() ? " (" + std::string(kNames[wire]) + ")" : std::string());
+void keepProtobufLog(google::protobuf::LogLevel, const char*, int, const std::string& message) {
+  protobuf_log += message;
 }
 
-uint8_t wireTypeOf(ChakraValueKind kind) {
-  switch (kind) {
-    case ChakraValueKind::kDouble:
-    case ChakraValueKind::kFixed64:
-    case ChakraValueKind::kSfixed64:
-      return kFixed64;
-    case ChakraValueKind::kFloat:
-    case ChakraValueKind::kFixed32:
-    case ChakraValueKind::kSfixed32:
-      return kFixed32;
-    case ChakraValueKind::kString:
-    case ChakraValueKind::kBytes:
-      return kLengthDelimited;
-    default:
-      return kVarint;
-  }
+/// Routes protobuf's log to protobuf_log, once for the process, and clears this thread's.
+void captureProtobufLog() {
+  static std::once_flag once;
+  std::call_once(once, [] { google::protobuf::SetLogHandler(&keepProtobufLog); });
+  protobuf_log.clear();
 }
 
-int32_t zigzagDecode32(uint32_t v) {
-  return static_cast<int32_t>((v >> 1) ^ (~(v & 1) + 1));
-}
-int64_t zigzagDecode64(uint64_t v) {
-  return static_cast<int64_t>((v >> 1) ^ (~(v & 1) + 1));
-}
-uint32_t zigzagEncode32(int32_t v) {
-  return (static_cast<uint32_t>(v) << 1) ^ static_cast<uint32_t>(v >> 31);
-}
-uint64_t zigzagEncode64(int64_t v) {
-  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+std::string loggedReason() {
+  return protobuf_log.empty() ? std::string() : " (" + protobuf_log + ")";
 }
 
-/// A field key: number, wire type and the byte offset it starts at.
-struct WireTag {
-  uint32_t field = 0;
-  uint32_t wire = 0;
-  size_t offset = 0;
-};
-
-/**
- * Reads protobuf fields from bytes [pos, end) of a whole file. Offsets are absolute, so every
- * error names the byte of the file where the problem starts.
- */
-class WireReader {
- public:
-  WireReader(std::string_view file, std::string_view source) : file_(file), source_(source), end_(file.size()) {}
-
-  bool atEnd() const { return pos_ >= end_; }
-
-  [[noreturn]] void fail(size_t offset, const std::string& what) const {
-    throw WorkloadError(std::string(source_) + ": byte " + std::to_string(offset) + ": " + what);
-  }
-
-  uint64_t varint(std::string_view what) {
-    const size_t start = pos_;
-    uint64_t value = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (pos_ >= end_) fail(start, "truncated varint (" + std::string(what) + ")");
-      const auto byte = static_cast<uint8_t>(file_[pos_++]);
-      value |= static_cast<uint64_t>(byte & 0x7f) << shift;
-      if ((byte & 0x80) == 0) {
-        if (shift == 63 && byte > 1) fail(start, "varint overflows 64 bits (" + std::string(what) + ")");
-        return value;
-      }
-    }
-    fail(start, "varint longer than 10 bytes (" + std::string(what) + ")");
-  }
-
-  uint32_t fixed32(std::string_view what) { return static_cast<uint32_t>(littleEndian(4, what)); }
-  uint64_t fixed64(std::string_view what) { return littleEndian(8, what); }
-
-  /// A length prefix and that many bytes; returns a reader over them and moves past them.
-  WireReader lengthDelimited(std::string_view what) {
-    const size_t start = pos_;
-    const uint64_t length = varint(what);
-    if (length > end_ - pos_) {
-      fail(start, std::string(what) + ": length " + std::to_string(length) + " runs past the end of the " +
-                      (top_level_ ? "file" : "enclosing message") + " (" + std::to_string(end_ - pos_) +
-                      " bytes left)");
-    }
-    WireReader body = *this;
-    body.end_ = pos_ + static_cast<size_t>(length);
-    body.top_level_ = false;
-    pos_ = body.end_;
-    return body;
-  }
-
-  std::string string(std::string_view what) {
-    const WireReader body = lengthDelimited(what);
-    return std::string(file_.substr(body.pos_, body.end_ - body.pos_));
-  }
-
-  WireTag tag() {
-    WireTag key_tag;
-    key_tag.offset = pos_;
-    const uint64_t key = varint("field key");
-    key_tag.wire = static_cast<uint32_t>(key & 7);
-    const uint64_t field = key >> 3;
-    if (field == 0) fail(key_tag.offset, "field number 0");
-    if (field > kMaxFieldNumber) fail(key_tag.offset, "field number " + std::to_string(field) + " above 2^29 - 1");
-    key_tag.field = static_cast<uint32_t>(field);
-    return key_tag;
-  }
-
-  void expectWire(const WireTag& tag, uint32_t wire, std::string_view field) const {
-    if (tag.wire != wire) {
-      fail(tag.offset, "field " + std::string(field) + " (" + std::to_string(tag.field) + ") has wire type " +
-                           wireTypeName(tag.wire) + ", expected " + wireTypeName(wire));
-    }
-  }
-
-  /// Skips the value of a field this reader does not know.
-  void skip(const WireTag& tag, int depth = 0) {
-    switch (tag.wire) {
-      case kVarint:
-        varint("unknown field");
-        return;
-      case kFixed64:
-        fixed64("unknown field");
-        return;
-      case kLengthDelimited:
-        lengthDelimited("unknown field");
-        return;
-      case kFixed32:
-        fixed32("unknown field");
-        return;
-      case kStartGroup:
-        skipGroup(tag, depth);
-        return;
-      case kEndGroup:
-        fail(tag.offset, "end-group without a matching start-group (field " + std::to_string(tag.field) + ")");
-      default:
-        fail(tag.offset, "invalid wire type " + std::to_string(tag.wire));
-    }
-  }
-
- private:
-  uint64_t littleEndian(size_t bytes, std::string_view what) {
-    if (end_ - pos_ < bytes) fail(pos_, "truncated fixed" + std::to_string(8 * bytes) + " (" + std::string(what) + ")");
-    uint64_t value = 0;
-    for (size_t i = 0; i < bytes; ++i) value |= static_cast<uint64_t>(static_cast<uint8_t>(file_[pos_ + i])) << (8 * i);
-    pos_ += bytes;
-    return value;
-  }
-
-  void skipGroup(const WireTag& start, int depth) {
-    if (depth >= kMaxGroupDepth) fail(start.offset, "groups nested deeper than " + std::to_string(kMaxGroupDepth));
-    while (true) {
-      if (atEnd()) fail(start.offset, "unterminated group (field " + std::to_string(start.field) + ")");
-      const WireTag inner = tag();
-      if (inner.wire == kEndGroup) {
-        if (inner.field != start.field) {
-          fail(inner.offset,
-               "end-group field " + std::to_string(inner.field) + " closes group field " + std::to_string(start.field));
-        }
-        return;
-      }
-      skip(inner, depth + 1);
-    }
-  }
-
-  std::string_view file_;
-  std::string_view source_;
-  size_t pos_ = 0;
-  size_t end_ = 0;
-  /// Reads the file's sequence of messages rather than the inside of one.
-  bool top_level_ = true;
-};
-
-/**
- * A repeated scalar field: one element in its own wire type (unpacked) or a length-delimited
- * run of elements (packed). Both are accepted, as protobuf parsers must.
- */
-void readRepeated(WireReader& r, const WireTag& tag, uint8_t element_wire, std::string_view field,
-                  const std::function<void(WireReader&)>& read_one) {
-  if (tag.wire == kLengthDelimited && element_wire != kLengthDelimited) {
-    WireReader packed = r.lengthDelimited(field);
-    while (!packed.atEnd()) read_one(packed);
-    return;
-  }
-  r.expectWire(tag, element_wire, field);
-  read_one(r);
-}
-
-/// Reads one value of `kind` (in its element wire type) and appends it to `attr`.
-void readValue(WireReader& r, ChakraValueKind kind, ChakraAttribute& attr) {
-  const std::string_view what = valueKindName(kind);
-  switch (kind) {
-    case ChakraValueKind::kDouble:
-      attr.reals.push_back(std::bit_cast<double>(r.fixed64(what)));
+/// Appends value `i` of `field` (repeated when `repeated`) of `m` to `attr`'s vector.
+void appendValue(const Message& m, const FieldDescriptor* field, bool repeated, int i, ChakraAttribute& attr) {
+  const Reflection& r = *m.GetReflection();
+  switch (field->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_DOUBLE:
+      attr.reals.push_back(repeated ? r.GetRepeatedDouble(m, field, i) : r.GetDouble(m, field));
       break;
-    case ChakraValueKind::kFloat:
-      attr.reals.push_back(std::bit_cast<float>(r.fixed32(what)));
+    case FieldDescriptor::CPPTYPE_FLOAT:
+      attr.reals.push_back(repeated ? r.GetRepeatedFloat(m, field, i) : r.GetFloat(m, field));
       break;
-    case ChakraValueKind::kInt32:
-      attr.ints.push_back(static_cast<int32_t>(static_cast<uint32_t>(r.varint(what))));
+    case FieldDescriptor::CPPTYPE_INT32:
+      attr.ints.push_back(repeated ? r.GetRepeatedInt32(m, field, i) : r.GetInt32(m, field));
       break;
-    case ChakraValueKind::kInt64:
-      attr.ints.push_back(static_cast<int64_t>(r.varint(what)));
+    case FieldDescriptor::CPPTYPE_INT64:
+      attr.ints.push_back(repeated ? r.GetRepeatedInt64(m, field, i) : r.GetInt64(m, field));
       break;
-    case ChakraValueKind::kUint32:
-      attr.uints.push_back(static_cast<uint32_t>(r.varint(what)));
+    case FieldDescriptor::CPPTYPE_UINT32:
+      attr.uints.push_back(repeated ? r.GetRepeatedUInt32(m, field, i) : r.GetUInt32(m, field));
       break;
-    case ChakraValueKind::kUint64:
-      attr.uints.push_back(r.varint(what));
+    case FieldDescriptor::CPPTYPE_UINT64:
+      attr.uints.push_back(repeated ? r.GetRepeatedUInt64(m, field, i) : r.GetUInt64(m, field));
       break;
-    case ChakraValueKind::kSint32:
-      attr.ints.push_back(zigzagDecode32(static_cast<uint32_t>(r.varint(what))));
-      break;
-    case ChakraValueKind::kSint64:
-      attr.ints.push_back(zigzagDecode64(r.varint(what)));
-      break;
-    case ChakraValueKind::kFixed32:
-      attr.uints.push_back(r.fixed32(what));
-      break;
-    case ChakraValueKind::kFixed64:
-      attr.uints.push_back(r.fixed64(what));
-      break;
-    case ChakraValueKind::kSfixed32:
-      attr.ints.push_back(static_cast<int32_t>(r.fixed32(what)));
-      break;
-    case ChakraValueKind::kSfixed64:
-      attr.ints.push_back(static_cast<int64_t>(r.fixed64(what)));
-      break;
-    case ChakraValueKind::kBool:
-      attr.ints.push_back(r.varint(what) != 0 ? 1 : 0);
+    case FieldDescriptor::CPPTYPE_BOOL:
+      attr.ints.push_back((repeated ? r.GetRepeatedBool(m, field, i) : r.GetBool(m, field)) ? 1 : 0);
       break;
     default:  // string, bytes
-      attr.strings.push_back(r.string(what));
+      attr.strings.push_back(repeated ? r.GetRepeatedString(m, field, i) : r.GetString(m, field));
       break;
   }
 }
 
-std::string valueFieldName(ChakraValueKind kind, bool is_list) {
-  return "AttributeProto." + std::string(valueKindName(kind)) + (is_list ? "_list" : "_val");
-}
-
-/// One member of the `value` oneof (fields 3..32). A later member replaces an earlier one;
-/// a repeated list member merges (appends), as protobuf merges repeated embedded messages.
-void readAttributeValue(WireReader& r, const WireTag& tag, ChakraAttribute& attr) {
-  const bool is_list = tag.field % 2 == 0;
-  const auto kind = static_cast<ChakraValueKind>(is_list ? tag.field - 1 : tag.field);
-  const std::string field = valueFieldName(kind, is_list);
-  if (!is_list) {
-    r.expectWire(tag, wireTypeOf(kind), field);
-    clearValue(attr);
-    attr.kind = kind;
-    attr.is_list = false;
-    readValue(r, kind, attr);
-    return;
-  }
-  r.expectWire(tag, kLengthDelimited, field);
-  WireReader list = r.lengthDelimited(field);
-  if (attr.kind != kind || !attr.is_list) {
-    clearValue(attr);
-    attr.kind = kind;
-    attr.is_list = true;
-  }
-  const std::string values_field = field + ".values";
-  while (!list.atEnd()) {
-    const WireTag inner = list.tag();
-    if (inner.field != 1) {
-      list.skip(inner);
-      continue;
+/// Sets `field` of `m` to value `i` of `attr` (adds it when `repeated`).
+void storeValue(Message& m, const FieldDescriptor* field, bool repeated, const ChakraAttribute& attr, size_t i) {
+  const Reflection& r = *m.GetReflection();
+  switch (field->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_DOUBLE:
+      repeated ? r.AddDouble(&m, field, attr.reals[i]) : r.SetDouble(&m, field, attr.reals[i]);
+      break;
+    case FieldDescriptor::CPPTYPE_FLOAT: {
+      const auto v = static_cast<float>(attr.reals[i]);
+      repeated ? r.AddFloat(&m, field, v) : r.SetFloat(&m, field, v);
+      break;
     }
-    readRepeated(list, inner, wireTypeOf(kind), values_field, [&](WireReader& from) { readValue(from, kind, attr); });
+    case FieldDescriptor::CPPTYPE_INT32: {
+      const auto v = static_cast<int32_t>(attr.ints[i]);
+      repeated ? r.AddInt32(&m, field, v) : r.SetInt32(&m, field, v);
+      break;
+    }
+    case FieldDescriptor::CPPTYPE_INT64:
+      repeated ? r.AddInt64(&m, field, attr.ints[i]) : r.SetInt64(&m, field, attr.ints[i]);
+      break;
+    case FieldDescriptor::CPPTYPE_UINT32: {
+      const auto v = static_cast<uint32_t>(attr.uints[i]);
+      repeated ? r.AddUInt32(&m, field, v) : r.SetUInt32(&m, field, v);
+      break;
+    }
+    case FieldDescriptor::CPPTYPE_UINT64:
+      repeated ? r.AddUInt64(&m, field, attr.uints[i]) : r.SetUInt64(&m, field, attr.uints[i]);
+      break;
+    case FieldDescriptor::CPPTYPE_BOOL:
+      repeated ? r.AddBool(&m, field, attr.ints[i] != 0) : r.SetBool(&m, field, attr.ints[i] != 0);
+      break;
+    default:
+      repeated ? r.AddString(&m, field, attr.strings[i]) : r.SetString(&m, field, attr.strings[i]);
+      break;
   }
 }
 
-ChakraAttribute decodeAttribute(WireReader r) {
+/// The `value` oneof's member is found by its field number: a scalar kind's number, or the
+/// next one for its list (a message whose field 1 holds the values).
+ChakraAttribute fromProto(const pb::AttributeProto& a) {
   ChakraAttribute attr;
-  while (!r.atEnd()) {
-    const WireTag tag = r.tag();
-    if (tag.field == 1) {
-      r.expectWire(tag, kLengthDelimited, "AttributeProto.name");
-      attr.name = r.string("AttributeProto.name");
-    } else if (tag.field == 2) {
-      r.expectWire(tag, kLengthDelimited, "AttributeProto.doc_string");
-      attr.doc_string = r.string("AttributeProto.doc_string");
-    } else if (tag.field >= kFirstValueField && tag.field <= kLastValueField) {
-      readAttributeValue(r, tag, attr);
-    } else {
-      r.skip(tag);
-    }
+  attr.name = a.name();
+  attr.doc_string = a.doc_string();
+  const int number = a.value_case();
+  if (number == pb::AttributeProto::VALUE_NOT_SET) return attr;
+  attr.is_list = number % 2 == 0;
+  attr.kind = static_cast<ChakraValueKind>(attr.is_list ? number - 1 : number);
+  const FieldDescriptor* field = a.GetDescriptor()->FindFieldByNumber(number);
+  if (!attr.is_list) {
+    appendValue(a, field, false, 0, attr);
+    return attr;
   }
+  const Message& list = a.GetReflection()->GetMessage(a, field);
+  const FieldDescriptor* values = list.GetDescriptor()->FindFieldByNumber(1);
+  for (int i = 0; i < list.GetReflection()->FieldSize(list, values); ++i) appendValue(list, values, true, i, attr);
   return attr;
 }
 
-/// An embedded IOInfo; repeated occurrences merge field by field, as in protobuf.
-void decodeIoInfo(WireReader r, ChakraIoInfo& io) {
-  static constexpr std::array<std::string_view, 3> kFields = {"IOInfo.values", "IOInfo.shapes", "IOInfo.types"};
-  while (!r.atEnd()) {
-    const WireTag tag = r.tag();
-    if (tag.field < 1 || tag.field > 3) {
-      r.skip(tag);
-      continue;
-    }
-    std::string* const targets[] = {&io.values, &io.shapes, &io.types};
-    const std::string_view field = kFields[tag.field - 1];
-    r.expectWire(tag, kLengthDelimited, field);
-    *targets[tag.field - 1] = r.string(field);
-  }
-}
-
-void readDeps(WireReader& r, const WireTag& tag, std::string_view field, std::vector<uint64_t>& deps) {
-  readRepeated(r, tag, kVarint, field, [&](WireReader& from) { deps.push_back(from.varint(field)); });
-}
-
-ChakraNodeType readNodeType(WireReader& r, const WireTag& tag) {
-  r.expectWire(tag, kVarint, "Node.type");
-  const size_t at = tag.offset;
-  const auto value = static_cast<int32_t>(static_cast<uint32_t>(r.varint("Node.type")));
-  if (value < 0 || value >= static_cast<int32_t>(kNodeTypeNames.size())) {
-    r.fail(at, "unknown node type " + std::to_string(value) + " (NodeType has 0.." +
-                   std::to_string(kNodeTypeNames.size() - 1) + ")");
-  }
-  return static_cast<ChakraNodeType>(value);
-}
-
-uint64_t readUint64(WireReader& r, const WireTag& tag, std::string_view field) {
-  r.expectWire(tag, kVarint, field);
-  return r.varint(field);
-}
-
-ChakraNode decodeNode(WireReader r) {
-  ChakraNode node;
-  while (!r.atEnd()) {
-    const WireTag tag = r.tag();
-    switch (tag.field) {
-      case 1:
-        node.id = readUint64(r, tag, "Node.id");
-        break;
-      case 2:
-        r.expectWire(tag, kLengthDelimited, "Node.name");
-        node.name = r.string("Node.name");
-        break;
-      case 3:
-        node.type = readNodeType(r, tag);
-        break;
-      case 4:
-        readDeps(r, tag, "Node.ctrl_deps", node.ctrl_deps);
-        break;
-      case 5:
-        readDeps(r, tag, "Node.data_deps", node.data_deps);
-        break;
-      case 6:
-        node.start_time_micros = readUint64(r, tag, "Node.start_time_micros");
-        break;
-      case 7:
-        node.duration_micros = readUint64(r, tag, "Node.duration_micros");
-        break;
-      case 8:
-        r.expectWire(tag, kLengthDelimited, "Node.inputs");
-        decodeIoInfo(r.lengthDelimited("Node.inputs"), node.inputs);
-        break;
-      case 9:
-        r.expectWire(tag, kLengthDelimited, "Node.outputs");
-        decodeIoInfo(r.lengthDelimited("Node.outputs"), node.outputs);
-        break;
-      case 10:
-        r.expectWire(tag, kLengthDelimited, "Node.attr");
-        node.attrs.push_back(decodeAttribute(r.lengthDelimited("Node.attr")));
-        break;
-      default:
-        r.skip(tag);
-        break;
-    }
-  }
-  return node;
-}
-
-void decodeMetadata(WireReader r, ChakraTrace& trace) {
-  while (!r.atEnd()) {
-    const WireTag tag = r.tag();
-    if (tag.field == 1) {
-      r.expectWire(tag, kLengthDelimited, "GlobalMetadata.version");
-      trace.version = r.string("GlobalMetadata.version");
-    } else if (tag.field == 2) {
-      r.expectWire(tag, kLengthDelimited, "GlobalMetadata.attr");
-      trace.metadata.push_back(decodeAttribute(r.lengthDelimited("GlobalMetadata.attr")));
-    } else {
-      r.skip(tag);
-    }
-  }
-}
-
-// ---------------------------------------------------------------------------------------
-// Protobuf wire format: encoding
-// ---------------------------------------------------------------------------------------
-
-/// Appends protobuf fields to a byte string.
-class WireWriter {
- public:
-  void varint(uint64_t value) {
-    while (value >= 0x80) {
-      bytes_.push_back(static_cast<char>(static_cast<uint8_t>(value) | 0x80));
-      value >>= 7;
-    }
-    bytes_.push_back(static_cast<char>(value));
-  }
-  void tag(uint32_t field, uint8_t wire) { varint((static_cast<uint64_t>(field) << 3) | wire); }
-  void fixed32(uint32_t value) { littleEndian(value, 4); }
-  void fixed64(uint64_t value) { littleEndian(value, 8); }
-  void lengthDelimited(uint32_t field, std::string_view body) {
-    tag(field, kLengthDelimited);
-    varint(body.size());
-    bytes_.append(body);
-  }
-  void varintField(uint32_t field, uint64_t value) {
-    tag(field, kVarint);
-    varint(value);
-  }
-  /// A proto3 singular string or number: omitted when it holds the default.
-  void optionalString(uint32_t field, std::string_view value) {
-    if (!value.empty()) lengthDelimited(field, value);
-  }
-  void optionalVarint(uint32_t field, uint64_t value) {
-    if (value != 0) varintField(field, value);
-  }
-
-  const std::string& bytes() const { return bytes_; }
-
- private:
-  void littleEndian(uint64_t value, int count) {
-    for (int i = 0; i < count; ++i) bytes_.push_back(static_cast<char>(static_cast<uint8_t>(value >> (8 * i))));
-  }
-
-  std::string bytes_;
-};
-
-/// Writes value `i` of a numeric `attr` in its element wire type (no key).
-void writeValue(WireWriter& w, const ChakraAttribute& attr, size_t i) {
-  switch (attr.kind) {
-    case ChakraValueKind::kDouble:
-      w.fixed64(std::bit_cast<uint64_t>(attr.reals[i]));
-      break;
-    case ChakraValueKind::kFloat:
-      w.fixed32(std::bit_cast<uint32_t>(static_cast<float>(attr.reals[i])));
-      break;
-    case ChakraValueKind::kInt32:  // negative int32 is sign-extended to ten bytes, as protobuf does
-    case ChakraValueKind::kInt64:
-    case ChakraValueKind::kBool:
-      w.varint(static_cast<uint64_t>(attr.ints[i]));
-      break;
-    case ChakraValueKind::kUint32:
-    case ChakraValueKind::kUint64:
-      w.varint(attr.uints[i]);
-      break;
-    case ChakraValueKind::kSint32:
-      w.varint(zigzagEncode32(static_cast<int32_t>(attr.ints[i])));
-      break;
-    case ChakraValueKind::kSint64:
-      w.varint(zigzagEncode64(attr.ints[i]));
-      break;
-    case ChakraValueKind::kFixed32:
-      w.fixed32(static_cast<uint32_t>(attr.uints[i]));
-      break;
-    case ChakraValueKind::kFixed64:
-      w.fixed64(attr.uints[i]);
-      break;
-    case ChakraValueKind::kSfixed32:
-      w.fixed32(static_cast<uint32_t>(static_cast<int32_t>(attr.ints[i])));
-      break;
-    case ChakraValueKind::kSfixed64:
-      w.fixed64(static_cast<uint64_t>(attr.ints[i]));
-      break;
-    default:
-      break;
-  }
-}
-
-/// The `value` oneof of `attr`: scalar member, or list member with packed numbers.
-void writeAttributeValue(WireWriter& w, const ChakraAttribute& attr) {
-  const auto field = static_cast<uint32_t>(attr.kind);
-  const bool text = storageOf(attr.kind) == Storage::kStrings;
-  if (!attr.is_list) {
-    if (text) {
-      w.lengthDelimited(field, attr.strings[0]);
-    } else {
-      w.tag(field, wireTypeOf(attr.kind));
-      writeValue(w, attr, 0);
-    }
-    return;
-  }
-  WireWriter list;
-  if (text) {
-    for (const auto& s : attr.strings) list.lengthDelimited(1, s);
-  } else if (valueCount(attr) > 0) {
-    WireWriter packed;
-    for (size_t i = 0; i < valueCount(attr); ++i) writeValue(packed, attr, i);
-    list.lengthDelimited(1, packed.bytes());
-  }
-  w.lengthDelimited(field + 1, list.bytes());
-}
-
-std::string encodeAttribute(const ChakraAttribute& attr, const std::string& where) {
+void toProto(const ChakraAttribute& attr, const std::string& where, pb::AttributeProto& a) {
   if (const auto problem = attributeProblem(attr)) {
     throw WorkloadError(where + ": attribute '" + attr.name + "': " + *problem);
   }
-  WireWriter w;
-  w.optionalString(1, attr.name);
-  w.optionalString(2, attr.doc_string);
-  if (attr.kind != ChakraValueKind::kNone) writeAttributeValue(w, attr);
-  return w.bytes();
+  a.set_name(attr.name);
+  a.set_doc_string(attr.doc_string);
+  if (attr.kind == ChakraValueKind::kNone) return;
+  const int number = static_cast<int>(attr.kind) + (attr.is_list ? 1 : 0);
+  const FieldDescriptor* field = a.GetDescriptor()->FindFieldByNumber(number);
+  if (!attr.is_list) {
+    storeValue(a, field, false, attr, 0);
+    return;
+  }
+  Message& list = *a.GetReflection()->MutableMessage(&a, field);
+  const FieldDescriptor* values = list.GetDescriptor()->FindFieldByNumber(1);
+  for (size_t i = 0; i < valueCount(attr); ++i) storeValue(list, values, true, attr, i);
 }
 
-void writeIoInfo(WireWriter& w, uint32_t field, const ChakraIoInfo& io) {
-  if (io == ChakraIoInfo{}) return;
-  WireWriter body;
-  body.optionalString(1, io.values);
-  body.optionalString(2, io.shapes);
-  body.optionalString(3, io.types);
-  w.lengthDelimited(field, body.bytes());
+ChakraIoInfo fromProto(const pb::IOInfo& io) {
+  return ChakraIoInfo{io.values(), io.shapes(), io.types()};
 }
 
-void writePackedDeps(WireWriter& w, uint32_t field, const std::vector<uint64_t>& deps) {
-  if (deps.empty()) return;
-  WireWriter packed;
-  for (const uint64_t d : deps) packed.varint(d);
-  w.lengthDelimited(field, packed.bytes());
+void toProto(const ChakraIoInfo& io, pb::IOInfo& out) {
+  out.set_values(io.values);
+  out.set_shapes(io.shapes);
+  out.set_types(io.types);
 }
 
 /// Encoders refuse a node type outside NodeType: neither form could read it back.
@@ -852,28 +452,64 @@ void requireKnownType(const ChakraNode& node, const std::string& where) {
   }
 }
 
-std::string encodeNode(const ChakraNode& node, const std::string& source) {
-  const std::string where = source + ": node " + std::to_string(node.id);
-  requireKnownType(node, where);
-  WireWriter w;
-  w.optionalVarint(1, node.id);
-  w.optionalString(2, node.name);
-  w.optionalVarint(3, static_cast<uint64_t>(static_cast<int64_t>(node.type)));
-  writePackedDeps(w, 4, node.ctrl_deps);
-  writePackedDeps(w, 5, node.data_deps);
-  w.optionalVarint(6, node.start_time_micros);
-  w.optionalVarint(7, node.duration_micros);
-  writeIoInfo(w, 8, node.inputs);
-  writeIoInfo(w, 9, node.outputs);
-  for (const auto& attr : node.attrs) w.lengthDelimited(10, encodeAttribute(attr, where));
-  return w.bytes();
-}
+/**
+ * Reads the file's messages, each behind its length as a varint. The lengths are read here,
+ * so errors name the byte where a message starts; the messages themselves are parsed by the
+ * generated codec.
+ */
+class MessageReader {
+ public:
+  MessageReader(std::string_view bytes, std::string name) : bytes_(bytes), name_(std::move(name)) {}
 
-std::string encodeMetadata(const ChakraTrace& trace, const std::string& source) {
-  WireWriter w;
-  w.optionalString(1, trace.version);
-  for (const auto& attr : trace.metadata) w.lengthDelimited(2, encodeAttribute(attr, source + ": metadata"));
-  return w.bytes();
+  bool atEnd() const { return pos_ >= bytes_.size(); }
+
+  void next(Message& message, const std::string& what) {
+    const size_t start = pos_;
+    const auto* data = reinterpret_cast<const uint8_t*>(bytes_.data());
+    google::protobuf::io::CodedInputStream length_in(data + pos_,
+                                                     static_cast<int>(std::min<size_t>(bytes_.size() - pos_, 10)));
+    uint64_t length = 0;
+    if (!length_in.ReadVarint64(&length)) fail(start, "truncated or overlong length varint (" + what + ")");
+    pos_ += static_cast<size_t>(length_in.CurrentPosition());
+    const size_t left = bytes_.size() - pos_;
+    if (length > left) {
+      fail(start, what + ": length " + std::to_string(length) + " runs past the end of the file (" +
+                      std::to_string(left) + " bytes left)");
+    }
+    if (length > static_cast<uint64_t>(std::numeric_limits<int>::max())) fail(start, what + ": longer than 2 GiB");
+    captureProtobufLog();
+    if (!message.ParseFromArray(data + pos_, static_cast<int>(length))) {
+      fail(start, what + ": not a valid " + message.GetDescriptor()->name() + " message" + loggedReason());
+    }
+    pos_ += static_cast<size_t>(length);
+  }
+
+  [[noreturn]] void fail(size_t offset, const std::string& what) const {
+    throw WorkloadError(name_ + ": byte " + std::to_string(offset) + ": " + what);
+  }
+
+  size_t position() const { return pos_; }
+
+ private:
+  std::string_view bytes_;
+  std::string name_;
+  size_t pos_ = 0;
+};
+
+/// Appends `message` behind its length to `out`; throws when protobuf refused a value.
+void appendMessage(const Message& message, const std::string& where, std::string& out) {
+  captureProtobufLog();
+  std::string body;
+  message.SerializeToString(&body);
+  if (!protobuf_log.empty()) {
+    throw WorkloadError(where + ": cannot write (a string is not UTF-8; use a bytes attribute)" + loggedReason());
+  }
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.WriteVarint64(body.size());
+  }
+  out += body;
 }
 
 /// "Chakra trace" for an in-memory trace, else its source.
@@ -1367,24 +1003,70 @@ ChakraTrace decodeChakraBinary(std::string_view bytes, std::string_view source) 
   if (bytes.empty()) throw WorkloadError(name + ": empty file (expected GlobalMetadata, then nodes)");
   ChakraTrace trace;
   trace.source = source;
-  WireReader file(bytes, name);
-  decodeMetadata(file.lengthDelimited("GlobalMetadata message"), trace);
-  while (!file.atEnd()) trace.nodes.push_back(decodeNode(file.lengthDelimited("Node message")));
+  MessageReader file(bytes, name);
+  pb::GlobalMetadata metadata;
+  file.next(metadata, "GlobalMetadata message");
+  // Field 1 in another wire type than version's is a Node's id: a file from before
+  // GlobalMetadata existed (Chakra 0.0.4) would otherwise lose its first node.
+  const google::protobuf::UnknownFieldSet& unknown = metadata.GetReflection()->GetUnknownFields(metadata);
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    if (unknown.field(i).number() == 1) {
+      file.fail(0,
+                "GlobalMetadata message: field 1 is not a version string (files from before Chakra 0.0.4 "
+                "start with a Node instead)");
+    }
+  }
+  trace.version = metadata.version();
+  for (const pb::AttributeProto& a : metadata.attr()) trace.metadata.push_back(fromProto(a));
+  pb::Node message;
+  while (!file.atEnd()) {
+    const size_t start = file.position();
+    message.Clear();
+    file.next(message, "Node message");
+    const int type = message.type();
+    if (!pb::NodeType_IsValid(type)) {
+      file.fail(start, "unknown node type " + std::to_string(type) + " (NodeType has 0.." +
+                           std::to_string(kNodeTypeNames.size() - 1) + ")");
+    }
+    ChakraNode node;
+    node.id = message.id();
+    node.name = message.name();
+    node.type = static_cast<ChakraNodeType>(type);
+    node.ctrl_deps.assign(message.ctrl_deps().begin(), message.ctrl_deps().end());
+    node.data_deps.assign(message.data_deps().begin(), message.data_deps().end());
+    node.start_time_micros = message.start_time_micros();
+    node.duration_micros = message.duration_micros();
+    node.inputs = fromProto(message.inputs());
+    node.outputs = fromProto(message.outputs());
+    for (const pb::AttributeProto& a : message.attr()) node.attrs.push_back(fromProto(a));
+    trace.nodes.push_back(std::move(node));
+  }
   return trace;
 }
 
 std::string encodeChakraBinary(const ChakraTrace& trace) {
   const std::string source = sourceName(trace);
-  WireWriter file;
-  const std::string metadata = encodeMetadata(trace, source);
-  file.varint(metadata.size());
-  std::string out = file.bytes() + metadata;
-  for (const auto& node : trace.nodes) {
-    const std::string body = encodeNode(node, source);
-    WireWriter length;
-    length.varint(body.size());
-    out += length.bytes();
-    out += body;
+  std::string out;
+  pb::GlobalMetadata metadata;
+  metadata.set_version(trace.version);
+  for (const auto& attr : trace.metadata) toProto(attr, source + ": metadata", *metadata.add_attr());
+  appendMessage(metadata, source + ": metadata", out);
+  pb::Node message;
+  for (const ChakraNode& node : trace.nodes) {
+    const std::string where = source + ": node " + std::to_string(node.id);
+    requireKnownType(node, where);
+    message.Clear();
+    message.set_id(node.id);
+    message.set_name(node.name);
+    message.set_type(static_cast<pb::NodeType>(node.type));
+    message.mutable_ctrl_deps()->Add(node.ctrl_deps.begin(), node.ctrl_deps.end());
+    message.mutable_data_deps()->Add(node.data_deps.begin(), node.data_deps.end());
+    message.set_start_time_micros(node.start_time_micros);
+    message.set_duration_micros(node.duration_micros);
+    if (node.inputs != ChakraIoInfo{}) toProto(node.inputs, *message.mutable_inputs());
+    if (node.outputs != ChakraIoInfo{}) toProto(node.outputs, *message.mutable_outputs());
+    for (const auto& attr : node.attrs) toProto(attr, where, *message.add_attr());
+    appendMessage(message, where, out);
   }
   return out;
 }

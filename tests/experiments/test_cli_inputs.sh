@@ -79,7 +79,7 @@ expect 1 "results could not be written to $tmp/unwritable:" --experiments "$tmp/
 
 # A misspelt command gets the nearest one; --resume and --force together are refused.
 expect 2 "unknown command 'valdate' (did you mean 'validate'?)" valdate "$tmp/small.yaml"
-expect 2 "unknown command 'frob' (commands: netsim, validate, report;" frob
+expect 2 "unknown command 'frob' (commands: netsim, validate, report, export-chakra;" frob
 expect 2 "--resume excludes --force" --experiments "$tmp/small.yaml" --out "$tmp/both" --resume --force
 [ ! -e "$tmp/both" ] || { echo "FAIL: a refused command line created its results folder"; fail=1; }
 
