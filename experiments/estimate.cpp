@@ -53,8 +53,8 @@ MemoryEstimate measureExperiment(const Sweep& sweep, size_t i, const TrainingExp
   } catch (const TrainingError& e) {
     diags.add(Diagnostic{sweep.file.string(), 0, "", e.what()});
   } catch (const WorkloadError& e) {
-    // What Chakra traces hold is checked when their programs are built (docs/chakra.md).
-    const std::string key = x.chakra.empty() ? "" : "workload.chakra";
+    // What Chakra traces and SimAI files hold is checked when their programs are built.
+    const std::string key = !x.simai.empty() ? "workload.simai" : x.chakra.empty() ? "" : "workload.chakra";
     Diagnostic d{sweep.file.string(), key.empty() ? 0 : keyLine(sweep.experiments[i], key), key, e.what()};
     // Experiments that share the traces share their problem: said once.
     const auto& seen = diags.items();

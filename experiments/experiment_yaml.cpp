@@ -15,6 +15,7 @@
 #include "experiments/network_yaml.hpp"
 #include "systems/training_sim.hpp"
 #include "topologies/generators.hpp"
+#include "workloads/simai.hpp"
 
 namespace mv {
 
@@ -76,13 +77,17 @@ class ExperimentReader {
   // --- sections --------------------------------------------------------------------
 
   void readWorkload(const ConfigReader& w) {
-    w.allowOnly({"model", "chakra", "chakra_layout", "chakra_groups", "global_batch", "micro_batch", "seq", "precision",
-                 "flash_attention", "grad_clip", "operator_times"});
+    w.allowOnly({"model", "chakra", "chakra_layout", "chakra_groups", "simai", "global_batch", "micro_batch", "seq",
+                 "precision", "flash_attention", "grad_clip", "operator_times"});
     model_ok_ = readModel(w);
     if (w.has("chakra")) t_.chakra = (dir_ / w.text("chakra", "")).string();
     static const std::vector<std::string> kLayouts{"auto", "stages", "ranks"};
     t_.chakra_layout = static_cast<ChakraLayout>(w.choice("chakra_layout", 0, kLayouts));
     if (w.has("chakra_groups")) t_.chakra_groups = (dir_ / w.text("chakra_groups", "")).string();
+    if (w.has("simai")) {
+      t_.simai = (dir_ / w.text("simai", "")).string();
+      if (!t_.chakra.empty()) problem("workload.simai", "give workload.chakra or workload.simai, not both");
+    }
     for (const char* key : {"chakra_layout", "chakra_groups"}) {
       if (w.has(key) && t_.chakra.empty()) problem(std::string("workload.") + key, "needs workload.chakra");
     }
@@ -386,6 +391,25 @@ class ExperimentReader {
     }
     if (topology_ok_) checkTopologySize();
     if (!t_.chakra.empty()) checkChakraFiles();
+    if (!t_.simai.empty()) checkSimaiFile();
+  }
+
+  /// A SimAI workload file reads, and its header's job is this experiment's: its TP and EP
+  /// degrees, pp 1, and its GPU count (the model still gives memory and FLOPs).
+  void checkSimaiFile() {
+    SimaiWorkload w;
+    try {
+      w = readSimaiWorkload(t_.simai);
+    } catch (const WorkloadError& e) {
+      problem("workload.simai", e.what());
+      return;
+    }
+    const Parallelism& par = t_.parallelism;
+    if (w.tp != par.tp || w.ep != std::max<uint32_t>(par.ep, 1) || w.pp != par.pp || w.gpus != t_.cluster.gpus) {
+      problem("workload.simai", t_.simai + ": its header describes tp " + num(w.tp) + ", ep " + num(w.ep) + ", pp " +
+                                    num(w.pp) + " on " + num(w.gpus) + " GPUs; the experiment has tp " + num(par.tp) +
+                                    ", ep " + num(par.ep) + ", pp " + num(par.pp) + " on " + num(t_.cluster.gpus));
+    }
   }
 
   /// Every rank has a trace file `<chakra>.<rank>.et` or `.json`, not a directory (their

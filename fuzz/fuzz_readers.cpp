@@ -1,7 +1,7 @@
 /**
  * @file fuzz_readers.cpp
  * One fuzzing entry point for every reader of user input (docs/fuzzing.md). The reader is
- * chosen by MV_FUZZ_READER: sweep, netsim, flows, topology, chakra_et, chakra_json. Each
+ * chosen by MV_FUZZ_READER: sweep, netsim, flows, topology, chakra_et, chakra_json, simai. Each
  * input is written to a file and read as the command line reads it; a reader may report
  * problems (diagnostics, or the one exception type it documents) but must not crash, hang,
  * trip a sanitizer or throw anything else.
@@ -10,6 +10,8 @@
  * built otherwise it replays the files named on its command line (the regression tests).
  * With MV_FUZZ_SEEDS=DIR the Chakra readers first write seed traces into DIR.
  */
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -21,8 +23,8 @@
 #include <string>
 #include <string_view>
 #include <utility>
-#include <unistd.h>
 
+#include "analytical/gpu.hpp"
 #include "experiments/config_reader.hpp"
 #include "experiments/experiment_yaml.hpp"
 #include "experiments/netsim.hpp"
@@ -32,12 +34,13 @@
 #include "topologies/routing.hpp"
 #include "workloads/chakra.hpp"
 #include "workloads/chakra_program.hpp"
+#include "workloads/simai.hpp"
 
 namespace {
 
 using namespace mv;
 
-enum class Reader { kSweep, kNetsim, kFlows, kTopology, kChakraBinary, kChakraJson };
+enum class Reader { kSweep, kNetsim, kFlows, kTopology, kChakraBinary, kChakraJson, kSimai };
 
 /// A scratch folder of this process: inputs are files there, as users give them.
 std::filesystem::path scratch() {
@@ -159,18 +162,27 @@ void readOne(const uint8_t* data, size_t size) {
       } catch (const WorkloadError&) {
       }
       return;
+    case Reader::kSimai:
+      try {
+        static const CollectiveModel tp_model = makeCollectiveModel(gpuByName("h100"));
+        const std::string text(reinterpret_cast<const char*>(data), size);
+        programFromSimai(parseSimaiWorkload(text, "w.txt"), tp_model, 1.25);
+      } catch (const WorkloadError&) {
+      }
+      return;
   }
 }
 
 bool chooseReader() {
   static constexpr std::pair<std::string_view, Reader> kReaders[] = {
       {"sweep", Reader::kSweep},       {"netsim", Reader::kNetsim},          {"flows", Reader::kFlows},
-      {"topology", Reader::kTopology}, {"chakra_et", Reader::kChakraBinary}, {"chakra_json", Reader::kChakraJson}};
+      {"topology", Reader::kTopology}, {"chakra_et", Reader::kChakraBinary}, {"chakra_json", Reader::kChakraJson},
+      {"simai", Reader::kSimai}};
   const char* env = std::getenv("MV_FUZZ_READER");
   const std::string_view wanted = env != nullptr ? env : "";
   const auto* it = std::find_if(std::begin(kReaders), std::end(kReaders), [&](const auto& r) { return r.first == wanted; });
   if (it == std::end(kReaders)) {
-    std::cerr << "mv_fuzz: set MV_FUZZ_READER to sweep, netsim, flows, topology, chakra_et or chakra_json\n";
+    std::cerr << "mv_fuzz: set MV_FUZZ_READER to sweep, netsim, flows, topology, chakra_et, chakra_json or simai\n";
     return false;
   }
   g_reader = it->second;

@@ -31,6 +31,7 @@
 #include "workloads/chakra_program.hpp"
 #include "workloads/compute_model.hpp"
 #include "workloads/flops.hpp"
+#include "workloads/simai.hpp"
 #include "workloads/task_graph.hpp"
 
 namespace mv {
@@ -86,6 +87,7 @@ TrainingProgram trainingProgramOf(const TrainingExperiment& x) {
   po.tp_model = makeCollectiveModel(gpu, x.cluster.intra);
   po.tp_bandwidth_factor = x.cluster.tp_bandwidth_factor;
   const ComputeModel compute(computeSpecOf(gpu), x.cluster.compute, x.operator_times);
+  if (!x.simai.empty()) return programFromSimai(readSimaiWorkload(x.simai), po.tp_model, po.tp_bandwidth_factor);
   return x.chakra.empty() ? buildTrainingProgram(x.model, x.training, x.parallelism, compute, po)
                           : chakraProgram(x, compute);
 }
@@ -1120,7 +1122,7 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
 }
 
 Picoseconds computeOnlyIteration(const TrainingExperiment& x) {
-  if (!x.chakra.empty()) return Picoseconds{0};
+  if (!x.chakra.empty() || !x.simai.empty()) return Picoseconds{0};
   return ComputeModel(computeSpecOf(clusterGpu(x.cluster)), x.cluster.compute, x.operator_times)
       .iterationTime(x.model, x.training, x.parallelism)
       .total;

@@ -119,6 +119,9 @@ struct TrainingExperiment {
   /// ASTRA-sim's communicator-group file for per-rank programs (pg_name → ranks); empty =
   /// every collective spans every rank.
   std::string chakra_groups;
+  /// A SimAI/AICB workload file to run instead of the generated program (workloads/simai.hpp);
+  /// empty = none.
+  std::string simai;
   TrainingConfig training;
   /// Measured kernel times that replace the roofline (compute_model.hpp OperatorTimes).
   OperatorTimes operator_times;

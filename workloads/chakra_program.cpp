@@ -440,7 +440,9 @@ CommGroups readCommGroups(const std::filesystem::path& path, uint32_t ranks) {
   }
   if (!root.is_object()) throw WorkloadError(file + ": expected an object of rank lists, e.g. {\"0\": [0, 1]}");
   CommGroups groups;
-  for (const auto& [name, list] : root.items()) {
+  for (const auto& item : root.items()) {
+    const std::string& name = item.key();
+    const nlohmann::json& list = item.value();
     auto bad = [&](const std::string& what) { throw WorkloadError(file + ": group '" + name + "': " + what); };
     if (name.empty()) throw WorkloadError(file + ": a group with an empty name");
     if (!list.is_array() || list.empty()) bad("expected a non-empty list of ranks");

@@ -171,6 +171,18 @@ expect 2 "no_groups.yaml:11: workload.chakra_groups: $tmp/general/none.json: no 
 printf 'base:\n  workload: {model: gpt3-13b, global_batch: 8, chakra_layout: ranks}\n  parallelism: {tp: 8}\n' > "$tmp/layout_alone.yaml"
 expect 2 "layout_alone.yaml:2: workload.chakra_layout: needs workload.chakra" validate "$tmp/layout_alone.yaml"
 
+# A SimAI/AICB workload file: the bundled example runs; a header of another job and a broken
+# layer line are refused at the workload.simai line.
+cp "$examples/../simai/simai.yaml" "$examples/../simai/gpt13b_tp8_dp2.txt" "$tmp/"
+expect 0 "simai-packet" --experiments "$tmp/simai.yaml" --out "$tmp/simai_run"
+sed 's/parallelism: {tp: 8, dp: 2}/parallelism: {tp: 4, dp: 4}/' "$tmp/simai.yaml" > "$tmp/simai_tp4.yaml"
+expect 2 "simai_tp4.yaml:10: workload.simai: $tmp/gpt13b_tp8_dp2.txt: its header describes tp 8, ep 1, pp 1 on 16 GPUs; the experiment has tp 4, ep 1, pp 1 on 16" validate "$tmp/simai_tp4.yaml"
+sed '5s/ALLREDUCE/ALLREDUCE_XY/' "$tmp/gpt13b_tp8_dp2.txt" > "$tmp/broken.txt"
+sed 's/gpt13b_tp8_dp2.txt/broken.txt/' "$tmp/simai.yaml" > "$tmp/simai_broken.yaml"
+expect 2 "simai_broken.yaml:10: workload.simai: $tmp/broken.txt:5: forward communication type 'ALLREDUCE_XY' is not" validate "$tmp/simai_broken.yaml"
+sed '/simai: gpt13b_tp8_dp2.txt/a\    chakra: general/job' "$tmp/simai.yaml" > "$tmp/simai_both.yaml"
+expect 2 "workload.simai: give workload.chakra or workload.simai, not both" validate "$tmp/simai_both.yaml"
+
 # Values the engine cannot represent: errors at their line before anything is allocated
 # (a 20 s link delay wrapped a ring-slot total and crashed, 30 s looped forever, 8000 Tbps
 # and 100 ms ended in bad_alloc, a start near the int64 limit never ended).

@@ -93,6 +93,7 @@ void checkPerRankReplay(TrainingExperiment x, bool dp_only) {
   const test::TempDir tmp;
   TrainingExperiment replay = x;
   replay.id = 99;
+  replay.simai.clear();
   replay.chakra = writeJob(tmp.path(""), traces);
   replay.chakra_groups = tmp.path("groups.json").string();
   writeCommGroups(replay.chakra_groups, groups);
@@ -136,6 +137,39 @@ TEST_CASE("a MoE job's EP and expert-DP groups run as communicators of their own
   CHECK(groups.at("expert_dp.1.0.1") == std::vector<uint32_t>{5, 7});
   CHECK(groups.at("dp.1.0") == std::vector<uint32_t>{4, 5, 6, 7});
   checkPerRankReplay(x, false);
+}
+
+TEST_CASE("a SimAI workload runs as its loop orders it, and as per-rank Chakra traces gives the same iteration") {
+  const test::TempDir tmp;
+  // One GPU, no communication: the iteration is the sum of the compute times.
+  std::ofstream(tmp.path("one.txt")) << "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 1 ep: 1 pp: 1 "
+                                        "vpp: 1 ga: 1 all_gpus: 1 checkpoints: 0 checkpoint_initiates: 0 pp_comm 0\n"
+                                        "2\n"
+                                        "a\t-1\t1000\tNONE\t0\t2000\tNONE\t0\t3000\tNONE\t0\t100\n"
+                                        "b\t-1\t4000\tNONE\t0\t5000\tNONE\t0\t6000\tNONE\t0\t100\n";
+  TrainingExperiment one = test::tinyExperiment(1, 1, 1, 1, 1);
+  one.simai = tmp.path("one.txt").string();
+  CHECK(runOne(one).iteration.ps == 21'000'000);
+  // TP 2 x DP 2 on two servers: TP folded into compute, DP all-reduces over the network.
+  std::ofstream(tmp.path("four.txt"))
+      << "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2 ep: 1 pp: 1 vpp: 2 ga: 2 all_gpus: 4 "
+         "checkpoints: 0 checkpoint_initiates: 0 pp_comm 0\n4\n"
+         "attention\t-1\t50000\tALLGATHER\t1048576\t60000\tREDUCESCATTER\t1048576\t70000\tALLREDUCE\t8388608\t100\n"
+         "mlp\t-1\t40000\tALLREDUCE\t1048576\t80000\tALLREDUCE\t1048576\t90000\tALLREDUCE\t16777216\t100\n"
+         "attention\t-1\t50000\tALLGATHER\t1048576\t60000\tREDUCESCATTER\t1048576\t70000\tNONE\t0\t100\n"
+         "mlp\t-1\t40000\tALLREDUCE\t1048576\t80000\tALLREDUCE\t1048576\t90000\tNONE\t0\t100\n";
+  TrainingExperiment x = test::tinyExperiment(2, 1, 2, 2, 2);
+  x.simai = tmp.path("four.txt").string();
+  const TrainingProgram p = trainingProgramOf(x);
+  int64_t compute = 0;
+  for (const TaskDef& t : p.stages[0].tasks) compute += t.compute_ps + t.tp_ps;
+  x.fidelity = NetworkFidelity::kAnalytical;
+  const TrainingResult r = runOne(x);
+  // The DP all-reduces overlap the remaining backward; the next iteration waits for the last
+  // ones (issued after the first two lines' weight gradients): exposed DP time.
+  CHECK(r.iteration.ps > compute);
+  CHECK(r.exposed_dp.ps > 0);
+  checkPerRankReplay(x, true);
 }
 
 TEST_CASE("per-rank compute: durations, the roofline of num_ops and tensor_size, host ops left out") {
