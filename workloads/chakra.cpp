@@ -966,11 +966,12 @@ void validateCommNode(const ChakraTrace& trace, const ChakraNode& node) {
                    " is not a CollectiveCommType (0.." + std::to_string(kCollectiveTypeNames.size() - 1) + ")");
     }
   }
+  // A send's or receive's peer may be left to its process group (programFromRankTraces);
+  // when given, it must be a rank.
   const bool send = node.type == ChakraNodeType::kCommSend;
   if (node.type == ChakraNodeType::kCommSend || node.type == ChakraNodeType::kCommRecv) {
     const std::string_view peer = send ? chakra_attr::kCommDst : chakra_attr::kCommSrc;
-    require(peer);
-    if (!(send ? node.commDst() : node.commSrc())) {
+    if (node.attribute(peer) != nullptr && !(send ? node.commDst() : node.commSrc())) {
       failNode(trace, node, std::string(peer) + " must be an integer rank in [0, 2^32)");
     }
   }

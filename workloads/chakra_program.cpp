@@ -121,13 +121,24 @@ CollectiveOp collectiveOf(const ChakraTrace& trace, const ChakraNode& n) {
   }
 }
 
+/// Tags of messages without comm_tag: matched in order, as NCCL matches the sends and
+/// receives between two ranks.
+constexpr uint64_t kUntagged = uint64_t{1} << 32;
+
+/// "tag 12", or "untagged message #3 (matched in order)".
+std::string tagText(uint64_t tag) {
+  if (tag < kUntagged) return "tag " + std::to_string(tag);
+  return "untagged message #" + std::to_string(tag - kUntagged) + " (matched in order)";
+}
+
 /// One program imported from a trace, in dependency order.
 struct ImportedStage {
   StageProgram program;
-  /// Receive index by (source rank, tag).
-  std::map<std::pair<uint32_t, uint32_t>, uint32_t> receives;
+  /// Receive index by (source rank, tag); a message without comm_tag has the tag
+  /// kUntagged + its place among the untagged messages between the two ranks.
+  std::map<std::pair<uint32_t, uint64_t>, uint32_t> receives;
   /// Sends: (task index, destination rank, tag).
-  std::vector<std::tuple<uint32_t, uint32_t, uint32_t>> sends;
+  std::vector<std::tuple<uint32_t, uint32_t, uint64_t>> sends;
   /// The trace's node id of each task.
   std::vector<uint64_t> node_ids;
   /// Whether each task is a receive some send matched.
@@ -135,10 +146,11 @@ struct ImportedStage {
 };
 
 /**
- * The program of `trace` as stage `stage`. `map(node, task)` fills the task of a node and
- * returns false for a node that takes no time and is left out; a task then waits for what
- * the left-out nodes it depends on waited for. Sends and receives are collected for
- * matching; the peer stage of each is for the caller to set.
+ * The program of `trace` as stage `stage`. `map(node, task, peer)` fills the task of a node
+ * (and for a send or receive the peer rank) and returns false for a node that takes no time
+ * and is left out; a task then waits for what the left-out nodes it depends on waited for.
+ * Sends and receives are collected for matching; the peer stage of each is for the caller
+ * to set.
  */
 template <class Map>
 ImportedStage importProgram(const ChakraTrace& trace, uint32_t stage, Map&& map) {
@@ -149,6 +161,8 @@ ImportedStage importProgram(const ChakraTrace& trace, uint32_t stage, Map&& map)
   // tasks it waited for.
   std::map<uint64_t, std::vector<uint32_t>> stands_for;
   std::vector<std::pair<uint32_t, uint32_t>> edges;
+  std::map<uint32_t, uint64_t> untagged_sends;
+  std::map<uint32_t, uint64_t> untagged_receives;
   for (const size_t k : order) {
     const ChakraNode& n = trace.nodes[k];
     std::vector<uint32_t> waits;
@@ -159,7 +173,8 @@ ImportedStage importProgram(const ChakraTrace& trace, uint32_t stage, Map&& map)
       }
     }
     TaskDef t;
-    if (!map(n, t)) {
+    uint32_t peer = 0;
+    if (!map(n, t, peer)) {
       std::sort(waits.begin(), waits.end());
       waits.erase(std::unique(waits.begin(), waits.end()), waits.end());
       stands_for[n.id] = std::move(waits);
@@ -169,12 +184,15 @@ ImportedStage importProgram(const ChakraTrace& trace, uint32_t stage, Map&& map)
     if (index >= kMaxProgramTasks) {
       fail(trace, n, "more than " + std::to_string(kMaxProgramTasks) + " tasks in one rank's program");
     }
+    auto tagOf = [&](std::map<uint32_t, uint64_t>& untagged) {
+      return n.commTag() ? uint64_t{*n.commTag()} : kUntagged + untagged[peer]++;
+    };
     switch (t.kind) {
       case TaskKind::kSend:
-        out.sends.emplace_back(index, *n.commDst(), n.commTag().value_or(0));
+        out.sends.emplace_back(index, peer, tagOf(untagged_sends));
         break;
       case TaskKind::kRecv:
-        if (!out.receives.emplace(std::make_pair(*n.commSrc(), n.commTag().value_or(0)), index).second) {
+        if (!out.receives.emplace(std::make_pair(peer, tagOf(untagged_receives)), index).second) {
           fail(trace, n, "two receives with the same source and tag");
         }
         break;
@@ -234,7 +252,7 @@ bool setCommTask(const ChakraTrace& trace, const ChakraNode& n, TaskDef& t) {
 }
 
 ImportedStage importStage(const ChakraTrace& trace, const Parallelism& par, uint32_t stage) {
-  ImportedStage out = importProgram(trace, stage, [&](const ChakraNode& n, TaskDef& t) {
+  ImportedStage out = importProgram(trace, stage, [&](const ChakraNode& n, TaskDef& t, uint32_t& peer) {
     if (n.type == ChakraNodeType::kComp) {
       t.kind = TaskKind::kCompute;
       setTraceTimes(trace, n, t);
@@ -243,7 +261,17 @@ ImportedStage importStage(const ChakraTrace& trace, const Parallelism& par, uint
     if (!setCommTask(trace, n, t)) {
       fail(trace, n, "node type " + std::string(chakraNodeTypeName(n.type)) + " cannot be simulated");
     }
-    if (t.kind == TaskKind::kRecv) t.peer_stage = *n.commSrc() / (par.tp * par.dp);
+    if (t.kind == TaskKind::kSend || t.kind == TaskKind::kRecv) {
+      const bool send = t.kind == TaskKind::kSend;
+      const std::optional<uint32_t> named = send ? n.commDst() : n.commSrc();
+      if (!named) {
+        fail(trace, n,
+             std::string(chakraNodeTypeName(n.type)) + " without " +
+                 std::string(send ? chakra_attr::kCommDst : chakra_attr::kCommSrc));
+      }
+      peer = *named;
+    }
+    if (t.kind == TaskKind::kRecv) t.peer_stage = peer / (par.tp * par.dp);
     if (t.kind == TaskKind::kCollective) {
       t.comm = groupKind(trace, n);
       if (t.comm == CommKind::kEp) t.stream = kComputeStream;
@@ -321,12 +349,12 @@ void matchMessages(std::vector<ImportedStage>& stages, const std::vector<ChakraT
       }
       const auto it = stages[peer_stage].receives.find({me, tag});
       if (it == stages[peer_stage].receives.end()) {
-        throw WorkloadError(where(s, index) + ": no receive on rank " + std::to_string(dst) + " matches its tag " +
-                            std::to_string(tag));
+        throw WorkloadError(where(s, index) + ": no receive on rank " + std::to_string(dst) + " matches its " +
+                            tagText(tag));
       }
       if (stages[peer_stage].received[it->second]) {
-        throw WorkloadError(where(s, index) + ": a second send to rank " + std::to_string(dst) + " with tag " +
-                            std::to_string(tag));
+        throw WorkloadError(where(s, index) + ": a second send to rank " + std::to_string(dst) + " with " +
+                            tagText(tag));
       }
       const TaskDef& recv = stages[peer_stage].program.tasks[it->second];
       if (recv.bytes != t.bytes) {
@@ -342,8 +370,8 @@ void matchMessages(std::vector<ImportedStage>& stages, const std::vector<ChakraT
   for (uint32_t s = 0; s < count; ++s) {
     for (const auto& [from, index] : stages[s].receives) {
       if (!stages[s].received[index]) {
-        throw WorkloadError(where(s, index) + ": receives from rank " + std::to_string(from.first) + " with tag " +
-                            std::to_string(from.second) + ", but no send of that rank matches it");
+        throw WorkloadError(where(s, index) + ": receives from rank " + std::to_string(from.first) + " with " +
+                            tagText(from.second) + ", but no send of that rank matches it");
       }
     }
   }
@@ -408,17 +436,42 @@ const std::string& communicatorOf(const ChakraTrace& trace, const ChakraNode& n,
   return it->first;
 }
 
-/// Orders communicators by name ("" first: every rank).
-struct ByName {
-  bool operator()(const std::string* a, const std::string* b) const { return *a < *b; }
-};
-
 std::string rankList(const std::vector<uint32_t>& ranks) {
   std::string out;
   for (size_t i = 0; i < ranks.size() && i < 8; ++i) out += (i > 0 ? ", " : "") + std::to_string(ranks[i]);
   if (ranks.size() > 8) out += ", ... (" + std::to_string(ranks.size()) + " ranks)";
   return out;
 }
+
+/**
+ * The peer rank of a send (comm_dst) or receive (comm_src) of rank `rank`; without it (the
+ * PyTorch converter writes only pg_name), the other member of its two-rank process group.
+ */
+uint32_t peerOf(const ChakraTrace& trace, const ChakraNode& n, uint32_t rank, const CommGroups& groups) {
+  const bool send = n.type == ChakraNodeType::kCommSend;
+  if (const std::optional<uint32_t> named = send ? n.commDst() : n.commSrc()) return *named;
+  const std::string missing = std::string(chakraNodeTypeName(n.type)) + " without " +
+                              std::string(send ? chakra_attr::kCommDst : chakra_attr::kCommSrc);
+  const std::optional<std::string_view> name = n.pgName();
+  if (!name) fail(trace, n, missing + " or a pg_name whose group names its peer");
+  const auto it = groups.find(*name);
+  if (it == groups.end()) {
+    fail(trace, n,
+         missing + ", and its process group '" + std::string(*name) + "' is not among the communicator groups");
+  }
+  const std::vector<uint32_t>& members = it->second;
+  if (members.size() != 2 || std::find(members.begin(), members.end(), rank) == members.end()) {
+    fail(trace, n,
+         missing + ", and its process group '" + std::string(*name) + "' (ranks " + rankList(members) +
+             ") is not a pair holding rank " + std::to_string(rank) + ", so the peer is unknown");
+  }
+  return members[0] == rank ? members[1] : members[0];
+}
+
+/// Orders communicators by name ("" first: every rank).
+struct ByName {
+  bool operator()(const std::string* a, const std::string* b) const { return *a < *b; }
+};
 
 std::string collectiveText(const TaskDef& t) {
   static const char* const kOps[] = {"an all-reduce", "an all-gather", "a reduce-scatter", "an all-to-all",
@@ -526,7 +579,7 @@ TrainingProgram programFromRankTraces(const std::vector<ChakraTrace>& traces, co
   for (uint32_t r = 0; r < ranks; ++r) {
     const ChakraTrace& trace = traces[r];
     std::vector<const std::string*> communicators;
-    stages.push_back(importProgram(trace, r, [&](const ChakraNode& n, TaskDef& t) {
+    stages.push_back(importProgram(trace, r, [&](const ChakraNode& n, TaskDef& t, uint32_t& peer) {
       switch (n.type) {
         case ChakraNodeType::kInvalid:
         case ChakraNodeType::kMetadata:
@@ -556,13 +609,13 @@ TrainingProgram programFromRankTraces(const std::vector<ChakraTrace>& traces, co
       if (!setCommTask(trace, n, t)) {
         fail(trace, n, "node type " + std::string(chakraNodeTypeName(n.type)) + " cannot be simulated");
       }
-      if (t.kind == TaskKind::kRecv) {
-        if (*n.commSrc() >= ranks) {
+      if (t.kind == TaskKind::kSend || t.kind == TaskKind::kRecv) {
+        peer = peerOf(trace, n, r, groups);
+        if (t.kind == TaskKind::kRecv && peer >= ranks) {
           fail(trace, n,
-               "receives from rank " + std::to_string(*n.commSrc()) + ", but the job has " + std::to_string(ranks) +
-                   " ranks");
+               "receives from rank " + std::to_string(peer) + ", but the job has " + std::to_string(ranks) + " ranks");
         }
-        t.peer_stage = *n.commSrc();
+        t.peer_stage = peer;
       }
       if (t.kind == TaskKind::kCollective) {
         t.comm = CommKind::kGroup;

@@ -276,6 +276,42 @@ TEST_CASE("per-rank messages between any two ranks, and the errors of per-rank j
   load.type = ChakraNodeType::kMemLoad;
   CHECK_THROWS_WITH(programOf({{load}, {}}), "job.0.et: node 1: node type MEM_LOAD_NODE cannot be simulated");
 
+  // As the PyTorch converter writes them: no peer and no tag, only the process group; the
+  // peer is the other member of a two-rank group, and messages match in order.
+  auto untagged = [](uint64_t id, ChakraNodeType type, uint64_t bytes, std::vector<uint64_t> deps = {}) {
+    ChakraNode n;
+    n.id = id;
+    n.type = type;
+    n.setCommSize(bytes);
+    n.setPgName("p2p");
+    n.data_deps = std::move(deps);
+    return n;
+  };
+  const CommGroups pairs{{"p2p", {0, 1}}, {"three", {0, 1, 2}}};
+  const TrainingProgram pt = programFromRankTraces(
+      job({{compute(1, 3), untagged(2, ChakraNodeType::kCommSend, 100, {1}),
+            untagged(3, ChakraNodeType::kCommSend, 200, {2})},
+           {untagged(1, ChakraNodeType::kCommRecv, 100), untagged(2, ChakraNodeType::kCommRecv, 200, {1})}}),
+      pairs, a100(), TrainingPrecision::kBf16);
+  CHECK(pt.stages[0].tasks[1].peer_stage == 1);
+  CHECK(pt.stages[0].tasks[1].peer_task == 0);
+  CHECK(pt.stages[0].tasks[2].peer_task == 1);
+  CHECK(pt.stages[1].tasks[1].peer_stage == 0);
+  // Matched in order, sizes must agree as for tagged messages.
+  CHECK_THROWS_WITH(
+      programFromRankTraces(
+          job({{untagged(1, ChakraNodeType::kCommSend, 100)}, {untagged(1, ChakraNodeType::kCommRecv, 200)}}), pairs,
+          a100(), TrainingPrecision::kBf16),
+      "job.0.et: node 1: sends 100 bytes to rank 1, whose matching receive (job.1.et: node 1) expects 200");
+  CHECK_THROWS_WITH(programFromRankTraces(job({{untagged(1, ChakraNodeType::kCommSend, 100)}, {}}), pairs, a100(),
+                                          TrainingPrecision::kBf16),
+                    "job.0.et: node 1: no receive on rank 1 matches its untagged message #0 (matched in order)");
+  ChakraNode wide = untagged(1, ChakraNodeType::kCommSend, 100);
+  wide.setPgName("three");
+  CHECK_THROWS_WITH(programFromRankTraces(job({{wide}, {}, {}}), pairs, a100(), TrainingPrecision::kBf16),
+                    "job.0.et: node 1: COMM_SEND_NODE without comm_dst, and its process group 'three' (ranks 0, 1, "
+                    "2) is not a pair holding rank 0, so the peer is unknown");
+
   // The communicator-group file.
   const test::TempDir tmp;
   auto groupsFrom = [&](const std::string& text) {
