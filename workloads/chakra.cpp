@@ -10,6 +10,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/unknown_field_set.h>
+#include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
 #include <array>
@@ -443,6 +444,67 @@ void toProto(const ChakraIoInfo& io, pb::IOInfo& out) {
   out.set_values(io.values);
   out.set_shapes(io.shapes);
   out.set_types(io.types);
+}
+
+std::string unknownTypeText(int type) {
+  return "unknown node type " + std::to_string(type) + " (NodeType has 0.." +
+         std::to_string(kNodeTypeNames.size() - 1) + ")";
+}
+
+/// A node message whose type is a NodeType.
+ChakraNode fromProto(const pb::Node& message) {
+  ChakraNode node;
+  node.id = message.id();
+  node.name = message.name();
+  node.type = static_cast<ChakraNodeType>(message.type());
+  node.ctrl_deps.assign(message.ctrl_deps().begin(), message.ctrl_deps().end());
+  node.data_deps.assign(message.data_deps().begin(), message.data_deps().end());
+  node.start_time_micros = message.start_time_micros();
+  node.duration_micros = message.duration_micros();
+  node.inputs = fromProto(message.inputs());
+  node.outputs = fromProto(message.outputs());
+  for (const pb::AttributeProto& a : message.attr()) node.attrs.push_back(fromProto(a));
+  return node;
+}
+
+void setMetadata(const pb::GlobalMetadata& metadata, ChakraTrace& trace) {
+  trace.version = metadata.version();
+  for (const pb::AttributeProto& a : metadata.attr()) trace.metadata.push_back(fromProto(a));
+}
+
+/**
+ * Chakra's jsonizer form: the GlobalMetadata message, then one Node message per node, each
+ * in protobuf's JSON mapping (camelCase or proto names, 64-bit integers as strings or
+ * numbers, enums by name or number), one after another. Parsed by libprotobuf's JSON parser;
+ * errors name the message.
+ */
+ChakraTrace decodeMessageStream(const std::vector<std::string>& messages, std::string_view source) {
+  const std::string name = source.empty() ? "Chakra trace" : std::string(source);
+  auto parse = [&](const std::string& json, Message& message, size_t k) {
+    captureProtobufLog();
+    google::protobuf::util::JsonParseOptions options;
+    options.ignore_unknown_fields = true;  // as the binary form skips them
+    const auto status = google::protobuf::util::JsonStringToMessage(json, &message, options);
+    if (!status.ok()) {
+      throw WorkloadError(name + ": JSON message #" + std::to_string(k) + " (" + message.GetDescriptor()->name() +
+                          "): " + std::string(status.message()));
+    }
+  };
+  ChakraTrace trace;
+  trace.source = source;
+  pb::GlobalMetadata metadata;
+  parse(messages[0], metadata, 0);
+  setMetadata(metadata, trace);
+  pb::Node node;
+  for (size_t k = 1; k < messages.size(); ++k) {
+    node.Clear();
+    parse(messages[k], node, k);
+    if (!pb::NodeType_IsValid(node.type())) {
+      throw WorkloadError(name + ": JSON message #" + std::to_string(k) + ": " + unknownTypeText(node.type()));
+    }
+    trace.nodes.push_back(fromProto(node));
+  }
+  return trace;
 }
 
 /// Encoders refuse a node type outside NodeType: neither form could read it back.
@@ -1017,30 +1079,14 @@ ChakraTrace decodeChakraBinary(std::string_view bytes, std::string_view source) 
                 "start with a Node instead)");
     }
   }
-  trace.version = metadata.version();
-  for (const pb::AttributeProto& a : metadata.attr()) trace.metadata.push_back(fromProto(a));
+  setMetadata(metadata, trace);
   pb::Node message;
   while (!file.atEnd()) {
     const size_t start = file.position();
     message.Clear();
     file.next(message, "Node message");
-    const int type = message.type();
-    if (!pb::NodeType_IsValid(type)) {
-      file.fail(start, "unknown node type " + std::to_string(type) + " (NodeType has 0.." +
-                           std::to_string(kNodeTypeNames.size() - 1) + ")");
-    }
-    ChakraNode node;
-    node.id = message.id();
-    node.name = message.name();
-    node.type = static_cast<ChakraNodeType>(type);
-    node.ctrl_deps.assign(message.ctrl_deps().begin(), message.ctrl_deps().end());
-    node.data_deps.assign(message.data_deps().begin(), message.data_deps().end());
-    node.start_time_micros = message.start_time_micros();
-    node.duration_micros = message.duration_micros();
-    node.inputs = fromProto(message.inputs());
-    node.outputs = fromProto(message.outputs());
-    for (const pb::AttributeProto& a : message.attr()) node.attrs.push_back(fromProto(a));
-    trace.nodes.push_back(std::move(node));
+    if (!pb::NodeType_IsValid(message.type())) file.fail(start, unknownTypeText(message.type()));
+    trace.nodes.push_back(fromProto(message));
   }
   return trace;
 }
@@ -1072,6 +1118,28 @@ std::string encodeChakraBinary(const ChakraTrace& trace) {
   return out;
 }
 
+namespace {
+
+/// The JSON values of `text` one after another (each re-serialised), or none when it is not
+/// such a sequence of objects.
+std::vector<std::string> jsonValues(std::string_view text) {
+  std::vector<std::string> out;
+  std::istringstream in{std::string(text)};
+  try {
+    while ((in >> std::ws).peek() != std::char_traits<char>::eof()) {
+      Json value;
+      in >> value;
+      if (!value.is_object()) return {};
+      out.push_back(value.dump());
+    }
+  } catch (const Json::exception&) {
+    return {};
+  }
+  return out;
+}
+
+}  // namespace
+
 ChakraTrace decodeChakraJson(std::string_view text, std::string_view source) {
   // JSON readers differ on which of two equal keys in one object wins: refuse them.
   std::vector<std::set<std::string>> open_objects;
@@ -1089,6 +1157,10 @@ ChakraTrace decodeChakraJson(std::string_view text, std::string_view source) {
   try {
     root = Json::parse(text, watch);
   } catch (const Json::exception& e) {  // a syntax error, or a number beyond double (out_of_range)
+    // Several JSON values one after another: Chakra's jsonizer form.
+    if (const std::vector<std::string> messages = jsonValues(text); messages.size() > 1) {
+      return decodeMessageStream(messages, source);
+    }
     throw WorkloadError(std::string(source) + ": invalid JSON: " + e.what());
   }
   if (!repeated.empty()) {

@@ -724,3 +724,44 @@ TEST_CASE("per-rank trace sets and file errors", "[workloads][chakra]") {
   CHECK_THAT(errorOf([&] { readChakraFile(dir.write("empty.et", "")); }), Contains("empty.et: empty file"));
   CHECK_THAT(errorOf([&] { writeChakraFile(dir.path("no/such/dir.et"), rank0); }), Contains("cannot write"));
 }
+
+namespace mv {
+namespace {
+
+TEST_CASE("Chakra's jsonizer form: protobuf JSON messages one after another", "[workloads][chakra]") {
+  // As chakra_jsonizer writes a trace: GlobalMetadata, then each Node, in protobuf's JSON
+  // mapping (camelCase names, 64-bit integers as strings, enums by name).
+  const std::string text = R"({"version": "0.0.4", "attr": [{"name": "schema", "stringVal": "1.0.2-chakra.0.0.4"}]}
+{"id": "1", "name": "gemm", "type": "COMP_NODE", "durationMicros": "50",
+ "attr": [{"name": "is_cpu_op", "boolVal": false}, {"name": "num_ops", "int64Val": "1000"}]}
+{"id": "2", "name": "all_reduce", "type": "COMM_COLL_NODE", "dataDeps": ["1"],
+ "attr": [{"name": "comm_type", "int64Val": "0"}, {"name": "comm_size", "int64Val": "4096"},
+          {"name": "pg_name", "stringVal": "0"}, {"name": "involved_dim", "boolList": {"values": [true]}}],
+ "storage": {"anything": 1}})";
+  const ChakraTrace t = decodeChakraJson(text, "j.json");
+  CHECK(t.version == "0.0.4");
+  REQUIRE(t.metadata.size() == 1);
+  CHECK(t.metadata[0].text() == "1.0.2-chakra.0.0.4");
+  REQUIRE(t.nodes.size() == 2);
+  CHECK(t.nodes[0].id == 1);
+  CHECK(t.nodes[0].duration_micros == 50);
+  CHECK(t.nodes[0].attribute("num_ops")->integer() == 1000);
+  CHECK(t.nodes[1].type == ChakraNodeType::kCommColl);
+  CHECK(t.nodes[1].data_deps == std::vector<uint64_t>{1});
+  CHECK(t.nodes[1].commSize() == 4096u);
+  CHECK(t.nodes[1].pgName() == "0");
+  CHECK(t.nodes[1].attribute("involved_dim")->ints == std::vector<int64_t>{1});
+  REQUIRE_NOTHROW(validateChakraTrace(t));
+  // The same trace through the binary form decodes alike.
+  requireSameTrace(decodeChakraBinary(encodeChakraBinary(t), "j.et"), t);
+  // Errors name the message.
+  CHECK_THAT(errorOf([] { decodeChakraJson(R"({"version": "1"} {"id": "x"})", "j.json"); }),
+             StartsWith("j.json: JSON message #1 (Node): "));
+  CHECK(errorOf([] { decodeChakraJson(R"({"version": "1"} {"id": 1, "type": 42})", "j.json"); }) ==
+        "j.json: JSON message #1: unknown node type 42 (NodeType has 0..10)");
+  // Not a sequence of objects: the JSON syntax error as before.
+  CHECK_THAT(errorOf([] { decodeChakraJson(R"({"nodes": [}] )", "j.json"); }), StartsWith("j.json: invalid JSON"));
+}
+
+}  // namespace
+}  // namespace mv
