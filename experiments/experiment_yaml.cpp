@@ -21,7 +21,10 @@ namespace mv {
 
 namespace {
 
-constexpr int64_t kMaxCount = int64_t{1} << 20;  // largest tp, pp, dp, gpus, batch sizes
+constexpr int64_t kMaxCount = int64_t{1} << 20;
+constexpr int64_t kMaxHostPs =
+    int64_t{10} * 1000 * 1000 * 1000 *
+    1000;  // 10 s: host time per iteration or micro-batch  // largest tp, pp, dp, gpus, batch sizes
 constexpr int64_t kMaxShape = int64_t{1} << 24;  // largest model dimension
 
 bool startsWithKey(const std::string& key, const std::string& prefix) {
@@ -78,7 +81,7 @@ class ExperimentReader {
 
   void readWorkload(const ConfigReader& w) {
     w.allowOnly({"model", "chakra", "chakra_layout", "chakra_groups", "simai", "global_batch", "micro_batch", "seq",
-                 "precision", "flash_attention", "grad_clip", "operator_times"});
+                 "precision", "flash_attention", "grad_clip", "host_overhead", "data_loading", "operator_times"});
     model_ok_ = readModel(w);
     if (w.has("chakra")) t_.chakra = (dir_ / w.text("chakra", "")).string();
     static const std::vector<std::string> kLayouts{"auto", "stages", "ranks"};
@@ -103,6 +106,8 @@ class ExperimentReader {
         parseTrainingPrecision(kPrecisions[static_cast<size_t>(w.choice("precision", 0, kPrecisions))]);
     t_.training.flash_attention = w.boolean("flash_attention", false);
     t_.training.grad_clip = w.boolean("grad_clip", true);
+    t_.training.host_overhead_ps = w.durationPs("host_overhead", 0, 0, kMaxHostPs);
+    t_.training.data_loading_ps = w.durationPs("data_loading", 0, 0, kMaxHostPs);
     if (w.has("operator_times")) readOperatorTimes(w.child("operator_times"));
   }
 

@@ -63,6 +63,12 @@ struct TrainingConfig {
   /// Gradient clipping by the global norm (Megatron-LM's default `--clip-grad 1.0`): the
   /// optimizer step also reads each updated parameter's fp32 gradient once for the norm.
   bool grad_clip = true;
+  /// Host time per iteration outside the GPU work (the training loop's Python, logging,
+  /// launching the optimizer step), ps: every rank is idle that long before its first task.
+  int64_t host_overhead_ps = 0;
+  /// Host time to load one micro-batch, ps: the first pipeline stage (tokens) and the last
+  /// (labels) spend it before each micro-batch's forward pass of their end chunk.
+  int64_t data_loading_ps = 0;
 };
 
 /// ZeRO stages (DeepSpeed's numbering; PyTorch FSDP's SHARD_GRAD_OP is kGradients and

@@ -426,9 +426,18 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
       }
     };
     queueGathers();
+    // Host time before the first task and before each micro-batch's forward on the stages that
+    // load data (compute-stream tasks of no GPU work: the GPU idles).
+    auto hostTask = [&](int64_t ps, uint32_t mb, uint32_t chunk) {
+      TaskDef h = computeTask(ps, 0, ScheduleItem{true, mb, chunk});
+      return b.add(h);
+    };
+    if (config.host_overhead_ps > 0) hostTask(config.host_overhead_ps, kNoTask, 0);
     for (size_t i = 0; i < order.size(); ++i) {
       const ScheduleItem& it = order[i];
       const Block& bl = blocks[i];
+      const bool loads = (s == 0 && it.chunk == 0) || (s + 1 == p && it.chunk + 1 == v);
+      if (config.data_loading_ps > 0 && it.forward && loads) hostTask(config.data_loading_ps, it.micro_batch, it.chunk);
       const BlockTimes& bt = times[it.chunk];
       const Peer from = it.forward ? prevVirtual(s, it.chunk, p) : nextVirtual(s, it.chunk, p, v);
       const Peer to = it.forward ? nextVirtual(s, it.chunk, p, v) : prevVirtual(s, it.chunk, p);

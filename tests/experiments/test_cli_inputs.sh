@@ -183,6 +183,10 @@ expect 2 "simai_broken.yaml:10: workload.simai: $tmp/broken.txt:5: forward commu
 sed '/simai: gpt13b_tp8_dp2.txt/a\    chakra: general/job' "$tmp/simai.yaml" > "$tmp/simai_both.yaml"
 expect 2 "workload.simai: give workload.chakra or workload.simai, not both" validate "$tmp/simai_both.yaml"
 
+# Host time knobs take durations up to 10 s.
+printf 'base:\n  workload: {model: gpt3-13b, global_batch: 8, host_overhead: 20s}\n  parallelism: {tp: 8}\n' > "$tmp/host.yaml"
+expect 2 "host.yaml:2: workload.host_overhead: 20s is out of range [0s, 10s]" validate "$tmp/host.yaml"
+
 # Values the engine cannot represent: errors at their line before anything is allocated
 # (a 20 s link delay wrapped a ring-slot total and crashed, 30 s looped forever, 8000 Tbps
 # and 100 ms ended in bad_alloc, a start near the int64 limit never ended).

@@ -45,6 +45,28 @@ TEST_CASE("1F1B with near-free communication: iteration and bubble follow the pi
   CHECK(r.mfu < 0.7);
 }
 
+TEST_CASE("host overhead adds once per iteration, data loading once per micro-batch where data is loaded") {
+  // One stage, one replica: nothing overlaps the host time.
+  TrainingExperiment x = test::tinyExperiment(1, 1, 1, 4, 1);
+  x.fidelity = NetworkFidelity::kAnalytical;
+  const int64_t base = runOne(x).iteration.ps;
+  x.training.host_overhead_ps = 7'000'000;
+  CHECK(runOne(x).iteration.ps == base + 7'000'000);
+  x.training.host_overhead_ps = 0;
+  x.training.data_loading_ps = 3'000'000;
+  CHECK(runOne(x).iteration.ps == base + 4 * 3'000'000);
+  // Two stages: the first stage's loading delays its forwards and so the whole pipeline by at
+  // least one micro-batch's loading; the last stage's loading hides in its wait for
+  // activations, so the pipeline pays less than both stages' sum.
+  TrainingExperiment y = test::tinyExperiment(1, 2, 1, 4, 1);
+  y.fidelity = NetworkFidelity::kAnalytical;
+  const int64_t pipe = runOne(y).iteration.ps;
+  y.training.data_loading_ps = 3'000'000;
+  const int64_t loaded = runOne(y).iteration.ps;
+  CHECK(loaded - pipe >= 3'000'000);
+  CHECK(loaded - pipe < 2 * 4 * 3'000'000);
+}
+
 TEST_CASE("compute jitter: seeded, bounded, and costlier the larger the synchronous group") {
   auto run = [](uint32_t dp, double jitter, uint64_t seed, int threads) {
     TrainingExperiment x = test::tinyExperiment(1, 1, dp, 4, 1);
