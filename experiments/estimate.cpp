@@ -54,7 +54,12 @@ MemoryEstimate measureExperiment(const Sweep& sweep, size_t i, const TrainingExp
     diags.add(Diagnostic{sweep.file.string(), 0, "", e.what()});
   } catch (const WorkloadError& e) {
     // What Chakra traces and SimAI files hold is checked when their programs are built.
-    const std::string key = !x.simai.empty() ? "workload.simai" : x.chakra.empty() ? "" : "workload.chakra";
+    const std::string what = e.what();
+    const bool groups = !x.chakra_groups.empty() && what.starts_with(x.chakra_groups + ":");
+    const std::string key = !x.simai.empty()   ? "workload.simai"
+                            : groups           ? "workload.chakra_groups"
+                            : x.chakra.empty() ? ""
+                                               : "workload.chakra";
     Diagnostic d{sweep.file.string(), key.empty() ? 0 : keyLine(sweep.experiments[i], key), key, e.what()};
     // Experiments that share the traces share their problem: said once.
     const auto& seen = diags.items();

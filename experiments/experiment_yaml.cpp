@@ -94,6 +94,9 @@ class ExperimentReader {
     for (const char* key : {"chakra_layout", "chakra_groups"}) {
       if (w.has(key) && t_.chakra.empty()) problem(std::string("workload.") + key, "needs workload.chakra");
     }
+    if (w.has("chakra_groups") && t_.chakra_layout == ChakraLayout::kStages) {
+      problem("workload.chakra_groups", "communicator groups are for per-rank programs (chakra_layout: ranks or auto)");
+    }
     if (w.has("global_batch")) {
       t_.training.global_batch = static_cast<uint32_t>(w.integer("global_batch", 0, 1, kMaxCount));
     } else {
@@ -413,7 +416,8 @@ class ExperimentReader {
     if (w.tp != par.tp || w.ep != std::max<uint32_t>(par.ep, 1) || w.pp != par.pp || w.gpus != t_.cluster.gpus) {
       problem("workload.simai", t_.simai + ": its header describes tp " + num(w.tp) + ", ep " + num(w.ep) + ", pp " +
                                     num(w.pp) + " on " + num(w.gpus) + " GPUs; the experiment has tp " + num(par.tp) +
-                                    ", ep " + num(par.ep) + ", pp " + num(par.pp) + " on " + num(t_.cluster.gpus));
+                                    ", ep " + num(std::max<uint32_t>(par.ep, 1)) + ", pp " + num(par.pp) + " on " +
+                                    num(t_.cluster.gpus));
     }
   }
 

@@ -156,9 +156,15 @@ void readOne(const uint8_t* data, size_t size) {
           programFromChakra({t}, Parallelism{});
         } catch (const WorkloadError&) {
         }
-        // As per-rank programs too: two ranks running it, every collective over both.
+        // As per-rank programs too: two ranks running it, with and without communicator groups
+        // (a pair, so that sends and receives without a peer find one).
         static const ComputeModel compute(h100Compute());
-        programFromRankTraces({t, t}, CommGroups{}, compute, TrainingPrecision::kBf16);
+        try {
+          programFromRankTraces({t, t}, CommGroups{}, compute, TrainingPrecision::kBf16);
+        } catch (const WorkloadError&) {
+        }
+        static const CommGroups groups{{"0", {0, 1}}, {"1", {1}}, {"dp", {0, 1}}};
+        programFromRankTraces({t, t}, groups, compute, TrainingPrecision::kBf16);
       } catch (const WorkloadError&) {
       }
       return;

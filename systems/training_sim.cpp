@@ -271,6 +271,13 @@ class CollectiveBuilder {
     info.member_base = member_base;
     info.task = task;
     info.bytes = d.bytes;
+    if (plan_.program.per_rank && !one_server &&
+        !algorithmSupports(info.algorithm, d.op, info.members, membersPerServer(info))) {
+      // Stage programs' groups are checked from the parallelism (checkTrainingExperiment).
+      throw TrainingError("collectives: " + std::string(algorithmName(info.algorithm)) + " cannot run " +
+                          collectiveOpName(d.op) + " over " + std::to_string(info.members) + " ranks, " +
+                          std::to_string(membersPerServer(info)) + " on the first one's server");
+    }
     int64_t live = 0;
     const int64_t floor = plan_.cfg.step_latency_ps;
     if (one_server) {
@@ -286,13 +293,6 @@ class CollectiveBuilder {
     } else {
       info.mode = CollMode::kTransfers;
       live = addTransfers(info);
-    }
-    if (plan_.program.per_rank && !one_server &&
-        !algorithmSupports(info.algorithm, d.op, info.members, membersPerServer(info))) {
-      // Stage programs' groups are checked from the parallelism (checkTrainingExperiment).
-      throw TrainingError("collectives: " + std::string(algorithmName(info.algorithm)) + " cannot run " +
-                          collectiveOpName(d.op) + " over " + std::to_string(info.members) + " ranks, " +
-                          std::to_string(membersPerServer(info)) + " on the first one's server");
     }
     infos_.push_back(info);
     return live;

@@ -490,8 +490,19 @@ ChakraTrace decodeMessageStream(const std::vector<std::string>& messages, std::s
                           "): " + std::string(status.message()));
     }
   };
+  // Unknown fields are skipped, and so, by protobuf's parser, are unknown enum names: a node
+  // type it does not know would read as INVALID_NODE. The key itself tells them apart.
+  auto typeKey = [&](const std::string& json) -> std::optional<Json> {
+    const Json j = Json::parse(json, nullptr, false);
+    if (!j.is_object() || !j.contains("type")) return std::nullopt;
+    return j.at("type");
+  };
   ChakraTrace trace;
   trace.source = source;
+  const Json first = Json::parse(messages[0], nullptr, false);
+  if (first.is_object() && (first.contains("id") || first.contains("type"))) {
+    throw WorkloadError(name + ": JSON message #0 is a Node; a trace starts with its GlobalMetadata");
+  }
   pb::GlobalMetadata metadata;
   parse(messages[0], metadata, 0);
   setMetadata(metadata, trace);
@@ -501,6 +512,12 @@ ChakraTrace decodeMessageStream(const std::vector<std::string>& messages, std::s
     parse(messages[k], node, k);
     if (!pb::NodeType_IsValid(node.type())) {
       throw WorkloadError(name + ": JSON message #" + std::to_string(k) + ": " + unknownTypeText(node.type()));
+    }
+    if (node.type() == pb::INVALID_NODE) {
+      const std::optional<Json> type = typeKey(messages[k]);
+      if (type && *type != "INVALID_NODE" && *type != 0) {
+        throw WorkloadError(name + ": JSON message #" + std::to_string(k) + ": unknown node type " + type->dump());
+      }
     }
     trace.nodes.push_back(fromProto(node));
   }
@@ -1120,22 +1137,43 @@ std::string encodeChakraBinary(const ChakraTrace& trace) {
 
 namespace {
 
-/// The JSON values of `text` one after another (each re-serialised), or none when it is not
-/// such a sequence of objects.
-std::vector<std::string> jsonValues(std::string_view text) {
+/// Deepest nesting of a JSON trace (the schema needs 4; hostile nesting is refused early).
+constexpr int kMaxJsonDepth = 64;
+
+/// The JSON objects of `text` one after another, each its own slice of `text` (their syntax is
+/// left to the parser of each), or none when `text` is not such a sequence: something else
+/// between them, an unbalanced object, or nesting deeper than kMaxJsonDepth.
+std::vector<std::string> jsonObjects(std::string_view text) {
   std::vector<std::string> out;
-  std::istringstream in{std::string(text)};
-  try {
-    while ((in >> std::ws).peek() != std::char_traits<char>::eof()) {
-      Json value;
-      in >> value;
-      if (!value.is_object()) return {};
-      out.push_back(value.dump());
+  size_t i = 0;
+  const auto space = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
+  while (true) {
+    while (i < text.size() && space(text[i])) ++i;
+    if (i == text.size()) return out;
+    if (text[i] != '{') return {};
+    const size_t start = i;
+    int depth = 0;
+    bool in_string = false;
+    for (; i < text.size(); ++i) {
+      const char c = text[i];
+      if (in_string) {
+        if (c == '\\') {
+          ++i;
+        } else if (c == '"') {
+          in_string = false;
+        }
+      } else if (c == '"') {
+        in_string = true;
+      } else if (c == '{' || c == '[') {
+        if (++depth > kMaxJsonDepth) return {};
+      } else if ((c == '}' || c == ']') && --depth == 0) {
+        break;
+      }
     }
-  } catch (const Json::exception&) {
-    return {};
+    if (i >= text.size()) return {};
+    out.emplace_back(text.substr(start, i + 1 - start));
+    ++i;
   }
-  return out;
 }
 
 }  // namespace
@@ -1144,7 +1182,11 @@ ChakraTrace decodeChakraJson(std::string_view text, std::string_view source) {
   // JSON readers differ on which of two equal keys in one object wins: refuse them.
   std::vector<std::set<std::string>> open_objects;
   std::string repeated;
-  const auto watch = [&](int, Json::parse_event_t event, Json& parsed) {
+  const auto watch = [&](int depth, Json::parse_event_t event, Json& parsed) {
+    if (depth > kMaxJsonDepth) {
+      throw WorkloadError(std::string(source) + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+                          " levels");
+    }
     if (event == Json::parse_event_t::object_start) open_objects.emplace_back();
     if (event == Json::parse_event_t::object_end && !open_objects.empty()) open_objects.pop_back();
     if (event == Json::parse_event_t::key && !open_objects.empty() &&
@@ -1158,7 +1200,7 @@ ChakraTrace decodeChakraJson(std::string_view text, std::string_view source) {
     root = Json::parse(text, watch);
   } catch (const Json::exception& e) {  // a syntax error, or a number beyond double (out_of_range)
     // Several JSON values one after another: Chakra's jsonizer form.
-    if (const std::vector<std::string> messages = jsonValues(text); messages.size() > 1) {
+    if (const std::vector<std::string> messages = jsonObjects(text); messages.size() > 1) {
       return decodeMessageStream(messages, source);
     }
     throw WorkloadError(std::string(source) + ": invalid JSON: " + e.what());

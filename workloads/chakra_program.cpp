@@ -1,6 +1,7 @@
 #include "workloads/chakra_program.hpp"
 
 #include <algorithm>
+#include <array>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -158,25 +159,32 @@ ImportedStage importProgram(const ChakraTrace& trace, uint32_t stage, Map&& map)
   out.program.stage = stage;
   const std::vector<size_t> order = topologicalOrder(trace);
   // The tasks each node stands for as a dependency: itself, or for a left-out node the
-  // tasks it waited for.
+  // tasks it waited for, the latest of each stream (the earlier ones of a stream are implied
+  // by its order), so at most kStreams whatever the chain of left-out nodes.
   std::map<uint64_t, std::vector<uint32_t>> stands_for;
   std::vector<std::pair<uint32_t, uint32_t>> edges;
-  std::map<uint32_t, uint64_t> untagged_sends;
-  std::map<uint32_t, uint64_t> untagged_receives;
+  // Untagged messages are numbered per process group and peer (NCCL orders them per communicator).
+  std::map<std::pair<std::string, uint32_t>, uint64_t> untagged_sends;
+  std::map<std::pair<std::string, uint32_t>, uint64_t> untagged_receives;
   for (const size_t k : order) {
     const ChakraNode& n = trace.nodes[k];
-    std::vector<uint32_t> waits;
+    std::array<uint32_t, kStreams> latest;
+    latest.fill(kNoTask);
     for (const auto* deps : {&n.ctrl_deps, &n.data_deps}) {
       for (uint64_t d : *deps) {
-        const std::vector<uint32_t>& from = stands_for.at(d);
-        waits.insert(waits.end(), from.begin(), from.end());
+        for (const uint32_t task : stands_for.at(d)) {
+          uint32_t& slot = latest[out.program.tasks[task].stream];
+          if (slot == kNoTask || task > slot) slot = task;
+        }
       }
+    }
+    std::vector<uint32_t> waits;
+    for (const uint32_t task : latest) {
+      if (task != kNoTask) waits.push_back(task);
     }
     TaskDef t;
     uint32_t peer = 0;
     if (!map(n, t, peer)) {
-      std::sort(waits.begin(), waits.end());
-      waits.erase(std::unique(waits.begin(), waits.end()), waits.end());
       stands_for[n.id] = std::move(waits);
       continue;
     }
@@ -184,8 +192,9 @@ ImportedStage importProgram(const ChakraTrace& trace, uint32_t stage, Map&& map)
     if (index >= kMaxProgramTasks) {
       fail(trace, n, "more than " + std::to_string(kMaxProgramTasks) + " tasks in one rank's program");
     }
-    auto tagOf = [&](std::map<uint32_t, uint64_t>& untagged) {
-      return n.commTag() ? uint64_t{*n.commTag()} : kUntagged + untagged[peer]++;
+    auto tagOf = [&](std::map<std::pair<std::string, uint32_t>, uint64_t>& untagged) {
+      if (n.commTag()) return uint64_t{*n.commTag()};
+      return kUntagged + untagged[{std::string(n.pgName().value_or("")), peer}]++;
     };
     switch (t.kind) {
       case TaskKind::kSend:
@@ -493,6 +502,7 @@ CommGroups readCommGroups(const std::filesystem::path& path, uint32_t ranks) {
   }
   if (!root.is_object()) throw WorkloadError(file + ": expected an object of rank lists, e.g. {\"0\": [0, 1]}");
   CommGroups groups;
+  std::vector<bool> seen(ranks, false);  // reset after each group: one bitmap for all
   for (const auto& item : root.items()) {
     const std::string& name = item.key();
     const nlohmann::json& list = item.value();
@@ -500,16 +510,17 @@ CommGroups readCommGroups(const std::filesystem::path& path, uint32_t ranks) {
     if (name.empty()) throw WorkloadError(file + ": a group with an empty name");
     if (!list.is_array() || list.empty()) bad("expected a non-empty list of ranks");
     std::vector<uint32_t> members;
-    std::vector<bool> seen(ranks, false);
     for (const auto& v : list) {
       if (!v.is_number_unsigned() || v.get<uint64_t>() >= ranks) {
-        bad(v.dump() + " is not a rank of the job (0 to " + std::to_string(ranks - 1) + ")");
+        const std::string what = v.is_number() ? v.dump() : std::string("a JSON ") + v.type_name();
+        bad(what + " is not a rank of the job (0 to " + std::to_string(ranks - 1) + ")");
       }
       const auto r = v.get<uint32_t>();
       if (seen[r]) bad("rank " + std::to_string(r) + " listed twice");
       seen[r] = true;
       members.push_back(r);
     }
+    for (const uint32_t r : members) seen[r] = false;
     groups.emplace(name, std::move(members));
   }
   return groups;
@@ -600,7 +611,7 @@ TrainingProgram programFromRankTraces(const std::vector<ChakraTrace>& traces, co
                              .opaqueKernelTime(static_cast<double>(std::max<int64_t>(flops, 0)),
                                                static_cast<double>(bytes), precision)
                              .ps;
-          if (t.compute_ps > kMaxTaskPs) fail(trace, n, "num_ops and tensor_size give more than 1,000 s");
+          if (t.compute_ps > kMaxTaskPs) fail(trace, n, "num_ops and tensor_size take more than 1,000 s");
           return true;
         }
         default:

@@ -174,7 +174,13 @@ TrainingProgram programFromSimai(const SimaiWorkload& w, const CollectiveModel& 
     fail(w.source, 1, "pp " + std::to_string(w.pp) + ": SimAI's pipeline stages are not imported (files with pp: 1)");
   }
   if (w.checkpoints > 0) fail(w.source, 1, "checkpoints: activation checkpointing in SimAI files is not imported");
-  if (w.layers.size() * 3 >= kMaxProgramTasks) fail(w.source, 2, "too many layer lines for one program");
+  if (w.tp > static_cast<uint32_t>(kMaxServerGpus)) {
+    fail(w.source, 1,
+         "model_parallel_NPU_group " + std::to_string(w.tp) + ": tensor parallelism must stay inside a " +
+             "server of at most " + std::to_string(kMaxServerGpus) + " GPUs");
+  }
+  // Up to six tasks per line (three phases, each with a collective), and the closing one.
+  if (w.layers.size() * 6 + 1 >= kMaxProgramTasks) fail(w.source, 2, "too many layer lines for one program");
   StageProgram p;
   std::vector<std::pair<uint32_t, uint32_t>> edges;
   const auto tp = static_cast<int32_t>(w.tp);

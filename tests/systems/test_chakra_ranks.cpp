@@ -172,6 +172,24 @@ TEST_CASE("a SimAI workload runs as its loop orders it, and as per-rank Chakra t
   checkPerRankReplay(x, true);
 }
 
+TEST_CASE("a per-rank collective its algorithm cannot run is refused before it is built, at every fidelity") {
+  const auto ar = ChakraCollectiveType::kAllReduce;
+  // Three ranks as three stages of the traced job, so its parallelism has no DP group to check.
+  TrainingExperiment x = test::tinyExperiment(1, 3, 1, 1, 1);
+  x.collectives.all_reduce = CollectiveAlgorithm::kHalvingDoubling;
+  const test::TempDir tmp;
+  x.chakra = writeJob(
+      tmp.path(""),
+      job({{collective(1, ar, 1 << 20, "")}, {collective(1, ar, 1 << 20, "")}, {collective(1, ar, 1 << 20, "")}}));
+  x.chakra_layout = ChakraLayout::kRanks;
+  for (NetworkFidelity f : {NetworkFidelity::kAnalytical, NetworkFidelity::kFlow, NetworkFidelity::kPacket}) {
+    x.fidelity = f;
+    CHECK_THROWS_WITH(runOne(x),
+                      "collectives: halving_doubling cannot run all_reduce over 3 ranks, 1 on the first "
+                      "one's server");
+  }
+}
+
 TEST_CASE("per-rank compute: durations, the roofline of num_ops and tensor_size, host ops left out") {
   const ComputeModel& gpu = a100();
   ChakraNode cpu = compute(2, 5'000'000, {1});  // a host op of 5 s: takes no time
@@ -312,6 +330,29 @@ TEST_CASE("per-rank messages between any two ranks, and the errors of per-rank j
                     "job.0.et: node 1: COMM_SEND_NODE without comm_dst, and its process group 'three' (ranks 0, 1, "
                     "2) is not a pair holding rank 0, so the peer is unknown");
 
+  // A chain of host ops, each also waiting for a kernel of its own: what each stands for
+  // stays one task per stream, so the program and its edges grow linearly.
+  std::vector<ChakraNode> chain;
+  for (uint64_t i = 0; i < 20000; ++i) {
+    ChakraNode gpu_op = compute(2 * i + 1, 1);
+    ChakraNode host = compute(2 * i + 2, 1, {2 * i + 1});
+    if (i > 0) host.data_deps.push_back(2 * i);
+    host.setAttribute(
+        ChakraAttribute{std::string(chakra_attr::kIsCpuOp), "", ChakraValueKind::kBool, false, {1}, {}, {}, {}});
+    chain.push_back(gpu_op);
+    chain.push_back(host);
+  }
+  chain.push_back(collective(50000, ar, 64, "", {39999 + 1}));
+  const TrainingProgram chained = programFromRankTraces(job({chain}), {}, a100(), TrainingPrecision::kBf16);
+  CHECK(chained.stages[0].tasks.size() == 20001);
+  CHECK(chained.stages[0].succs.size() == 1);  // only the collective waits across streams
+  // Work so large it would not fit in 64-bit picoseconds is refused, not wrapped.
+  ChakraNode huge = compute(1, 0);
+  huge.setAttribute(ChakraAttribute{
+      std::string(chakra_attr::kTensorSize), "", ChakraValueKind::kUint64, false, {}, {~uint64_t{0}}, {}, {}});
+  CHECK_THROWS_WITH(programFromRankTraces(job({{huge}}), {}, a100(), TrainingPrecision::kBf16),
+                    "job.0.et: node 1: num_ops and tensor_size take more than 1,000 s");
+
   // The communicator-group file.
   const test::TempDir tmp;
   auto groupsFrom = [&](const std::string& text) {
@@ -325,6 +366,8 @@ TEST_CASE("per-rank messages between any two ranks, and the errors of per-rank j
   CHECK_THROWS_WITH(groupsFrom(R"({"0": []})"), Catch::EndsWith("group '0': expected a non-empty list of ranks"));
   CHECK_THROWS_WITH(groupsFrom(R"([0, 1])"), Catch::Contains("g.json: expected an object of rank lists"));
   CHECK_THROWS_WITH(groupsFrom(R"({"0": [0,)"), Catch::Contains("g.json: invalid JSON"));
+  CHECK_THROWS_WITH(groupsFrom(R"({"0": [[[[0]]]]})"),
+                    Catch::EndsWith("group '0': a JSON array is not a rank of the job (0 to 3)"));
 }
 
 }  // namespace

@@ -759,6 +759,17 @@ TEST_CASE("Chakra's jsonizer form: protobuf JSON messages one after another", "[
              StartsWith("j.json: JSON message #1 (Node): "));
   CHECK(errorOf([] { decodeChakraJson(R"({"version": "1"} {"id": 1, "type": 42})", "j.json"); }) ==
         "j.json: JSON message #1: unknown node type 42 (NodeType has 0..10)");
+  // A node type protobuf's parser does not know would read as INVALID_NODE: refused.
+  CHECK(errorOf([] { decodeChakraJson(R"({"version": "1"} {"id": 1, "type": "COMM_SENDD_NODE"})", "j.json"); }) ==
+        "j.json: JSON message #1: unknown node type \"COMM_SENDD_NODE\"");
+  CHECK(errorOf([] { decodeChakraJson(R"({"id": 1, "type": "COMP_NODE"} {"id": 2})", "j.json"); }) ==
+        "j.json: JSON message #0 is a Node; a trace starts with its GlobalMetadata");
+  // Hostile nesting is refused before anything recurses over it, in both JSON forms.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  CHECK_THAT(errorOf([&] { decodeChakraJson(R"({"version": "1"} {"id": 1, "attr": )" + deep + "}", "j.json"); }),
+             StartsWith("j.json: invalid JSON"));
+  CHECK(errorOf([&] { decodeChakraJson(R"({"nodes": )" + deep + "}", "j.json"); }) ==
+        "j.json: JSON nested deeper than 64 levels");
   // Not a sequence of objects: the JSON syntax error as before.
   CHECK_THAT(errorOf([] { decodeChakraJson(R"({"nodes": [}] )", "j.json"); }), StartsWith("j.json: invalid JSON"));
 }

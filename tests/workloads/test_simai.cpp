@@ -126,6 +126,12 @@ TEST_CASE("SimAI workload errors name the file and line", "[workloads][simai]") 
                     "w.txt:1: pp 2: SimAI's pipeline stages are not imported (files with pp: 1)");
   CHECK_THAT(errorOf("HYBRID_TRANSFORMER_FWD_IN_BCKWD all_gpus: 2\n1\n"),
              Contains("w.txt:2: announces 1 layer lines; the file has 0"));
+  const std::string tp16 =
+      "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 16 all_gpus: 16\n1\n"
+      "x\t-1\t1\tALLREDUCE\t4096\t1\tNONE\t0\t1\tNONE\t0\t0\n";
+  CHECK_THROWS_WITH(programFromSimai(parseSimaiWorkload(tp16, "w.txt"), tp_model, 1),
+                    "w.txt:1: model_parallel_NPU_group 16: tensor parallelism must stay inside a server of at most 8 "
+                    "GPUs");
 }
 
 }  // namespace
