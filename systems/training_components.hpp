@@ -110,8 +110,10 @@ struct RankTimes {
   int64_t ep = 0;
   int64_t bubble = 0;
   int64_t finish = 0;
+  int64_t compute_end = 0;  ///< when the compute stream's last task ended
   uint32_t tasks_done = 0;
-  uint32_t pad = 0;
+  CommKind tail_kind = CommKind::kNone;  ///< of the communication task that ended last
+  uint8_t pad[3] = {};
 };
 struct Rank : Archetype<RankInfo, RankStreams, RankTimes> {
   static constexpr const char* kName = "Rank";

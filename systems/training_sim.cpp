@@ -610,13 +610,20 @@ TrainingResult collectResult(TrainWorld& world, ExpId e, const TrainingExperimen
     if (critical < 0 || t.finish > ranks.get<RankTimes>(critical).finish) critical = row;
   }
   const RankTimes& t = ranks.get<RankTimes>(critical);
+  // Communication still running after the compute stream's last task (a trace that ends in a
+  // collective nothing waits for) is exposed, as a wait for it would be. A run cut off by a
+  // time limit counts only finished tasks, and no tail.
+  const int64_t tail = res.error.empty() ? std::max<int64_t>(0, t.finish - t.compute_end) : 0;
+  const bool dp_tail =
+      t.tail_kind == CommKind::kDp || t.tail_kind == CommKind::kExpertDp || t.tail_kind == CommKind::kGroup;
   res.iteration = Picoseconds{t.finish};
   res.compute = Picoseconds{t.compute};
   res.exposed_tp = Picoseconds{t.tp};
-  res.exposed_pp = Picoseconds{t.pp};
-  res.exposed_dp = Picoseconds{t.dp};
-  res.exposed_ep = Picoseconds{t.ep};
-  res.bubble = Picoseconds{t.finish - t.compute - t.tp - t.pp - t.dp - t.ep};
+  res.exposed_pp = Picoseconds{t.pp + (t.tail_kind == CommKind::kPp ? tail : 0)};
+  res.exposed_dp = Picoseconds{t.dp + (dp_tail ? tail : 0)};
+  res.exposed_ep = Picoseconds{t.ep + (t.tail_kind == CommKind::kEp ? tail : 0)};
+  res.bubble = Picoseconds{t.finish - res.compute.ps - res.exposed_tp.ps - res.exposed_pp.ps - res.exposed_dp.ps -
+                           res.exposed_ep.ps};
   res.peak_memory = peakStageMemory(x);
   const double seconds = static_cast<double>(t.finish) * 1e-12;
   if (seconds > 0) {

@@ -474,6 +474,11 @@ struct RankSystem {
     }
     st.running[s] = kNoTask;
     st.busy_until[s] = t;
+    if (s == kComputeStream) {
+      times.compute_end = t;
+    } else if (t >= times.finish) {
+      times.tail_kind = d.comm;
+    }
     times.finish = t > times.finish ? t : times.finish;
     times.tasks_done += 1;
   }

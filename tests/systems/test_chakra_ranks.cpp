@@ -250,6 +250,17 @@ TEST_CASE("per-rank communicators: members wait for the slowest, other groups do
   x.chakra = writeJob(tmp.path("slow"), slow);
   const TrainingResult late = runOne(x);
   CHECK(late.iteration.ps - base.iteration.ps == 300'000'000);
+  // A job that ends in its all-reduce: the time after the last kernel is exposed DP
+  // communication, as a wait for it would be, not bubble.
+  std::filesystem::create_directories(tmp.path("tail"));
+  x.chakra = writeJob(tmp.path("tail"), job({{compute(1, 100), collective(2, ar, 1 << 20, "a", {1})},
+                                             {compute(1, 100), collective(2, ar, 1 << 20, "a", {1})},
+                                             {compute(1, 100), collective(2, ar, 1 << 20, "b", {1})},
+                                             {compute(1, 100), collective(2, ar, 1 << 20, "b", {1})}}));
+  const TrainingResult tail = runOne(x);
+  CHECK(tail.exposed_dp.ps > 0);
+  CHECK(tail.exposed_dp.ps == tail.iteration.ps - 100'000'000);
+  CHECK(tail.bubble.ps == 0);
   // Without the group file every collective spans every rank: one all-reduce over 4.
   x.chakra_groups.clear();
   x.chakra = writeJob(tmp.path("even"), job({rank(100, "0"), rank(100, "0"), rank(100, "0"), rank(100, "0")}));
