@@ -69,13 +69,16 @@ struct Plan {
 
 /// The program of experiment x's Chakra traces, in the layout it asks for (docs/chakra.md).
 TrainingProgram chakraProgram(const TrainingExperiment& x, const ComputeModel& compute) {
-  const std::vector<ChakraTrace> traces = readChakraTraces(x.chakra, x.cluster.gpus);
-  const bool per_rank =
-      x.chakra_layout == ChakraLayout::kRanks ||
-      (x.chakra_layout == ChakraLayout::kAuto && (!x.chakra_groups.empty() || usesOtherGroups(traces)));
-  if (!per_rank) return programFromChakra(traces, x.parallelism);
-  const CommGroups groups = x.chakra_groups.empty() ? CommGroups{} : readCommGroups(x.chakra_groups, x.cluster.gpus);
-  return programFromRankTraces(traces, groups, compute, x.training.precision);
+  // Traces are read one (or, for a stage's comparison, two) at a time, as they are imported.
+  const uint32_t ranks = x.cluster.gpus;
+  const TraceSource trace_of = [&](uint32_t r) { return readRankTrace(x.chakra, r, ranks); };
+  // auto: per rank with a group file, or when rank 0's collectives name other groups.
+  const bool per_rank = x.chakra_layout == ChakraLayout::kRanks ||
+                        (x.chakra_layout == ChakraLayout::kAuto &&
+                         (!x.chakra_groups.empty() || usesOtherGroups(readRankTrace(x.chakra, 0, ranks))));
+  if (!per_rank) return programFromChakra(trace_of, ranks, x.parallelism);
+  const CommGroups groups = x.chakra_groups.empty() ? CommGroups{} : readCommGroups(x.chakra_groups, ranks);
+  return programFromRankTraces(trace_of, ranks, groups, compute, x.training.precision);
 }
 
 }  // namespace

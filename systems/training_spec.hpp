@@ -100,7 +100,7 @@ inline GpuSpec clusterGpu(const ClusterSpec& cluster) {
 /// How Chakra traces run: as stage programs (every rank of a pipeline stage the same, the
 /// Megatron layout of `parallelism`) or as a program per rank (any DAG per rank).
 enum class ChakraLayout : uint8_t {
-  kAuto,  ///< per rank when chakra_groups is given or a collective names another process group than dp, ep, expert_dp
+  kAuto,  ///< per rank with chakra_groups, or when a collective of rank 0 names a group other than dp, ep, expert_dp
   kStages,
   kRanks,
 };

@@ -1306,20 +1306,18 @@ std::vector<ChakraTrace> readChakraTraces(const std::string& prefix, uint32_t ra
   if (ranks == 0) throw WorkloadError(prefix + ": Chakra traces need at least one rank");
   std::vector<ChakraTrace> traces;
   traces.reserve(ranks);
-  for (uint32_t rank = 0; rank < ranks; ++rank) {
-    const std::string stem = prefix + "." + std::to_string(rank);
-    const std::filesystem::path binary = stem + ".et";
-    const std::filesystem::path json = stem + ".json";
-    if (std::filesystem::exists(binary)) {
-      traces.push_back(readChakraFile(binary));
-    } else if (std::filesystem::exists(json)) {
-      traces.push_back(readChakraFile(json));
-    } else {
-      throw WorkloadError(binary.string() + ": missing rank file (rank " + std::to_string(rank) + " of " +
-                          std::to_string(ranks) + "; no " + json.filename().string() + " either)");
-    }
-  }
+  for (uint32_t rank = 0; rank < ranks; ++rank) traces.push_back(readRankTrace(prefix, rank, ranks));
   return traces;
+}
+
+ChakraTrace readRankTrace(const std::string& prefix, uint32_t rank, uint32_t ranks) {
+  const std::string stem = prefix + "." + std::to_string(rank);
+  const std::filesystem::path binary = stem + ".et";
+  const std::filesystem::path json = stem + ".json";
+  if (std::filesystem::exists(binary)) return readChakraFile(binary);
+  if (std::filesystem::exists(json)) return readChakraFile(json);
+  throw WorkloadError(binary.string() + ": missing rank file (rank " + std::to_string(rank) + " of " +
+                      std::to_string(ranks) + "; no " + json.filename().string() + " either)");
 }
 
 }  // namespace mv

@@ -243,4 +243,7 @@ void writeChakraFile(const std::filesystem::path& path, const ChakraTrace& trace
  */
 std::vector<ChakraTrace> readChakraTraces(const std::string& prefix, uint32_t ranks);
 
+/// readChakraFile of rank `rank`'s file among `ranks`: `<prefix>.<rank>.et`, else `.json`.
+ChakraTrace readRankTrace(const std::string& prefix, uint32_t rank, uint32_t ranks);
+
 }  // namespace mv

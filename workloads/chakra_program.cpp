@@ -337,11 +337,11 @@ namespace {
 /// Matches every send of `stages` with its receive: stage s holds ranks [s · per_stage,
 /// (s + 1) · per_stage), each running the stage's program with peers shifted by its position;
 /// a send must go to the same position of another stage. Then every receive needs its send.
-void matchMessages(std::vector<ImportedStage>& stages, const std::vector<ChakraTrace>& traces, uint32_t per_stage) {
+void matchMessages(std::vector<ImportedStage>& stages, const std::vector<std::string>& sources, uint32_t per_stage) {
   const auto count = static_cast<uint32_t>(stages.size());
   // "job.4.et: node 31", the place of stage s's task `index` in its first rank's trace.
   auto where = [&](uint32_t s, uint32_t index) {
-    return traces[size_t{s} * per_stage].source + ": node " + std::to_string(stages[s].node_ids[index]);
+    return sources[size_t{s} * per_stage] + ": node " + std::to_string(stages[s].node_ids[index]);
   };
   for (uint32_t s = 0; s < count; ++s) {
     const uint32_t me = s * per_stage;
@@ -387,7 +387,7 @@ void matchMessages(std::vector<ImportedStage>& stages, const std::vector<ChakraT
 }
 
 /// Moves the imported programs into `out` and refuses a job whose waits loop across ranks.
-void finishProgram(std::vector<ImportedStage>& stages, const std::vector<ChakraTrace>& traces, uint32_t per_stage,
+void finishProgram(std::vector<ImportedStage>& stages, const std::vector<std::string>& sources, uint32_t per_stage,
                    TrainingProgram& out) {
   std::vector<std::vector<uint64_t>> node_ids;
   for (ImportedStage& s : stages) {
@@ -395,7 +395,7 @@ void finishProgram(std::vector<ImportedStage>& stages, const std::vector<ChakraT
     node_ids.push_back(std::move(s.node_ids));
   }
   if (const std::optional<TaskRef> stuck = firstStuckTask(out)) {
-    throw WorkloadError(traces[size_t{stuck->stage} * per_stage].source + ": node " +
+    throw WorkloadError(sources[size_t{stuck->stage} * per_stage] + ": node " +
                         std::to_string(node_ids[stuck->stage][stuck->task]) +
                         ": can never start: the sends, receives, collectives and waits of the ranks wait on each "
                         "other (a deadlock across ranks)");
@@ -404,18 +404,23 @@ void finishProgram(std::vector<ImportedStage>& stages, const std::vector<ChakraT
 
 }  // namespace
 
-TrainingProgram programFromChakra(const std::vector<ChakraTrace>& traces, const Parallelism& par) {
+TrainingProgram programFromChakra(const TraceSource& trace_of, uint32_t ranks, const Parallelism& par) {
   const uint32_t per_stage = par.tp * par.dp;
-  if (traces.size() != size_t{per_stage} * par.pp) {
+  if (ranks != per_stage * par.pp) {
     throw WorkloadError("expected " + std::to_string(per_stage * par.pp) + " rank traces (tp · pp · dp), got " +
-                        std::to_string(traces.size()));
+                        std::to_string(ranks));
   }
   TrainingProgram out;
   std::vector<ImportedStage> stages;
+  std::vector<std::string> sources(ranks);
+  // One stage at a time: its first rank's trace is kept while the others are read and
+  // compared, so at most two traces are in memory.
   for (uint32_t s = 0; s < par.pp; ++s) {
-    const ChakraTrace& first = traces[size_t{s} * per_stage];
+    const ChakraTrace first = trace_of(s * per_stage);
+    sources[size_t{s} * per_stage] = first.source;
     for (uint32_t k = 1; k < per_stage; ++k) {
-      const ChakraTrace& other = traces[size_t{s} * per_stage + k];
+      const ChakraTrace other = trace_of(s * per_stage + k);
+      sources[size_t{s} * per_stage + k] = other.source;
       if (const std::string diff = programDifference(first, other, k); !diff.empty()) {
         throw WorkloadError(other.source + ": " + diff + " differs from " + first.source +
                             "; the ranks of a pipeline stage must run the same program, their peers at the "
@@ -425,9 +430,13 @@ TrainingProgram programFromChakra(const std::vector<ChakraTrace>& traces, const 
     }
     stages.push_back(importStage(first, par, s));
   }
-  matchMessages(stages, traces, per_stage);
-  finishProgram(stages, traces, per_stage, out);
+  matchMessages(stages, sources, per_stage);
+  finishProgram(stages, sources, per_stage, out);
   return out;
+}
+
+TrainingProgram programFromChakra(const std::vector<ChakraTrace>& traces, const Parallelism& par) {
+  return programFromChakra([&](uint32_t r) { return traces.at(r); }, static_cast<uint32_t>(traces.size()), par);
 }
 
 namespace {
@@ -564,15 +573,13 @@ CommGroups nameCommunicators(std::vector<ChakraTrace>& traces, const Parallelism
   return groups;
 }
 
-bool usesOtherGroups(const std::vector<ChakraTrace>& traces) {
-  for (const ChakraTrace& trace : traces) {
-    for (const ChakraNode& n : trace.nodes) {
-      if (n.type != ChakraNodeType::kCommColl) continue;
-      const std::string name(n.pgName().value_or("dp"));
-      if (name != processGroupName(CommKind::kDp) && name != processGroupName(CommKind::kEp) &&
-          name != processGroupName(CommKind::kExpertDp)) {
-        return true;
-      }
+bool usesOtherGroups(const ChakraTrace& trace) {
+  for (const ChakraNode& n : trace.nodes) {
+    if (n.type != ChakraNodeType::kCommColl) continue;
+    const std::string name(n.pgName().value_or("dp"));
+    if (name != processGroupName(CommKind::kDp) && name != processGroupName(CommKind::kEp) &&
+        name != processGroupName(CommKind::kExpertDp)) {
+      return true;
     }
   }
   return false;
@@ -580,15 +587,23 @@ bool usesOtherGroups(const std::vector<ChakraTrace>& traces) {
 
 TrainingProgram programFromRankTraces(const std::vector<ChakraTrace>& traces, const CommGroups& groups,
                                       const ComputeModel& compute, TrainingPrecision precision) {
-  const auto ranks = static_cast<uint32_t>(traces.size());
+  return programFromRankTraces([&](uint32_t r) { return traces.at(r); }, static_cast<uint32_t>(traces.size()), groups,
+                               compute, precision);
+}
+
+TrainingProgram programFromRankTraces(const TraceSource& trace_of, uint32_t ranks, const CommGroups& groups,
+                                      const ComputeModel& compute, TrainingPrecision precision) {
   const std::string world;
+  std::vector<std::string> sources(ranks);
   TrainingProgram out;
   out.per_rank = true;
   std::vector<ImportedStage> stages;
   // Per rank: its collectives in program order, with their communicator.
   std::vector<std::vector<std::pair<const std::string*, uint32_t>>> collectives(ranks);
+  // One trace in memory at a time.
   for (uint32_t r = 0; r < ranks; ++r) {
-    const ChakraTrace& trace = traces[r];
+    const ChakraTrace trace = trace_of(r);
+    sources[r] = trace.source;
     std::vector<const std::string*> communicators;
     stages.push_back(importProgram(trace, r, [&](const ChakraNode& n, TaskDef& t, uint32_t& peer) {
       switch (n.type) {
@@ -641,7 +656,7 @@ TrainingProgram programFromRankTraces(const std::vector<ChakraTrace>& traces, co
       if (st.program.tasks[i].kind == TaskKind::kCollective) collectives[r].emplace_back(communicators[k++], i);
     }
   }
-  matchMessages(stages, traces, 1);
+  matchMessages(stages, sources, 1);
   // Each communicator's collectives: its members run the same ones in the same order.
   std::vector<uint32_t> everyone(ranks);
   for (uint32_t r = 0; r < ranks; ++r) everyone[r] = r;
@@ -653,7 +668,7 @@ TrainingProgram programFromRankTraces(const std::vector<ChakraTrace>& traces, co
       lists.resize(members.size());
       const auto pos = std::find(members.begin(), members.end(), r);
       if (pos == members.end()) {
-        throw WorkloadError(traces[r].source + ": node " + std::to_string(stages[r].node_ids[task]) +
+        throw WorkloadError(sources[r] + ": node " + std::to_string(stages[r].node_ids[task]) +
                             ": a collective of process group '" + *group + "' (ranks " + rankList(members) +
                             "), which rank " + std::to_string(r) + " is not in");
       }
@@ -665,8 +680,8 @@ TrainingProgram programFromRankTraces(const std::vector<ChakraTrace>& traces, co
     const std::string label = group == &world ? "every rank's collectives" : "process group '" + *group + "'";
     for (size_t m = 0; m < members.size(); ++m) {
       if (lists[m].size() != lists[0].size()) {
-        throw WorkloadError(traces[members[m]].source + ": " + std::to_string(lists[m].size()) + " collectives of " +
-                            label + ", but " + traces[members[0]].source + " has " + std::to_string(lists[0].size()) +
+        throw WorkloadError(sources[members[m]] + ": " + std::to_string(lists[m].size()) + " collectives of " + label +
+                            ", but " + sources[members[0]] + " has " + std::to_string(lists[0].size()) +
                             " (the members of a communicator run the same collectives in the same order)");
       }
     }
@@ -678,10 +693,10 @@ TrainingProgram programFromRankTraces(const std::vector<ChakraTrace>& traces, co
         TaskDef& t = stages[members[m]].program.tasks[lists[m][j]];
         if (t.op != first.op || t.bytes != first.bytes) {
           throw WorkloadError(
-              traces[members[m]].source + ": node " + std::to_string(stages[members[m]].node_ids[lists[m][j]]) +
+              sources[members[m]] + ": node " + std::to_string(stages[members[m]].node_ids[lists[m][j]]) +
               ": collective #" + std::to_string(j) + " of " + label + " is " + collectiveText(t) + ", but " +
-              traces[members[0]].source + ": node " + std::to_string(stages[members[0]].node_ids[lists[0][j]]) +
-              " is " + collectiveText(first));
+              sources[members[0]] + ": node " + std::to_string(stages[members[0]].node_ids[lists[0][j]]) + " is " +
+              collectiveText(first));
         }
         t.seq = static_cast<uint32_t>(out.group_collectives.size());
         g.tasks.push_back(lists[m][j]);
@@ -689,7 +704,7 @@ TrainingProgram programFromRankTraces(const std::vector<ChakraTrace>& traces, co
       out.group_collectives.push_back(std::move(g));
     }
   }
-  finishProgram(stages, traces, 1, out);
+  finishProgram(stages, sources, 1, out);
   return out;
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -28,6 +29,10 @@ inline constexpr std::string_view kTpPs = "mv_tp_ps";
 inline constexpr std::string_view kStream = "mv_stream";
 }  // namespace chakra_attr
 
+/// The trace of rank r, read when asked for (readRankTrace): the importers hold one or two
+/// traces at a time, not the job's.
+using TraceSource = std::function<ChakraTrace(uint32_t rank)>;
+
 /// The traces of every rank (tp · pp · dp of `par`), rank r at index r (Megatron order).
 std::vector<ChakraTrace> programToChakra(const TrainingProgram& program, const Parallelism& par);
 
@@ -42,6 +47,8 @@ std::vector<ChakraTrace> programToChakra(const TrainingProgram& program, const P
  * so that some task could never start).
  */
 TrainingProgram programFromChakra(const std::vector<ChakraTrace>& traces, const Parallelism& par);
+/// The same, reading rank r's trace from `trace_of` when needed (`ranks` of them).
+TrainingProgram programFromChakra(const TraceSource& trace_of, uint32_t ranks, const Parallelism& par);
 
 /// Communicators of a job of per-rank programs: process-group name → its ranks, in ring
 /// order (ASTRA-sim's --comm-group-configuration file).
@@ -66,9 +73,9 @@ CommGroups nameCommunicators(std::vector<ChakraTrace>& traces, const Parallelism
 /// WorkloadError when the file cannot be written.
 void writeCommGroups(const std::filesystem::path& path, const CommGroups& groups);
 
-/// Whether some collective of `traces` names a process group other than dp, ep or
-/// expert_dp: such traces need per-rank programs (programFromRankTraces).
-bool usesOtherGroups(const std::vector<ChakraTrace>& traces);
+/// Whether some collective of `trace` names a process group other than dp, ep or expert_dp:
+/// such traces need per-rank programs (programFromRankTraces).
+bool usesOtherGroups(const ChakraTrace& trace);
 
 /**
  * Per-rank programs of `traces` (one per rank, any DAG each), as ASTRA-sim runs such traces:
@@ -86,6 +93,9 @@ bool usesOtherGroups(const std::vector<ChakraTrace>& traces);
  * trace and node for anything that cannot run (including waits that loop across ranks).
  */
 TrainingProgram programFromRankTraces(const std::vector<ChakraTrace>& traces, const CommGroups& groups,
+                                      const ComputeModel& compute, TrainingPrecision precision);
+/// The same, reading rank r's trace from `trace_of` when needed (`ranks` of them).
+TrainingProgram programFromRankTraces(const TraceSource& trace_of, uint32_t ranks, const CommGroups& groups,
                                       const ComputeModel& compute, TrainingPrecision precision);
 
 }  // namespace mv
