@@ -29,13 +29,26 @@ namespace mv {
 
 namespace {
 
+/// The sweep in `file` and its experiments, read into `xs` (problems into `diags`).
+Sweep readSweepExperiments(const std::filesystem::path& file, Diagnostics& diags, std::vector<TrainingExperiment>& xs) {
+  Sweep sweep = readSweep(file, diags);
+  if (diags.empty()) readExperiments(sweep, diags, [&](TrainingExperiment&& x) { xs.push_back(std::move(x)); });
+  return sweep;
+}
+
+/// Prints every problem of `file` and their count; the exit code of a bad input.
+int reportProblems(const Diagnostics& diags, const std::filesystem::path& file) {
+  std::cerr << diags.format() << "multiverse: " << diags.items().size() << " problem"
+            << (diags.items().size() == 1 ? "" : "s") << " in " << file.string() << "\n";
+  return kExitUsageError;
+}
+
 /// `multiverse validate`: expands the sweep, reads every experiment, reports every problem
 /// (exit 2) or the experiment count and a memory estimate (exit 0).
 int runValidate(const std::filesystem::path& file, int64_t max_memory) {
   Diagnostics diags;
-  const Sweep sweep = readSweep(file, diags);
   std::vector<TrainingExperiment> xs;
-  if (diags.empty()) readExperiments(sweep, diags, [&](TrainingExperiment&& x) { xs.push_back(std::move(x)); });
+  const Sweep sweep = readSweepExperiments(file, diags, xs);
   const int64_t budget = max_memory > 0 ? max_memory : defaultMemoryBudget();
   MemoryMeter meter(Recording{}, budget);
   int64_t total = 0;
@@ -46,11 +59,7 @@ int runValidate(const std::filesystem::path& file, int64_t max_memory) {
       largest = std::max(largest, m.total);
     }
   }
-  if (!diags.empty()) {
-    std::cerr << diags.format() << "multiverse: " << diags.items().size() << " problem"
-              << (diags.items().size() == 1 ? "" : "s") << " in " << file.string() << "\n";
-    return kExitUsageError;
-  }
+  if (!diags.empty()) return reportProblems(diags, file);
   const auto plural = [](uint64_t n, const char* what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); };
   std::cout << file.string() << ": " << plural(sweep.experiments.size(), "experiment") << " ("
             << plural(sweep.combinations, "combination") << ", " << sweep.dropped << " dropped by constraints)\n"
@@ -66,14 +75,9 @@ int runValidate(const std::filesystem::path& file, int64_t max_memory) {
 int runExportChakra(const std::filesystem::path& file, std::filesystem::path out, const std::string& format,
                     const std::string& layout, bool force) {
   Diagnostics diags;
-  const Sweep sweep = readSweep(file, diags);
   std::vector<TrainingExperiment> xs;
-  if (diags.empty()) readExperiments(sweep, diags, [&](TrainingExperiment&& x) { xs.push_back(std::move(x)); });
-  if (!diags.empty()) {
-    std::cerr << diags.format() << "multiverse: " << diags.items().size() << " problem"
-              << (diags.items().size() == 1 ? "" : "s") << " in " << file.string() << "\n";
-    return kExitUsageError;
-  }
+  readSweepExperiments(file, diags, xs);
+  if (!diags.empty()) return reportProblems(diags, file);
   if (out.empty()) out = std::filesystem::path("results") / (file.stem().string() + "-chakra");
   for (const TrainingExperiment& x : xs) {
     const std::filesystem::path dir = out / x.name;

@@ -220,7 +220,7 @@ MV_HD inline uint32_t flowTransfer(uint64_t id, uint32_t transfer_bits) {
 }
 MV_HD inline bool isTransferFlow(uint64_t id) { return (id >> kTransferIdBits) & 1; }
 inline constexpr uint32_t kMaxFlowRanks = 1u << 19;
-inline constexpr uint32_t kMaxFlowTasks = 1u << 20;
+inline constexpr uint32_t kMaxFlowTasks = kMaxProgramTasks;
 inline constexpr uint32_t kMinTransferBits = 18;
 /// Transfers one explicit DAG (TransferShape rows) may hold.
 inline constexpr uint32_t kMaxShapeTransfers = 1u << 24;

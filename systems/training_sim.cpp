@@ -81,18 +81,28 @@ TrainingProgram chakraProgram(const TrainingExperiment& x, const ComputeModel& c
   return programFromRankTraces(trace_of, ranks, groups, compute, x.training.precision);
 }
 
-}  // namespace
-
-TrainingProgram trainingProgramOf(const TrainingExperiment& x) {
-  const GpuSpec gpu = clusterGpu(x.cluster);
+/// How experiment x's program is generated; its intra-server model is also the plan's.
+ProgramOptions programOptionsOf(const TrainingExperiment& x, const GpuSpec& gpu) {
   ProgramOptions po;
   po.dp_bucket = x.collectives.dp_bucket;
   po.tp_model = makeCollectiveModel(gpu, x.cluster.intra);
   po.tp_bandwidth_factor = x.cluster.tp_bandwidth_factor;
+  return po;
+}
+
+/// The program of experiment x generated with `po` or read from its traces.
+TrainingProgram programOf(const TrainingExperiment& x, const GpuSpec& gpu, const ProgramOptions& po) {
   const ComputeModel compute(computeSpecOf(gpu), x.cluster.compute, x.operator_times);
   if (!x.simai.empty()) return programFromSimai(readSimaiWorkload(x.simai), po.tp_model, po.tp_bandwidth_factor);
   return x.chakra.empty() ? buildTrainingProgram(x.model, x.training, x.parallelism, compute, po)
                           : chakraProgram(x, compute);
+}
+
+}  // namespace
+
+TrainingProgram trainingProgramOf(const TrainingExperiment& x) {
+  const GpuSpec gpu = clusterGpu(x.cluster);
+  return programOf(x, gpu, programOptionsOf(x, gpu));
 }
 
 namespace {
@@ -100,7 +110,8 @@ namespace {
 Plan makePlan(const TrainingExperiment& x) {
   Plan p;
   const GpuSpec gpu = clusterGpu(x.cluster);
-  p.program = trainingProgramOf(x);
+  const ProgramOptions po = programOptionsOf(x, gpu);
+  p.program = programOf(x, gpu, po);
   const Routing routing = computeRouting(x.topology);
   p.layout = makeNetworkLayout(x.topology, routing, x.network.payload_bytes);
   TrainConfig& c = p.cfg;
@@ -129,7 +140,7 @@ Plan makePlan(const TrainingExperiment& x) {
   c.gpus_per_server = x.cluster.gpus_per_server;
   c.nics_per_server = x.cluster.nics_per_server;
   c.priority = x.collectives.priority;
-  c.intra = makeCollectiveModel(gpu, x.cluster.intra);
+  c.intra = po.tp_model;
   c.overlap_ppm = x.cluster.overlap_slowdown > 0 ? slowdownFactor(x.cluster.overlap_slowdown).ppm
                                                  : defaultOverlapSlowdown(gpu.architecture).gemm.ppm;
   c.jitter_ppm = static_cast<uint32_t>(std::llround(x.cluster.compute_jitter * kSlowdownOne));

@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+#include "ecs/input_file.hpp"
+
 namespace mv {
 
 namespace {
@@ -97,13 +99,20 @@ ChakraTrace rankTrace(const StageProgram& prog, const Parallelism& par, uint32_t
   throw WorkloadError(trace.source + ": node " + std::to_string(n.id) + ": " + what);
 }
 
-/// The collective's group kind from its process-group name ("dp" when absent).
-CommKind groupKind(const ChakraTrace& trace, const ChakraNode& n) {
-  const std::string name(n.pgName().value_or("dp"));
+/// The Megatron group kind a collective's process-group name names ("dp" when absent), or
+/// none for any other name.
+std::optional<CommKind> megatronGroup(const ChakraNode& n) {
+  const std::string_view name = n.pgName().value_or(processGroupName(CommKind::kDp));
   for (CommKind k : {CommKind::kDp, CommKind::kEp, CommKind::kExpertDp}) {
     if (name == processGroupName(k)) return k;
   }
-  fail(trace, n, "unknown process group '" + name + "' (expected dp, ep or expert_dp)");
+  return std::nullopt;
+}
+
+/// The collective's group kind from its process-group name ("dp" when absent).
+CommKind groupKind(const ChakraTrace& trace, const ChakraNode& n) {
+  if (const std::optional<CommKind> k = megatronGroup(n)) return *k;
+  fail(trace, n, "unknown process group '" + std::string(*n.pgName()) + "' (expected dp, ep or expert_dp)");
 }
 
 CollectiveOp collectiveOf(const ChakraTrace& trace, const ChakraNode& n) {
@@ -501,11 +510,11 @@ std::string collectiveText(const TaskDef& t) {
 
 CommGroups readCommGroups(const std::filesystem::path& path, uint32_t ranks) {
   const std::string file = path.string();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw WorkloadError(file + ": cannot open the communicator-group file");
+  const InputFile in = readInputFile(path);
+  if (!in.ok()) throw WorkloadError(file + ": " + in.problem);
   nlohmann::json root;
   try {
-    root = nlohmann::json::parse(in);
+    root = nlohmann::json::parse(in.text);
   } catch (const nlohmann::json::exception& e) {
     throw WorkloadError(file + ": invalid JSON: " + e.what());
   }
@@ -574,15 +583,8 @@ CommGroups nameCommunicators(std::vector<ChakraTrace>& traces, const Parallelism
 }
 
 bool usesOtherGroups(const ChakraTrace& trace) {
-  for (const ChakraNode& n : trace.nodes) {
-    if (n.type != ChakraNodeType::kCommColl) continue;
-    const std::string name(n.pgName().value_or("dp"));
-    if (name != processGroupName(CommKind::kDp) && name != processGroupName(CommKind::kEp) &&
-        name != processGroupName(CommKind::kExpertDp)) {
-      return true;
-    }
-  }
-  return false;
+  return std::any_of(trace.nodes.begin(), trace.nodes.end(),
+                     [](const ChakraNode& n) { return n.type == ChakraNodeType::kCommColl && !megatronGroup(n); });
 }
 
 TrainingProgram programFromRankTraces(const std::vector<ChakraTrace>& traces, const CommGroups& groups,
