@@ -5,6 +5,11 @@
  * while the record is free; the caller says where that field is. The head packs the first
  * free record with a tag bumped on every pop, so a pop racing with a pop and a push of the
  * same record cannot mistake the changed stack for an unchanged one (ABA).
+ *
+ * Records that were never handed out are not on the stack: they are taken in order from
+ * a counter once the stack is empty, so a pool touches only as many records as it ever
+ * has in use at once (the pages of the others are never written, allocateHostBuffer) and
+ * setting one up costs nothing per record.
  */
 #pragma once
 
@@ -18,11 +23,15 @@ namespace mv {
 /// End of a free list.
 inline constexpr uint32_t kFreeStackEnd = 0xFFFFFFFFu;
 
-/// The shared state of one stack. It keeps no counters: each would be one more contended
-/// atomic per operation; the host counts what is free by walking the list (freeCount).
+/// The shared state of one stack. It keeps no count of its records: that would be one
+/// more contended atomic per operation; the host counts what is free by walking the list
+/// (freeCount).
 struct FreeStack {
   uint64_t free_head = kFreeStackEnd;  ///< (tag << 32) | first free record (kFreeStackEnd: empty)
   int64_t capacity = 0;                ///< records in all
+  /// Records [unused, capacity) were never handed out; taken in order when the stack is
+  /// empty. May pass `capacity` (by at most one per racing taker): none is left then.
+  uint64_t unused = 0;
 
   /// A free record, or kFreeStackEnd when none is left. `link(r)` is record r's link field.
   template <class LinkOf>
@@ -30,12 +39,20 @@ struct FreeStack {
     uint64_t head = atomicLoadAcquire<uint64_t>(&free_head);
     for (;;) {
       const auto index = static_cast<uint32_t>(head);
-      if (index == kFreeStackEnd) return kFreeStackEnd;
+      if (index == kFreeStackEnd) return takeUnused();
       const uint32_t next = atomicLoad<uint32_t>(&link(index));
       const uint64_t desired = ((head >> 32) + 1) << 32 | next;
       if (atomicCompareExchange<uint64_t>(&free_head, head, desired)) break;
     }
     return static_cast<uint32_t>(head);
+  }
+
+  /// The next record never handed out, or kFreeStackEnd when none is left.
+  MV_HD uint32_t takeUnused() {
+    const auto cap = static_cast<uint64_t>(capacity);
+    if (atomicLoad<uint64_t>(&unused) >= cap) return kFreeStackEnd;  // keeps the counter from running on
+    const uint64_t r = atomicFetchAdd<uint64_t>(&unused, 1);
+    return r < cap ? static_cast<uint32_t>(r) : kFreeStackEnd;
   }
 
   /// Returns record `r`, which nobody uses any more.
@@ -49,22 +66,26 @@ struct FreeStack {
     }
   }
 
-  /// Host, between steps: the records on the stack.
+  /// Host, between steps: the records free, on the stack or never handed out.
   template <class LinkOf>
   int64_t freeCount(LinkOf link) const {
     int64_t n = 0;
     for (auto r = static_cast<uint32_t>(free_head); r != kFreeStackEnd && n <= capacity; r = link(r)) n += 1;
-    return n;
+    const auto left = capacity - static_cast<int64_t>(unused);
+    return n + (left > 0 ? left : 0);
+  }
+  /// Host, between steps: records ever handed out (the most in use at once, give or take
+  /// what units keep in their FreeCache).
+  int64_t everUsed() const {
+    return unused < static_cast<uint64_t>(capacity) ? static_cast<int64_t>(unused) : capacity;
   }
 
-  /// Host, before a run: `capacity` records of which [first, end) are free, in that order,
-  /// and the others out (in use).
-  template <class LinkOf>
-  static FreeStack chained(uint32_t first, uint32_t end, int64_t capacity, LinkOf link) {
-    for (uint32_t r = first; r < end; ++r) link(r) = r + 1 < end ? r + 1 : kFreeStackEnd;
+  /// Host, before a run: `capacity` records, of which the first `taken` are out (in use)
+  /// and the others free.
+  static FreeStack withTaken(uint32_t taken, int64_t capacity) {
     FreeStack s;
-    s.free_head = first < end ? first : kFreeStackEnd;
     s.capacity = capacity;
+    s.unused = taken;
     return s;
   }
 };

@@ -118,6 +118,7 @@ struct System {
   template <class A, class Policy, class WV>
   MV_HD static void runTable(const Policy& policy, WV& world) {
     if constexpr (kSystemMatches<S, A>) {
+      static_assert(!PoolArchetype<A>, "a pool's records keep no experiment ids: no system may visit them row by row");
       TableView<A>& t = world.template table<A>();
       const int64_t first = world.run_first < world.num_exps ? t.expBegin(world.run_first) : t.rows;
       const int64_t end = world.run_end < world.num_exps ? t.expBegin(world.run_end) : t.rows;

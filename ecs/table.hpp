@@ -58,6 +58,16 @@ struct Archetype {
 template <class A>
 concept StaticArchetype = requires { requires A::kStatic; };
 
+/// True for static archetypes also declared with `static constexpr bool kPool = true`: the
+/// records of a pool (FreeStack) that hands them out by number. Their rows keep no
+/// experiment ids (no system visits them row by row) and start as zero bytes, written
+/// first when the pool hands them out, so the pages of records never used are never
+/// committed (allocateHostBuffer).
+template <class A>
+concept PoolArchetype = StaticArchetype<A> && requires {
+  requires A::kPool;
+};
+
 /// Status bits a table (or world) raises during a run; the host turns them into errors.
 enum TableStatus : uint32_t {
   kStatusOk = 0,

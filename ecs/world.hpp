@@ -178,17 +178,19 @@ class World {
     if (t.rows + count > t.capacity) grow<A>(TableCapacity{std::max(t.rows + count, 2 * t.capacity), 0});
     const int64_t first = t.rows;
     const int64_t local0 = first - t.exp_begin[e];
-    for (int64_t i = 0; i < count; ++i) {
-      const int64_t r = first + i;
-      t.exp[r] = e;
-      if constexpr (!StaticArchetype<A>) {
-        const uint32_t index = t.free_ring[(t.free_head + i) % t.capacity];
-        t.entity[r] = Entity{index, t.slot_gen[index]};
-        t.slot_row[index] = static_cast<uint32_t>(r);
-        t.key[r] = static_cast<uint64_t>(local0 + i);
+    if constexpr (!PoolArchetype<A>) {  // a pool's rows are zero bytes already and keep no experiment
+      for (int64_t i = 0; i < count; ++i) {
+        const int64_t r = first + i;
+        t.exp[r] = e;
+        if constexpr (!StaticArchetype<A>) {
+          const uint32_t index = t.free_ring[(t.free_head + i) % t.capacity];
+          t.entity[r] = Entity{index, t.slot_gen[index]};
+          t.slot_row[index] = static_cast<uint32_t>(r);
+          t.key[r] = static_cast<uint64_t>(local0 + i);
+        }
       }
+      zeroRows(t, first, count, typename A::Components{});
     }
-    zeroRows(t, first, count, typename A::Components{});
     t.free_head += count;
     t.rows += count;
     t.live += count;
@@ -326,10 +328,14 @@ class World {
     for (std::size_t f : fields_) known = known || f == offset;
     if (!known) fields_.push_back(offset);
     const std::size_t bytes = bufferBytesFor<T>(count);
-    Buffer b{allocateHostBuffer(bytes), bytes};
-    std::memset(b.data.get(), 0, bytes);
+    Buffer b{allocateHostBuffer(bytes), bytes};  // zero-filled
     field = reinterpret_cast<T*>(b.data.get());
     buffers_.emplace(b.data.get(), std::move(b));
+  }
+  /// Rows of table A's experiment-id column for `rows` rows (none for a pool).
+  template <class A>
+  static int64_t expIdRows(int64_t rows) {
+    return PoolArchetype<A> ? 0 : rows;
   }
   /// Calls f(pointer field, element count) for every buffer of table A. Static tables
   /// (no creations per step) get no compaction or pending buffers, and a StaticArchetype
@@ -344,7 +350,7 @@ class World {
     visitColumns(t, rows, moving, pend, f, typename A::Components{});
     f(t.entity, handles);
     f(t.entity_alt, moving);
-    f(t.exp, rows);
+    f(t.exp, expIdRows<A>(rows));
     f(t.exp_alt, moving);
     f(t.key, handles);
     f(t.key_alt, moving);
@@ -384,7 +390,7 @@ class World {
   }
   template <class A, class... Cs>
   void copyColumns(TableView<A>& to, const TableView<A>& from, TypeList<Cs...>) {
-    (std::memcpy(to.template column<Cs>(), from.template column<Cs>(), sizeof(Cs) * from.rows), ...);
+    (copyIntoZeroed(to.template column<Cs>(), from.template column<Cs>(), sizeof(Cs) * from.rows), ...);
   }
 
   template <class A>
@@ -434,7 +440,7 @@ class World {
   /// regions and counters into the freshly allocated `t`, then releases `old`.
   template <class A>
   void copyExperimentRows(TableView<A>& t, const TableView<A>& old) {
-    std::memcpy(t.exp, old.exp, sizeof(ExpId) * old.rows);
+    std::memcpy(t.exp, old.exp, sizeof(ExpId) * expIdRows<A>(old.rows));
     std::memcpy(t.exp_begin, old.exp_begin, sizeof(int64_t) * (view_.num_exps + 1));
     std::memcpy(t.exp_rows, old.exp_rows, sizeof(int64_t) * view_.num_exps);
     std::memcpy(t.exp_generation, old.exp_generation, sizeof(uint32_t) * view_.num_exps);

@@ -180,12 +180,11 @@ inline bool growPooledStorage(uint32_t status, NetworkConfig& cfg) {
 }
 
 /// Appends `count` slots of the packet pool (H headers, I INT records) of experiment `e`;
-/// INT records only when it runs HPCC. Returns the global row of its first header slot.
+/// INT records only when it runs HPCC.
 template <class H, class I, class WorldT>
-int64_t appendPacketSlots(WorldT& world, ExpId e, int64_t count, const NetworkConfig& cfg) {
-  const int64_t first = world.template appendStatic<H>(e, count);
+void appendPacketSlots(WorldT& world, ExpId e, int64_t count, const NetworkConfig& cfg) {
+  world.template appendStatic<H>(e, count);
   world.template appendStatic<I>(e, cfg.cc == CcKind::kHpcc ? count : 0);
-  return first;
 }
 
 /// Idle RTT and BDP of an experiment for CC (network.md: T = max RTT, W_init = T × rate).
@@ -299,12 +298,8 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
   const auto chunks = static_cast<uint32_t>(storage.link_slots / kLinkChunkSlots);
   LinkPool link_pool;
   if (pools) {
-    auto& ring_slots = world.template table<LinkSlot>();
-    const int64_t slot0 = appendPacketSlots<LinkSlot, LinkSlotInt>(world, e, storage.link_slots, cfg);
-    static_cast<FreeStack&>(link_pool) =
-        FreeStack::chained(first_free_chunk, chunks, chunks, [&](uint32_t c) -> uint32_t& {
-          return ring_slots.template get<PacketHeader>(slot0 + int64_t{c} * kLinkChunkSlots).next;
-        });
+    appendPacketSlots<LinkSlot, LinkSlotInt>(world, e, storage.link_slots, cfg);
+    static_cast<FreeStack&>(link_pool) = FreeStack::withTaken(first_free_chunk, chunks);
   }
 
   // NICs, their control rings and where they attach.
@@ -378,11 +373,8 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
   appendRouteRows<RouteIndexTable, RouteSetTable, RoutePortTable>(world, e, layout);
   SwitchPool switch_pool;
   if (pools) {
-    auto& pool = world.template table<SwitchSlot>();
-    const int64_t pool0 = appendPacketSlots<SwitchSlot, SwitchSlotInt>(world, e, cfg.switch_pool_slots, cfg);
-    const auto count = static_cast<uint32_t>(cfg.switch_pool_slots);
-    static_cast<FreeStack&>(switch_pool) = FreeStack::chained(
-        0, count, count, [&](uint32_t k) -> uint32_t& { return pool.template get<PacketHeader>(pool0 + k).next; });
+    appendPacketSlots<SwitchSlot, SwitchSlotInt>(world, e, cfg.switch_pool_slots, cfg);
+    static_cast<FreeStack&>(switch_pool) = FreeStack::withTaken(0, cfg.switch_pool_slots);
   }
   auto& stats = world.template table<NetStats>();
   const int64_t stats0 = world.template appendStatic<NetStats>(e, 1);

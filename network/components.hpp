@@ -210,18 +210,22 @@ struct Link : Archetype<LinkInfo, LinkRing, LinkBinState> {
 struct LinkSlot : Archetype<PacketHeader> {
   static constexpr const char* kName = "LinkSlot";
   static constexpr bool kStatic = true;
+  static constexpr bool kPool = true;
 };
 struct LinkSlotInt : Archetype<IntStack> {
   static constexpr const char* kName = "LinkSlotInt";
   static constexpr bool kStatic = true;
+  static constexpr bool kPool = true;
 };
 struct SwitchSlot : Archetype<PacketHeader> {
   static constexpr const char* kName = "SwitchSlot";
   static constexpr bool kStatic = true;
+  static constexpr bool kPool = true;
 };
 struct SwitchSlotInt : Archetype<IntStack> {
   static constexpr const char* kName = "SwitchSlotInt";
   static constexpr bool kStatic = true;
+  static constexpr bool kPool = true;
 };
 struct NicSlot : Archetype<PacketHeader> {
   static constexpr const char* kName = "NicSlot";

@@ -116,7 +116,7 @@ TEST_CASE("a link ring runs through pooled chunks: order kept, chunks returned, 
   net::LinkBinState bins{};
   net::LinkPool pool;
   auto freeLink = [&](uint32_t c) -> uint32_t& { return headers[c * net::kLinkChunkSlots].next; };
-  static_cast<FreeStack&>(pool) = FreeStack::chained(1, kChunks, kChunks, freeLink);
+  static_cast<FreeStack&>(pool) = FreeStack::withTaken(1, kChunks);
   FreeCache cache;  // one unit both produces and consumes here: chunks go round through its cache
   const net::PacketSlots slots{headers.data(), ints.data()};
   auto rings = [&](int step) {
