@@ -140,10 +140,11 @@ int main(int argc, char** argv) {
   const double simulated_s = r.error.empty() ? static_cast<double>(r.iteration.ps) * 1e-12 : sim_ms * 1e-3;
   std::printf(
       "%6u GPUs  %-10s  %s %9.2f ms  x %u  wall %8.2f s (run %8.2f, %.2f s per experiment)  sim/wall %.5f"
-      "  events %11lld (%.2f M/s)  storage retries %u  peak RSS %6.2f GiB\n",
+      "  events %11lld (%.2f M/s)  storage retries %u  peak RSS %6.2f GiB (%.0f MiB)\n",
       gpus, fidelity.c_str(), r.error.empty() ? "iteration" : "simulated", simulated_s * 1e3, copies, wall,
       r.wall_seconds, wall / copies, simulated_s / wall, static_cast<long long>(events),
-      static_cast<double>(events) / std::max(r.wall_seconds, 1e-9) / 1e6, r.storage_retries, mv::peakRssGiB());
+      static_cast<double>(events) / std::max(r.wall_seconds, 1e-9) / 1e6, r.storage_retries, mv::peakRssGiB(),
+      mv::peakRssGiB() * 1024.0);
   if (!r.error.empty() && sim_ms == 0) std::printf("  error: %s\n", r.error.c_str());
   return 0;
 }

@@ -26,3 +26,17 @@ for config in "1024 8" "8192 8" "54000 6"; do
     "$bench" --gpus "$gpus" --pp "$pp" --fidelity packet --build
   fi
 done
+# A campaign of 1,024-GPU packet-level experiments: the resident memory one more experiment
+# adds (peak RSS of COPIES copies in one batch less that of one, over COPIES - 1), with the
+# switch pool its run needs so that no restart doubles it.
+copies="${COPIES:-8}"
+campaign() {
+  "$bench" --gpus 1024 --pp 8 --fidelity packet --iterate --sim-ms "${PACKET_SIM_MS:-0.2}" --switch-pool 1048576 \
+    --copies "$1" | tail -n 1
+}
+one=$(campaign 1)
+many=$(campaign "$copies")
+echo "$one"
+echo "$many"
+mib() { sed -E 's/.*\(([0-9]+) MiB\)$/\1/' <<< "$1"; }
+echo "1024 GPUs  packet      campaign: $(( ($(mib "$many") - $(mib "$one")) / (copies - 1) )) MiB resident per experiment"
