@@ -8,7 +8,10 @@
  * sharing a link are coupled with zero delay, so one system invocation advances them all,
  * event by event at exact picoseconds (parallelism is across experiments). Events are flow
  * arrivals (start_ps) and drain completions; at each event the rates are recomputed by
- * progressive filling over the directed links (NIC links included, so NIC rates cap them).
+ * progressive filling over the directed links (NIC links included, so NIC rates cap them),
+ * for the flows that share links, directly or through other flows, with a flow that
+ * arrived or drained: max-min rates are set per connected component of flows and links,
+ * so the other components' rates stand exactly as they were.
  *
  * Arithmetic is in integers: a flow's remaining work is kept in 10^-12 bit units (128 bits), so
  * draining `rate` b/s for `dt` ps removes exactly rate × dt of it; rates are whole b/s
@@ -46,6 +49,9 @@ struct FluidNetInfo {
   int32_t payload_bytes = 0;  ///< data payload per packet
   int32_t header_bytes = 0;   ///< wire bytes a data packet adds to its payload
   int32_t ack_bytes = 0;      ///< wire bytes of the ACK that tells the sender it is done
+  /// A check, not a model knob: 1 recomputes the rates of every active flow at every event,
+  /// not only those of the components an event touched (results must be the same).
+  uint32_t recompute_all = 0;
 };
 /// The experiment's fluid state and counters (written only by its FluidSystem invocation).
 struct FluidNetState {
@@ -74,6 +80,9 @@ struct FluidLinkFill {
   uint32_t unfrozen = 0;   ///< of which not yet frozen
   uint32_t first = 0;      ///< first FluidIncidence row of its flows
   uint32_t cursor = 0;     ///< fill position while the incidence lists are built
+  uint8_t changed = 0;     ///< a flow crossing it arrived or drained since the last filling
+  uint8_t reached = 0;     ///< in a component the current filling recomputes
+  uint8_t pad[6] = {};
 };
 /// Water-filling scratch: entry i of the experiment's heap of links by fair share is kept in
 /// the experiment's i-th link row (the heap never holds more entries than there are links).
@@ -159,7 +168,7 @@ struct FluidFlowState {
   uint32_t block = 0;       ///< its path block while active
   uint16_t hops = 0;        ///< links on its path
   uint8_t phase = kFluidWaiting;
-  uint8_t frozen = 0;       ///< water-filling scratch
+  uint8_t frozen = 0;  ///< water-filling scratch: its rate is fixed (or is not recomputed)
 };
 static_assert(sizeof(FluidFlowState) == 56);
 
@@ -373,6 +382,7 @@ struct FluidSystem {
       for (int64_t r = flow0; r < flow1; ++r) {
         FluidFlowState& f = state(r);
         if (f.phase != kFluidActive || f.drain_ps != t) continue;
+        markChanged(f);
         f.phase = kFluidDrained;
         f.left_lo = 0;
         f.left_hi = 0;
@@ -398,6 +408,7 @@ struct FluidSystem {
         st.free_block = tables.hop(f.block, info.path_stride, 0);
         const FlowSpec& s = spec(r);
         f.hops = static_cast<uint16_t>(storePath(s, f.block));
+        markChanged(f);
         f.latency_ps = latency(s, f);
         setFluidLeft(f, static_cast<Int128>(fluidWireBytes(s.bytes, info.payload_bytes, info.header_bytes)) * 8 *
                             kSubBitsPerBit);
@@ -408,6 +419,11 @@ struct FluidSystem {
         st.active += 1;
       }
       return true;
+    }
+
+    /// Marks the links of an active flow's path: its arrival or drain changes their shares.
+    MV_HD void markChanged(const FluidFlowState& f) const {
+      for (uint32_t i = 0; i < f.hops; ++i) tables.fill(tables.hop(f.block, info.path_stride, i)).changed = 1;
     }
 
     /// Writes the flow's route into its path block; returns the number of links.
@@ -456,12 +472,16 @@ struct FluidSystem {
      * share never falls when flows freeze elsewhere (they take at most the current level), so
      * the heap keeps stale shares as lower bounds: a popped link whose share has grown goes
      * back with its new share, otherwise it is the true minimum. The result depends only on
-     * the set of active flows.
+     * the set of active flows, and a flow's rate only on those of its connected component
+     * (flows joined by shared links): only the components holding a changed link are filled
+     * again (reachComponents), the others' flows are left as they are.
      */
     MV_HD void fillRates(int64_t t) {
       buildIncidence();
+      const uint32_t reached = reachComponents();
       uint32_t size = 0;
-      for (uint32_t l = 0; l < info.link_count; ++l) {
+      for (uint32_t i = 0; i < reached; ++i) {
+        const uint32_t l = tables.heap(i).link;
         const FluidLinkFill& k = tables.fill(l);
         if (k.unfrozen > 0) tables.heap(size++) = FluidShareEntry{k.left_bps / k.unfrozen, l, 0};
       }
@@ -506,7 +526,42 @@ struct FluidSystem {
       }
     }
 
-    /// Groups the active flows by link (counting sort) and resets every link's fill.
+    /**
+     * Lists in heap entries [0, n) the links of every component (flows joined by shared
+     * links) that holds a changed link, and returns n; the active flows of those components
+     * are unfrozen, every other active flow stays frozen at its rate. Clears the changes.
+     * With FluidNetInfo::recompute_all, every link and every active flow.
+     */
+    MV_HD uint32_t reachComponents() const {
+      uint32_t n = 0;
+      for (uint32_t l = 0; l < info.link_count; ++l) {
+        FluidLinkFill& k = tables.fill(l);
+        if (k.changed != 0u || info.recompute_all != 0u) {
+          k.reached = 1;
+          tables.heap(n++).link = l;
+        }
+        k.changed = 0;
+      }
+      for (uint32_t head = 0; head < n; ++head) {  // breadth first: the entries are the queue
+        const FluidLinkFill& k = tables.fill(tables.heap(head).link);
+        for (uint32_t i = k.first; i < k.first + k.flows; ++i) {
+          FluidFlowState& f = state(flow0 + tables.incident(i));
+          if (f.frozen == 0u) continue;
+          f.frozen = 0;
+          for (uint32_t h = 0; h < f.hops; ++h) {
+            const uint32_t m = tables.hop(f.block, info.path_stride, h);
+            FluidLinkFill& km = tables.fill(m);
+            if (km.reached != 0u) continue;
+            km.reached = 1;
+            tables.heap(n++).link = m;
+          }
+        }
+      }
+      return n;
+    }
+
+    /// Groups the active flows by link (counting sort), resets every link's fill, and
+    /// freezes every active flow (reachComponents unfreezes those to recompute).
     MV_HD void buildIncidence() {
       for (uint32_t l = 0; l < info.link_count; ++l) tables.fill(l).flows = 0;
       for (int64_t r = flow0; r < flow1; ++r) {
@@ -521,12 +576,13 @@ struct FluidSystem {
         k.unfrozen = k.flows;
         k.first = first;
         k.cursor = first;
+        k.reached = 0;
         first += k.flows;
       }
       for (int64_t r = flow0; r < flow1; ++r) {
         FluidFlowState& f = state(r);
         if (f.phase != kFluidActive) continue;
-        f.frozen = 0;
+        f.frozen = 1;
         for (uint32_t i = 0; i < f.hops; ++i) {
           FluidLinkFill& k = tables.fill(tables.hop(f.block, info.path_stride, i));
           tables.incident(k.cursor++) = static_cast<uint32_t>(r - flow0);

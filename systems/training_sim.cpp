@@ -649,14 +649,16 @@ TrainingResult collectResult(TrainWorld& world, ExpId e, const TrainingExperimen
   }
   res.network = net::experimentCounters(world, e);
   res.pool_knobs = net::poolKnobs(x.network);
-  auto& fluid = world.table<net::FluidNet>();  // flow level: its flows and overflows count too
+  auto& fluid = world.table<net::FluidNet>();  // flow level: its flows, overflows and events count too
+  int64_t fluid_events = 0;
   for (int64_t r = fluid.expBegin(e); r < fluid.expEnd(e); ++r) {
     res.network.flows_done += fluid.get<net::FluidNetState>(r).flows_done;
     res.network.overflow += fluid.get<net::FluidNetState>(r).overflow;
+    fluid_events += fluid.get<net::FluidNetState>(r).events;
   }
   if (world.config(e).train.trace != 0) res.chrome_trace = chromeTrace(world, e);
   if (queues && x.fidelity == NetworkFidelity::kPacket) res.queues_csv = net::queuesCsv(world, e, 0, t.finish);
-  res.events = tasks + res.network.packet_hops;
+  res.events = tasks + res.network.packet_hops + fluid_events;
   return res;
 }
 

@@ -156,8 +156,10 @@ struct TrainingResult {
   double tokens_per_second = 0;
   /// Totals of the packet network (zero at the other fidelities, except flows_done).
   net::NetCounters network;
-  /// Simulator wall time of the batch that ran this experiment, seconds, and its step count.
+  /// Simulator wall time of the batch that ran this experiment, seconds.
   double wall_seconds = 0;
+  /// Work simulated: tasks finished, plus packet hops (packet level) or the event times at
+  /// which the fluid rates were recomputed (flow level).
   int64_t events = 0;
   /// Times the experiment started again because pooled packet storage ran out (each time
   /// with that storage doubled; the results are those of a run that fitted).
