@@ -137,14 +137,15 @@ void buildFluidNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, cons
     nic_routes.template get<NicRoute>(nic0 + i) = NicRoute{n.edge, n.tor, n.tor_port};
   }
 
-  // Path blocks (a free list through their first rows) and the incidence scratch.
+  // Path blocks (all free, in order), their nodes and the nodes' places in their links' lists.
   const uint32_t stride = detail::RouteDepth(layout).longestRoute();
-  auto& hops = world.template table<FluidHop>();
-  const int64_t hop0 = world.template appendStatic<FluidHop>(e, int64_t{max_active_flows} * stride);
-  for (uint32_t b = 0; b < max_active_flows; ++b) {
-    hops.template get<FluidHopLink>(hop0 + int64_t{b} * stride).link = b + 1 < max_active_flows ? b + 1 : kNone32;
-  }
+  world.template appendStatic<FluidHop>(e, int64_t{max_active_flows} * stride);
   world.template appendStatic<FluidIncidence>(e, int64_t{max_active_flows} * stride);
+  auto& blocks = world.template table<FluidBlock>();
+  const int64_t block0 = world.template appendStatic<FluidBlock>(e, max_active_flows);
+  for (uint32_t b = 0; b < max_active_flows; ++b) {
+    blocks.template get<FluidBlockUse>(block0 + b).next_free = b + 1 < max_active_flows ? b + 1 : kNone32;
+  }
 
   auto& nets = world.template table<FluidNet>();
   const int64_t net0 = world.template appendStatic<FluidNet>(e, 1);

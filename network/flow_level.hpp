@@ -55,7 +55,7 @@ struct FluidNetInfo {
 };
 /// The experiment's fluid state and counters (written only by its FluidSystem invocation).
 struct FluidNetState {
-  uint32_t free_block = kNone32;  ///< first free path block (a list through FluidHop rows)
+  uint32_t free_block = kNone32;  ///< first free path block (a list through FluidBlock rows)
   uint32_t active = 0;            ///< flows draining now
   int64_t events = 0;             ///< event times processed (each ends with one water-filling)
   int64_t fill_rounds = 0;        ///< water-filling rounds (bottleneck levels) over all events
@@ -73,16 +73,15 @@ struct FluidLinkInfo {
   int64_t rate_bps = 0;
   int64_t delay_ps = 0;
 };
-/// Water-filling scratch of one directed link, rebuilt at every event.
+/// The active flows of one directed link and its water-filling scratch.
 struct FluidLinkFill {
-  int64_t left_bps = 0;    ///< capacity not yet given to frozen flows
-  uint32_t flows = 0;      ///< active flows crossing the link
-  uint32_t unfrozen = 0;   ///< of which not yet frozen
-  uint32_t first = 0;      ///< first FluidIncidence row of its flows
-  uint32_t cursor = 0;     ///< fill position while the incidence lists are built
-  uint8_t changed = 0;     ///< a flow crossing it arrived or drained since the last filling
-  uint8_t reached = 0;     ///< in a component the current filling recomputes
-  uint8_t pad[6] = {};
+  int64_t left_bps = 0;     ///< filling: capacity not yet given to frozen flows
+  uint32_t flows = 0;       ///< active flows crossing the link
+  uint32_t unfrozen = 0;    ///< filling: of which not yet frozen
+  uint32_t head = kNone32;  ///< first path node of its flows (a list through FluidIncidence rows)
+  uint8_t changed = 0;      ///< a flow crossing it arrived or drained since the last filling
+  uint8_t reached = 0;      ///< in a component the current filling recomputes
+  uint8_t pad[2] = {};
 };
 /// Water-filling scratch: entry i of the experiment's heap of links by fair share is kept in
 /// the experiment's i-th link row (the heap never holds more entries than there are links).
@@ -134,7 +133,7 @@ struct FluidNicRoute : Archetype<NicRoute> {
 };
 
 /// One directed link of an active flow's path. Path block b is rows [b·stride, (b+1)·stride);
-/// in a free block, the first row's `link` is the next free block.
+/// row b·stride + i is the block's path node i.
 struct FluidHopLink {
   uint32_t link = 0;
 };
@@ -142,12 +141,23 @@ struct FluidHop : Archetype<FluidHopLink> {
   static constexpr const char* kName = "FluidHop";
   static constexpr bool kStatic = true;
 };
-/// Water-filling scratch: the active flows of each link, grouped by link (local flow rows).
-struct FluidIncidentFlow {
-  uint32_t flow = 0;
+/// Path node n (same numbering as FluidHop rows) in the list of its link's active flows.
+struct FluidLinkNode {
+  uint32_t next = kNone32;
+  uint32_t prev = kNone32;
 };
-struct FluidIncidence : Archetype<FluidIncidentFlow> {
+struct FluidIncidence : Archetype<FluidLinkNode> {
   static constexpr const char* kName = "FluidIncidence";
+  static constexpr bool kStatic = true;
+};
+/// One path block: the local row of the flow using it (brought up to date at the start of
+/// every step, as rows move only between steps), or the next free block.
+struct FluidBlockUse {
+  uint32_t flow = 0;
+  uint32_t next_free = kNone32;
+};
+struct FluidBlock : Archetype<FluidBlockUse> {
+  static constexpr const char* kName = "FluidBlock";
   static constexpr bool kStatic = true;
 };
 
@@ -179,7 +189,7 @@ struct FluidFlow : Archetype<FlowSpec, FluidFlowState> {
 
 /// Every archetype the flow level adds (FlowRecord, shared with the packet level, is not listed).
 using FluidArchetypes = TypeList<FluidNet, FluidLink, FluidSwitch, FluidPort, FluidRouteIndex, FluidRouteSet,
-                                 FluidRoutePort, FluidNicRoute, FluidHop, FluidIncidence, FluidFlow>;
+                                 FluidRoutePort, FluidNicRoute, FluidHop, FluidIncidence, FluidBlock, FluidFlow>;
 
 /**
  * Creates a fluid flow from a system (or the host through `addFluidFlow`). The creator must
@@ -225,15 +235,31 @@ struct FluidTables {
   TableView<FluidNicRoute>* nic_routes;
   TableView<FluidHop>* hops;
   TableView<FluidIncidence>* incidence;
-  int64_t link0, switch0, port0, index0, set0, rport0, nic0, hop0, inc0;
+  TableView<FluidBlock>* blocks;
+  int64_t link0, switch0, port0, index0, set0, rport0, nic0, hop0, inc0, block0;
 
   template <class WV>
   MV_HD static FluidTables of(WV& w, ExpId e) {
-    FluidTables t{&w.template table<FluidLink>(),      &w.template table<FluidSwitch>(),
-                  &w.template table<FluidPort>(),      &w.template table<FluidRouteIndex>(),
-                  &w.template table<FluidRouteSet>(),  &w.template table<FluidRoutePort>(),
-                  &w.template table<FluidNicRoute>(),  &w.template table<FluidHop>(),
-                  &w.template table<FluidIncidence>(), 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    FluidTables t{&w.template table<FluidLink>(),
+                  &w.template table<FluidSwitch>(),
+                  &w.template table<FluidPort>(),
+                  &w.template table<FluidRouteIndex>(),
+                  &w.template table<FluidRouteSet>(),
+                  &w.template table<FluidRoutePort>(),
+                  &w.template table<FluidNicRoute>(),
+                  &w.template table<FluidHop>(),
+                  &w.template table<FluidIncidence>(),
+                  &w.template table<FluidBlock>(),
+                  0,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0};
     t.link0 = t.links->expBegin(e);
     t.switch0 = t.switches->expBegin(e);
     t.port0 = t.ports->expBegin(e);
@@ -243,6 +269,7 @@ struct FluidTables {
     t.nic0 = t.nic_routes->expBegin(e);
     t.hop0 = t.hops->expBegin(e);
     t.inc0 = t.incidence->expBegin(e);
+    t.block0 = t.blocks->expBegin(e);
     return t;
   }
 
@@ -252,7 +279,8 @@ struct FluidTables {
   MV_HD uint32_t& hop(uint32_t block, uint32_t stride, uint32_t i) const {
     return hops->get<FluidHopLink>(hop0 + int64_t{block} * stride + i).link;
   }
-  MV_HD uint32_t& incident(uint32_t i) const { return incidence->get<FluidIncidentFlow>(inc0 + i).flow; }
+  MV_HD FluidLinkNode& node(uint32_t n) const { return incidence->get<FluidLinkNode>(inc0 + n); }
+  MV_HD FluidBlockUse& block(uint32_t b) const { return blocks->get<FluidBlockUse>(block0 + b); }
   MV_HD const NicRoute& nic(uint32_t n) const { return nic_routes->get<NicRoute>(nic0 + n); }
 
   /// The link switch `sw` sends a packet of (src -> dst, flow id) on, as the packet switch
@@ -319,8 +347,8 @@ struct FluidSystem {
 
   MV_HD static void run(const Ctx& ctx, const FluidNetInfo& info, FluidNetState& st) {
     TableView<FluidFlow>& flows = ctx.template table<FluidFlow>();
-    Unit u{ctx, info, st, FluidTables::of(*ctx.world, ctx.exp), flows, flows.expBegin(ctx.exp),
-           flows.expEnd(ctx.exp)};
+    Unit u{ctx, info, st, FluidTables::of(*ctx.world, ctx.exp), flows, flows.expBegin(ctx.exp), flows.expEnd(ctx.exp),
+           0};
     u.step();
   }
 
@@ -333,6 +361,9 @@ struct FluidSystem {
     TableView<FluidFlow>& flows;
     int64_t flow0;  ///< first row of the experiment's flows
     int64_t flow1;  ///< one past the last
+    /// Links changed since the last filling, listed in heap entries [0, changed) (the heap is
+    /// empty between fillings).
+    uint32_t changed;
 
     MV_HD const FlowSpec& spec(int64_t r) const { return flows.template get<FlowSpec>(r); }
     MV_HD FluidFlowState& state(int64_t r) const { return flows.template get<FluidFlowState>(r); }
@@ -341,6 +372,10 @@ struct FluidSystem {
 
     MV_HD void step() {
       const int64_t end = ctx.window_end.ps;
+      for (int64_t r = flow0; r < flow1; ++r) {  // rows moved since the last step
+        const FluidFlowState& f = state(r);
+        if (f.phase == kFluidActive) tables.block(f.block).flow = static_cast<uint32_t>(r - flow0);
+      }
       for (;;) {
         const int64_t t = nextEvent();
         if (t >= end) break;
@@ -382,12 +417,12 @@ struct FluidSystem {
       for (int64_t r = flow0; r < flow1; ++r) {
         FluidFlowState& f = state(r);
         if (f.phase != kFluidActive || f.drain_ps != t) continue;
-        markChanged(f);
+        for (uint32_t i = 0; i < f.hops; ++i) unlinkNode(f.block * info.path_stride + i);
         f.phase = kFluidDrained;
         f.left_lo = 0;
         f.left_hi = 0;
         f.rate_bps = 0;
-        tables.hop(f.block, info.path_stride, 0) = st.free_block;
+        tables.block(f.block).next_free = st.free_block;
         st.free_block = f.block;
         st.active -= 1;
       }
@@ -405,10 +440,11 @@ struct FluidSystem {
           return false;
         }
         f.block = st.free_block;
-        st.free_block = tables.hop(f.block, info.path_stride, 0);
+        st.free_block = tables.block(f.block).next_free;
+        tables.block(f.block).flow = static_cast<uint32_t>(r - flow0);
         const FlowSpec& s = spec(r);
         f.hops = static_cast<uint16_t>(storePath(s, f.block));
-        markChanged(f);
+        for (uint32_t i = 0; i < f.hops; ++i) linkNode(f.block * info.path_stride + i);
         f.latency_ps = latency(s, f);
         setFluidLeft(f, static_cast<Int128>(fluidWireBytes(s.bytes, info.payload_bytes, info.header_bytes)) * 8 *
                             kSubBitsPerBit);
@@ -416,15 +452,47 @@ struct FluidSystem {
         f.rate_bps = 0;
         f.drain_ps = INT64_MAX;
         f.phase = kFluidActive;
+        f.frozen = 1;  // between fillings every active flow is frozen at its rate
         st.active += 1;
       }
       return true;
     }
 
-    /// Marks the links of an active flow's path: its arrival or drain changes their shares.
-    MV_HD void markChanged(const FluidFlowState& f) const {
-      for (uint32_t i = 0; i < f.hops; ++i) tables.fill(tables.hop(f.block, info.path_stride, i)).changed = 1;
+    /// Path node n's link.
+    MV_HD uint32_t linkOf(uint32_t n) const { return tables.hops->template get<FluidHopLink>(tables.hop0 + n).link; }
+    /// Notes that link l's flows changed: its share must be filled again.
+    MV_HD void markChanged(uint32_t l) {
+      FluidLinkFill& k = tables.fill(l);
+      if (k.changed != 0u) return;
+      k.changed = 1;
+      tables.heap(changed++).link = l;
     }
+    /// Adds path node n to its link's flows (at the front).
+    MV_HD void linkNode(uint32_t n) {
+      const uint32_t l = linkOf(n);
+      FluidLinkFill& k = tables.fill(l);
+      tables.node(n) = FluidLinkNode{k.head, kNone32};
+      if (k.head != kNone32) tables.node(k.head).prev = n;
+      k.head = n;
+      k.flows += 1;
+      markChanged(l);
+    }
+    /// Takes path node n out of its link's flows.
+    MV_HD void unlinkNode(uint32_t n) {
+      const uint32_t l = linkOf(n);
+      FluidLinkFill& k = tables.fill(l);
+      const FluidLinkNode& x = tables.node(n);
+      if (x.prev != kNone32) {
+        tables.node(x.prev).next = x.next;
+      } else {
+        k.head = x.next;
+      }
+      if (x.next != kNone32) tables.node(x.next).prev = x.prev;
+      k.flows -= 1;
+      markChanged(l);
+    }
+    /// The local row of the flow that path node n belongs to.
+    MV_HD int64_t flowOfNode(uint32_t n) const { return flow0 + tables.block(n / info.path_stride).flow; }
 
     /// Writes the flow's route into its path block; returns the number of links.
     MV_HD uint32_t storePath(const FlowSpec& s, uint32_t block) const {
@@ -477,12 +545,14 @@ struct FluidSystem {
      * again (reachComponents), the others' flows are left as they are.
      */
     MV_HD void fillRates(int64_t t) {
-      buildIncidence();
       const uint32_t reached = reachComponents();
       uint32_t size = 0;
-      for (uint32_t i = 0; i < reached; ++i) {
+      for (uint32_t i = 0; i < reached; ++i) {  // the reached links become the heap
         const uint32_t l = tables.heap(i).link;
-        const FluidLinkFill& k = tables.fill(l);
+        FluidLinkFill& k = tables.fill(l);
+        k.reached = 0;
+        k.left_bps = tables.link(l).rate_bps;
+        k.unfrozen = k.flows;
         if (k.unfrozen > 0) tables.heap(size++) = FluidShareEntry{k.left_bps / k.unfrozen, l, 0};
       }
       for (uint32_t i = size / 2; i-- > 0;) siftDown(i, size);
@@ -500,8 +570,8 @@ struct FluidSystem {
           siftDown(0, size);
           continue;
         }
-        for (uint32_t i = k.first; i < k.first + k.flows; ++i) {
-          const int64_t r = flow0 + tables.incident(i);
+        for (uint32_t n = k.head; n != kNone32; n = tables.node(n).next) {
+          const int64_t r = flowOfNode(n);
           if (state(r).frozen == 0u) freeze(r, share, t);
         }
         st.fill_rounds += 1;
@@ -528,24 +598,26 @@ struct FluidSystem {
 
     /**
      * Lists in heap entries [0, n) the links of every component (flows joined by shared
-     * links) that holds a changed link, and returns n; the active flows of those components
-     * are unfrozen, every other active flow stays frozen at its rate. Clears the changes.
-     * With FluidNetInfo::recompute_all, every link and every active flow.
+     * links) that holds a changed link, and returns n; unfreezes the active flows of those
+     * components (every other active flow stays frozen at its rate) and clears the changes.
+     * With FluidNetInfo::recompute_all, the components of every link.
      */
-    MV_HD uint32_t reachComponents() const {
-      uint32_t n = 0;
-      for (uint32_t l = 0; l < info.link_count; ++l) {
-        FluidLinkFill& k = tables.fill(l);
-        if (k.changed != 0u || info.recompute_all != 0u) {
-          k.reached = 1;
-          tables.heap(n++).link = l;
-        }
+    MV_HD uint32_t reachComponents() {
+      if (info.recompute_all != 0u) {
+        for (uint32_t l = 0; l < info.link_count; ++l) markChanged(l);
+      }
+      const uint32_t n0 = changed;
+      changed = 0;
+      uint32_t n = n0;
+      for (uint32_t i = 0; i < n0; ++i) {
+        FluidLinkFill& k = tables.fill(tables.heap(i).link);
         k.changed = 0;
+        k.reached = 1;
       }
       for (uint32_t head = 0; head < n; ++head) {  // breadth first: the entries are the queue
         const FluidLinkFill& k = tables.fill(tables.heap(head).link);
-        for (uint32_t i = k.first; i < k.first + k.flows; ++i) {
-          FluidFlowState& f = state(flow0 + tables.incident(i));
+        for (uint32_t node = k.head; node != kNone32; node = tables.node(node).next) {
+          FluidFlowState& f = state(flowOfNode(node));
           if (f.frozen == 0u) continue;
           f.frozen = 0;
           for (uint32_t h = 0; h < f.hops; ++h) {
@@ -558,36 +630,6 @@ struct FluidSystem {
         }
       }
       return n;
-    }
-
-    /// Groups the active flows by link (counting sort), resets every link's fill, and
-    /// freezes every active flow (reachComponents unfreezes those to recompute).
-    MV_HD void buildIncidence() {
-      for (uint32_t l = 0; l < info.link_count; ++l) tables.fill(l).flows = 0;
-      for (int64_t r = flow0; r < flow1; ++r) {
-        const FluidFlowState& f = state(r);
-        if (f.phase != kFluidActive) continue;
-        for (uint32_t i = 0; i < f.hops; ++i) tables.fill(tables.hop(f.block, info.path_stride, i)).flows += 1;
-      }
-      uint32_t first = 0;
-      for (uint32_t l = 0; l < info.link_count; ++l) {
-        FluidLinkFill& k = tables.fill(l);
-        k.left_bps = tables.link(l).rate_bps;
-        k.unfrozen = k.flows;
-        k.first = first;
-        k.cursor = first;
-        k.reached = 0;
-        first += k.flows;
-      }
-      for (int64_t r = flow0; r < flow1; ++r) {
-        FluidFlowState& f = state(r);
-        if (f.phase != kFluidActive) continue;
-        f.frozen = 1;
-        for (uint32_t i = 0; i < f.hops; ++i) {
-          FluidLinkFill& k = tables.fill(tables.hop(f.block, info.path_stride, i));
-          tables.incident(k.cursor++) = static_cast<uint32_t>(r - flow0);
-        }
-      }
     }
 
     /// Fixes a flow's rate at `rate` and takes it from the capacity of every link it crosses.
