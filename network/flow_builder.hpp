@@ -167,7 +167,7 @@ void addFluidFlow(WorldT& world, ExpId e, uint32_t src, uint32_t dst, int64_t by
   if (bytes <= 0) throw std::invalid_argument("a flow carries at least one byte");
   if (prio == kControlPriority || prio >= kPriorities) throw std::invalid_argument("flow priority must be 1..7");
   world.template createHost<FluidFlow>(e, flowKey(src, id), FlowSpec{src, dst, bytes, start_ps, id, prio, 0},
-                                       FluidFlowState{});
+                                       FluidFlowState{}, FluidEventSlot{});
 }
 
 /// The fluid counters of experiment `e`.

@@ -182,8 +182,16 @@ struct FluidFlowState {
 };
 static_assert(sizeof(FluidFlowState) == 56);
 
+/// Scratch of the experiment's queue of flow events (a binary heap rebuilt every step):
+/// the queue's slot i is kept in the experiment's i-th flow row (`row`: the local row whose
+/// event it holds), and each row knows the slot of its own event (`slot`).
+struct FluidEventSlot {
+  uint32_t row = 0;
+  uint32_t slot = 0;
+};
+
 /// A flow of the flow-level model: same FlowSpec and key as a packet-level Flow.
-struct FluidFlow : Archetype<FlowSpec, FluidFlowState> {
+struct FluidFlow : Archetype<FlowSpec, FluidFlowState, FluidEventSlot> {
   static constexpr const char* kName = "FluidFlow";
 };
 
@@ -197,7 +205,7 @@ using FluidArchetypes = TypeList<FluidNet, FluidLink, FluidSwitch, FluidPort, Fl
  * start (created during an earlier window) starts at the beginning of the window it is seen in.
  */
 MV_HD inline bool createFluidFlow(TableView<FluidFlow>& flows, ExpId e, const FlowSpec& spec) {
-  return flows.create(e, flowKey(spec.src_nic, spec.id), spec, FluidFlowState{});
+  return flows.create(e, flowKey(spec.src_nic, spec.id), spec, FluidFlowState{}, FluidEventSlot{});
 }
 
 // --- arithmetic --------------------------------------------------------------------------------
@@ -348,7 +356,7 @@ struct FluidSystem {
   MV_HD static void run(const Ctx& ctx, const FluidNetInfo& info, FluidNetState& st) {
     TableView<FluidFlow>& flows = ctx.template table<FluidFlow>();
     Unit u{ctx, info, st, FluidTables::of(*ctx.world, ctx.exp), flows, flows.expBegin(ctx.exp), flows.expEnd(ctx.exp),
-           0};
+           0,   0};
     u.step();
   }
 
@@ -364,6 +372,8 @@ struct FluidSystem {
     /// Links changed since the last filling, listed in heap entries [0, changed) (the heap is
     /// empty between fillings).
     uint32_t changed;
+    /// Flows in the event queue (slots [0, queued)).
+    uint32_t queued;
 
     MV_HD const FlowSpec& spec(int64_t r) const { return flows.template get<FlowSpec>(r); }
     MV_HD FluidFlowState& state(int64_t r) const { return flows.template get<FluidFlowState>(r); }
@@ -376,11 +386,23 @@ struct FluidSystem {
         const FluidFlowState& f = state(r);
         if (f.phase == kFluidActive) tables.block(f.block).flow = static_cast<uint32_t>(r - flow0);
       }
+      buildEventQueue();
       for (;;) {
         const int64_t t = nextEvent();
         if (t >= end) break;
-        complete(t);
-        if (!arrive(t)) return;
+        // The flows whose event is at t leave the queue in row order (ties go by row) and
+        // wait in the slots it frees: [queued, due_end), the first popped last.
+        const uint32_t due_end = queued;
+        while (queued > 0 && eventTime(flow0 + slotRow(0)) == t) popEvent();
+        const uint32_t due = queued;
+        for (uint32_t i = due_end; i-- > due;) complete(flow0 + slotRow(i), t);
+        for (uint32_t i = due_end; i-- > due;) {
+          if (!arrive(flow0 + slotRow(i), t)) return;
+        }
+        for (uint32_t i = due; i < due_end; ++i) {  // arrived flows wait for their drain
+          const uint32_t row = slotRow(i);
+          if (state(flow0 + row).phase == kFluidActive) pushEvent(row);
+        }
         fillRates(t);
         st.events += 1;
       }
@@ -391,16 +413,77 @@ struct FluidSystem {
       if (wake != INT64_MAX) ctx.wakeAt(Picoseconds{wake});
     }
 
-    /// Earliest arrival or drain completion, or INT64_MAX.
-    MV_HD int64_t nextEvent() const {
-      int64_t t = INT64_MAX;
-      for (int64_t r = flow0; r < flow1; ++r) {
-        const FluidFlowState& f = state(r);
-        const int64_t e = f.phase == kFluidWaiting ? arrival(r) : (f.phase == kFluidActive ? f.drain_ps : INT64_MAX);
-        t = e < t ? e : t;
-      }
-      return t;
+    // --- the event queue -----------------------------------------------------------------
+    /// A flow's next event: its arrival while waiting, its drain while active, else none.
+    MV_HD int64_t eventTime(int64_t r) const {
+      const FluidFlowState& f = state(r);
+      return f.phase == kFluidWaiting ? arrival(r) : (f.phase == kFluidActive ? f.drain_ps : INT64_MAX);
     }
+    MV_HD uint32_t& slotRow(uint32_t i) const { return flows.template get<FluidEventSlot>(flow0 + i).row; }
+    MV_HD uint32_t& slotOf(int64_t r) const { return flows.template get<FluidEventSlot>(r).slot; }
+    /// Queue order: by event time, then by row.
+    MV_HD bool eventBefore(uint32_t a, uint32_t b) const {
+      const int64_t ta = eventTime(flow0 + a);
+      const int64_t tb = eventTime(flow0 + b);
+      return ta != tb ? ta < tb : a < b;
+    }
+    MV_HD void place(uint32_t i, uint32_t row) const {
+      slotRow(i) = row;
+      slotOf(flow0 + row) = i;
+    }
+    MV_HD void siftEventUp(uint32_t i) const {
+      const uint32_t row = slotRow(i);
+      while (i > 0) {
+        const uint32_t parent = (i - 1) / 2;
+        if (!eventBefore(row, slotRow(parent))) break;
+        place(i, slotRow(parent));
+        i = parent;
+      }
+      place(i, row);
+    }
+    MV_HD void siftEventDown(uint32_t i) const {
+      const uint32_t row = slotRow(i);
+      for (;;) {
+        const uint32_t left = 2 * i + 1;
+        if (left >= queued) break;
+        uint32_t least = left;
+        if (left + 1 < queued && eventBefore(slotRow(left + 1), slotRow(left))) least = left + 1;
+        if (!eventBefore(slotRow(least), row)) break;
+        place(i, slotRow(least));
+        i = least;
+      }
+      place(i, row);
+    }
+    /// Queues every waiting and active flow.
+    MV_HD void buildEventQueue() {
+      queued = 0;
+      for (int64_t r = flow0; r < flow1; ++r) {
+        if (state(r).phase != kFluidDrained) place(queued++, static_cast<uint32_t>(r - flow0));
+      }
+      for (uint32_t i = queued / 2; i-- > 0;) siftEventDown(i);
+    }
+    MV_HD void pushEvent(uint32_t row) {
+      place(queued, row);
+      siftEventUp(queued++);
+    }
+    /// Takes the earliest event out of the queue; its row goes to the slot the queue frees.
+    MV_HD void popEvent() {
+      const uint32_t top = slotRow(0);
+      queued -= 1;
+      if (queued > 0) {
+        place(0, slotRow(queued));
+        siftEventDown(0);
+      }
+      place(queued, top);
+    }
+    /// Row r's event time changed (it is queued): restores the queue order.
+    MV_HD void requeue(int64_t r) {
+      siftEventUp(slotOf(r));
+      siftEventDown(slotOf(r));
+    }
+    /// Earliest arrival or drain completion, or INT64_MAX.
+    MV_HD int64_t nextEvent() const { return queued > 0 ? eventTime(flow0 + slotRow(0)) : INT64_MAX; }
+
     /// Earliest finish of a drained flow whose record is still due, or INT64_MAX.
     MV_HD int64_t nextFinish() const {
       int64_t t = INT64_MAX;
@@ -412,49 +495,45 @@ struct FluidSystem {
     }
 
     // --- events -------------------------------------------------------------------------
-    /// Flows whose last bit drains at `t` release their links and path blocks.
-    MV_HD void complete(int64_t t) {
-      for (int64_t r = flow0; r < flow1; ++r) {
-        FluidFlowState& f = state(r);
-        if (f.phase != kFluidActive || f.drain_ps != t) continue;
-        for (uint32_t i = 0; i < f.hops; ++i) unlinkNode(f.block * info.path_stride + i);
-        f.phase = kFluidDrained;
-        f.left_lo = 0;
-        f.left_hi = 0;
-        f.rate_bps = 0;
-        tables.block(f.block).next_free = st.free_block;
-        st.free_block = f.block;
-        st.active -= 1;
-      }
+    /// Flow r, if its last bit drains at `t`, releases its links and path block.
+    MV_HD void complete(int64_t r, int64_t t) {
+      FluidFlowState& f = state(r);
+      if (f.phase != kFluidActive || f.drain_ps != t) return;
+      for (uint32_t i = 0; i < f.hops; ++i) unlinkNode(f.block * info.path_stride + i);
+      f.phase = kFluidDrained;
+      f.left_lo = 0;
+      f.left_hi = 0;
+      f.rate_bps = 0;
+      tables.block(f.block).next_free = st.free_block;
+      st.free_block = f.block;
+      st.active -= 1;
     }
 
-    /// Flows arriving at `t` take a path block, their route and their latency. False (and
-    /// a status bit that stops the run) when no block is free.
-    MV_HD bool arrive(int64_t t) {
-      for (int64_t r = flow0; r < flow1; ++r) {
-        FluidFlowState& f = state(r);
-        if (f.phase != kFluidWaiting || arrival(r) != t) continue;
-        if (st.free_block == kNone32) {
-          st.overflow += 1;
-          atomicFetchOr<uint32_t>(&ctx.world->status, kStatusFluidPaths);
-          return false;
-        }
-        f.block = st.free_block;
-        st.free_block = tables.block(f.block).next_free;
-        tables.block(f.block).flow = static_cast<uint32_t>(r - flow0);
-        const FlowSpec& s = spec(r);
-        f.hops = static_cast<uint16_t>(storePath(s, f.block));
-        for (uint32_t i = 0; i < f.hops; ++i) linkNode(f.block * info.path_stride + i);
-        f.latency_ps = latency(s, f);
-        setFluidLeft(f, static_cast<Int128>(fluidWireBytes(s.bytes, info.payload_bytes, info.header_bytes)) * 8 *
-                            kSubBitsPerBit);
-        f.since_ps = t;
-        f.rate_bps = 0;
-        f.drain_ps = INT64_MAX;
-        f.phase = kFluidActive;
-        f.frozen = 1;  // between fillings every active flow is frozen at its rate
-        st.active += 1;
+    /// Flow r, if it arrives at `t`, takes a path block, its route and its latency. False
+    /// (and a status bit that stops the run) when no block is free.
+    MV_HD bool arrive(int64_t r, int64_t t) {
+      FluidFlowState& f = state(r);
+      if (f.phase != kFluidWaiting || arrival(r) != t) return true;
+      if (st.free_block == kNone32) {
+        st.overflow += 1;
+        atomicFetchOr<uint32_t>(&ctx.world->status, kStatusFluidPaths);
+        return false;
       }
+      f.block = st.free_block;
+      st.free_block = tables.block(f.block).next_free;
+      tables.block(f.block).flow = static_cast<uint32_t>(r - flow0);
+      const FlowSpec& s = spec(r);
+      f.hops = static_cast<uint16_t>(storePath(s, f.block));
+      for (uint32_t i = 0; i < f.hops; ++i) linkNode(f.block * info.path_stride + i);
+      f.latency_ps = latency(s, f);
+      setFluidLeft(
+          f, static_cast<Int128>(fluidWireBytes(s.bytes, info.payload_bytes, info.header_bytes)) * 8 * kSubBitsPerBit);
+      f.since_ps = t;
+      f.rate_bps = 0;
+      f.drain_ps = INT64_MAX;
+      f.phase = kFluidActive;
+      f.frozen = 1;  // between fillings every active flow is frozen at its rate
+      st.active += 1;
       return true;
     }
 
@@ -647,6 +726,7 @@ struct FluidSystem {
       f.since_ps = t;
       f.rate_bps = rate;
       f.drain_ps = fluidDrainTime(t, left, rate);
+      requeue(r);
     }
 
     // --- records -----------------------------------------------------------------------------
