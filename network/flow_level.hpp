@@ -79,9 +79,10 @@ struct FluidLinkFill {
   uint32_t flows = 0;       ///< active flows crossing the link
   uint32_t unfrozen = 0;    ///< filling: of which not yet frozen
   uint32_t head = kNone32;  ///< first path node of its flows (a list through FluidIncidence rows)
+  uint32_t first = 0;       ///< whole refills: first FluidIncidentFlow row of its flows
   uint8_t changed = 0;      ///< a flow crossing it arrived or drained since the last filling
   uint8_t reached = 0;      ///< in a component the current filling recomputes
-  uint8_t pad[2] = {};
+  uint8_t pad[6] = {};
 };
 /// Water-filling scratch: entry i of the experiment's heap of links by fair share is kept in
 /// the experiment's i-th link row (the heap never holds more entries than there are links).
@@ -145,8 +146,13 @@ struct FluidHop : Archetype<FluidHopLink> {
 struct FluidLinkNode {
   uint32_t next = kNone32;
   uint32_t prev = kNone32;
+  uint32_t block = 0;  ///< its path block (node / stride)
 };
-struct FluidIncidence : Archetype<FluidLinkNode> {
+/// Whole refills: the active flows grouped by link (counting sort; local flow rows).
+struct FluidIncidentFlow {
+  uint32_t flow = 0;
+};
+struct FluidIncidence : Archetype<FluidLinkNode, FluidIncidentFlow> {
   static constexpr const char* kName = "FluidIncidence";
   static constexpr bool kStatic = true;
 };
@@ -155,6 +161,9 @@ struct FluidIncidence : Archetype<FluidLinkNode> {
 struct FluidBlockUse {
   uint32_t flow = 0;
   uint32_t next_free = kNone32;
+  uint16_t hops = 0;   ///< links on the flow's path (FluidFlowState::hops, kept here for the searches)
+  uint8_t frozen = 0;  ///< water-filling: the flow's rate is fixed (or is not recomputed)
+  uint8_t pad = 0;
 };
 struct FluidBlock : Archetype<FluidBlockUse> {
   static constexpr const char* kName = "FluidBlock";
@@ -178,16 +187,18 @@ struct FluidFlowState {
   uint32_t block = 0;       ///< its path block while active
   uint16_t hops = 0;        ///< links on its path
   uint8_t phase = kFluidWaiting;
-  uint8_t frozen = 0;  ///< water-filling scratch: its rate is fixed (or is not recomputed)
+  uint8_t pad = 0;
 };
 static_assert(sizeof(FluidFlowState) == 56);
 
 /// Scratch of the experiment's queue of flow events (a binary heap rebuilt every step):
 /// the queue's slot i is kept in the experiment's i-th flow row (`row`: the local row whose
-/// event it holds), and each row knows the slot of its own event (`slot`).
+/// event it holds, `time`: that event's time), and each row knows the slot of its own event
+/// (`slot`).
 struct FluidEventSlot {
   uint32_t row = 0;
   uint32_t slot = 0;
+  int64_t time = 0;  ///< the event time of slot i's flow (kept with the slot: the queue is compared often)
 };
 
 /// A flow of the flow-level model: same FlowSpec and key as a packet-level Flow.
@@ -288,6 +299,7 @@ struct FluidTables {
     return hops->get<FluidHopLink>(hop0 + int64_t{block} * stride + i).link;
   }
   MV_HD FluidLinkNode& node(uint32_t n) const { return incidence->get<FluidLinkNode>(inc0 + n); }
+  MV_HD uint32_t& incident(uint32_t i) const { return incidence->get<FluidIncidentFlow>(inc0 + i).flow; }
   MV_HD FluidBlockUse& block(uint32_t b) const { return blocks->get<FluidBlockUse>(block0 + b); }
   MV_HD const NicRoute& nic(uint32_t n) const { return nic_routes->get<NicRoute>(nic0 + n); }
 
@@ -356,7 +368,7 @@ struct FluidSystem {
   MV_HD static void run(const Ctx& ctx, const FluidNetInfo& info, FluidNetState& st) {
     TableView<FluidFlow>& flows = ctx.template table<FluidFlow>();
     Unit u{ctx, info, st, FluidTables::of(*ctx.world, ctx.exp), flows, flows.expBegin(ctx.exp), flows.expEnd(ctx.exp),
-           0,   0};
+           0,   0,    0};
     u.step();
   }
 
@@ -374,6 +386,8 @@ struct FluidSystem {
     uint32_t changed;
     /// Flows in the event queue (slots [0, queued)).
     uint32_t queued;
+    /// Flows the current filling recomputes (unfrozen by reachComponents).
+    uint32_t refilled;
 
     MV_HD const FlowSpec& spec(int64_t r) const { return flows.template get<FlowSpec>(r); }
     MV_HD FluidFlowState& state(int64_t r) const { return flows.template get<FluidFlowState>(r); }
@@ -393,7 +407,7 @@ struct FluidSystem {
         // The flows whose event is at t leave the queue in row order (ties go by row) and
         // wait in the slots it frees: [queued, due_end), the first popped last.
         const uint32_t due_end = queued;
-        while (queued > 0 && eventTime(flow0 + slotRow(0)) == t) popEvent();
+        while (queued > 0 && slot(0).time == t) popEvent();
         const uint32_t due = queued;
         for (uint32_t i = due_end; i-- > due;) complete(flow0 + slotRow(i), t);
         for (uint32_t i = due_end; i-- > due;) {
@@ -419,70 +433,78 @@ struct FluidSystem {
       const FluidFlowState& f = state(r);
       return f.phase == kFluidWaiting ? arrival(r) : (f.phase == kFluidActive ? f.drain_ps : INT64_MAX);
     }
-    MV_HD uint32_t& slotRow(uint32_t i) const { return flows.template get<FluidEventSlot>(flow0 + i).row; }
+    MV_HD FluidEventSlot& slot(uint32_t i) const { return flows.template get<FluidEventSlot>(flow0 + i); }
+    MV_HD uint32_t slotRow(uint32_t i) const { return slot(i).row; }
     MV_HD uint32_t& slotOf(int64_t r) const { return flows.template get<FluidEventSlot>(r).slot; }
     /// Queue order: by event time, then by row.
-    MV_HD bool eventBefore(uint32_t a, uint32_t b) const {
-      const int64_t ta = eventTime(flow0 + a);
-      const int64_t tb = eventTime(flow0 + b);
-      return ta != tb ? ta < tb : a < b;
-    }
-    MV_HD void place(uint32_t i, uint32_t row) const {
-      slotRow(i) = row;
+    MV_HD static bool eventBefore(int64_t ta, uint32_t a, int64_t tb, uint32_t b) { return ta != tb ? ta < tb : a < b; }
+    MV_HD void place(uint32_t i, uint32_t row, int64_t time) const {
+      FluidEventSlot& e = slot(i);
+      e.row = row;
+      e.time = time;
       slotOf(flow0 + row) = i;
     }
     MV_HD void siftEventUp(uint32_t i) const {
-      const uint32_t row = slotRow(i);
+      const FluidEventSlot x = slot(i);
       while (i > 0) {
         const uint32_t parent = (i - 1) / 2;
-        if (!eventBefore(row, slotRow(parent))) break;
-        place(i, slotRow(parent));
+        const FluidEventSlot p = slot(parent);
+        if (!eventBefore(x.time, x.row, p.time, p.row)) break;
+        place(i, p.row, p.time);
         i = parent;
       }
-      place(i, row);
+      place(i, x.row, x.time);
     }
     MV_HD void siftEventDown(uint32_t i) const {
-      const uint32_t row = slotRow(i);
+      const FluidEventSlot x = slot(i);
       for (;;) {
         const uint32_t left = 2 * i + 1;
         if (left >= queued) break;
         uint32_t least = left;
-        if (left + 1 < queued && eventBefore(slotRow(left + 1), slotRow(left))) least = left + 1;
-        if (!eventBefore(slotRow(least), row)) break;
-        place(i, slotRow(least));
+        if (left + 1 < queued) {
+          const FluidEventSlot& a = slot(left + 1);
+          const FluidEventSlot& b = slot(left);
+          if (eventBefore(a.time, a.row, b.time, b.row)) least = left + 1;
+        }
+        const FluidEventSlot c = slot(least);
+        if (!eventBefore(c.time, c.row, x.time, x.row)) break;
+        place(i, c.row, c.time);
         i = least;
       }
-      place(i, row);
+      place(i, x.row, x.time);
     }
-    /// Queues every waiting and active flow.
+    /// Queues every waiting and active flow (the rows in order, then heapified).
     MV_HD void buildEventQueue() {
       queued = 0;
       for (int64_t r = flow0; r < flow1; ++r) {
-        if (state(r).phase != kFluidDrained) place(queued++, static_cast<uint32_t>(r - flow0));
+        if (state(r).phase != kFluidDrained) place(queued++, static_cast<uint32_t>(r - flow0), eventTime(r));
       }
       for (uint32_t i = queued / 2; i-- > 0;) siftEventDown(i);
     }
     MV_HD void pushEvent(uint32_t row) {
-      place(queued, row);
+      place(queued, row, eventTime(flow0 + row));
       siftEventUp(queued++);
     }
     /// Takes the earliest event out of the queue; its row goes to the slot the queue frees.
     MV_HD void popEvent() {
-      const uint32_t top = slotRow(0);
+      const FluidEventSlot top = slot(0);
       queued -= 1;
       if (queued > 0) {
-        place(0, slotRow(queued));
+        const FluidEventSlot last = slot(queued);
+        place(0, last.row, last.time);
         siftEventDown(0);
       }
-      place(queued, top);
+      place(queued, top.row, top.time);
     }
     /// Row r's event time changed (it is queued): restores the queue order.
     MV_HD void requeue(int64_t r) {
-      siftEventUp(slotOf(r));
+      const uint32_t i = slotOf(r);
+      slot(i).time = eventTime(r);
+      siftEventUp(i);
       siftEventDown(slotOf(r));
     }
     /// Earliest arrival or drain completion, or INT64_MAX.
-    MV_HD int64_t nextEvent() const { return queued > 0 ? eventTime(flow0 + slotRow(0)) : INT64_MAX; }
+    MV_HD int64_t nextEvent() const { return queued > 0 ? slot(0).time : INT64_MAX; }
 
     /// Earliest finish of a drained flow whose record is still due, or INT64_MAX.
     MV_HD int64_t nextFinish() const {
@@ -532,7 +554,8 @@ struct FluidSystem {
       f.rate_bps = 0;
       f.drain_ps = INT64_MAX;
       f.phase = kFluidActive;
-      f.frozen = 1;  // between fillings every active flow is frozen at its rate
+      tables.block(f.block).hops = f.hops;
+      tables.block(f.block).frozen = 1;  // between fillings every active flow is frozen at its rate
       st.active += 1;
       return true;
     }
@@ -550,7 +573,7 @@ struct FluidSystem {
     MV_HD void linkNode(uint32_t n) {
       const uint32_t l = linkOf(n);
       FluidLinkFill& k = tables.fill(l);
-      tables.node(n) = FluidLinkNode{k.head, kNone32};
+      tables.node(n) = FluidLinkNode{k.head, kNone32, n / info.path_stride};
       if (k.head != kNone32) tables.node(k.head).prev = n;
       k.head = n;
       k.flows += 1;
@@ -570,8 +593,6 @@ struct FluidSystem {
       k.flows -= 1;
       markChanged(l);
     }
-    /// The local row of the flow that path node n belongs to.
-    MV_HD int64_t flowOfNode(uint32_t n) const { return flow0 + tables.block(n / info.path_stride).flow; }
 
     /// Writes the flow's route into its path block; returns the number of links.
     MV_HD uint32_t storePath(const FlowSpec& s, uint32_t block) const {
@@ -625,9 +646,15 @@ struct FluidSystem {
      */
     MV_HD void fillRates(int64_t t) {
       const uint32_t reached = reachComponents();
+      const bool whole = reached == kNone32;
+      if (whole) groupByLink();
+      // Refilling a large share of the queued flows moves most of their drains: restore the
+      // queue's order once afterwards rather than sifting each moved flow (freeze).
+      const bool requeue_all = uint64_t{refilled} * 8 > queued;
       uint32_t size = 0;
-      for (uint32_t i = 0; i < reached; ++i) {  // the reached links become the heap
-        const uint32_t l = tables.heap(i).link;
+      const uint32_t candidates = whole ? info.link_count : reached;
+      for (uint32_t i = 0; i < candidates; ++i) {  // the links to refill become the heap
+        const uint32_t l = whole ? i : tables.heap(i).link;
         FluidLinkFill& k = tables.fill(l);
         k.reached = 0;
         k.left_bps = tables.link(l).rate_bps;
@@ -649,12 +676,20 @@ struct FluidSystem {
           siftDown(0, size);
           continue;
         }
-        for (uint32_t n = k.head; n != kNone32; n = tables.node(n).next) {
-          const int64_t r = flowOfNode(n);
-          if (state(r).frozen == 0u) freeze(r, share, t);
+        if (whole) {  // the grouped flows lie together; the lists would be chased node by node
+          for (uint32_t i = k.first; i < k.first + k.flows; ++i) {
+            const int64_t r = flow0 + tables.incident(i);
+            if (tables.block(state(r).block).frozen == 0u) freeze(r, share, t, !requeue_all);
+          }
+        } else {
+          for (uint32_t n = k.head; n != kNone32; n = tables.node(n).next) {
+            const FluidBlockUse& u = tables.block(tables.node(n).block);
+            if (u.frozen == 0u) freeze(flow0 + u.flow, share, t, !requeue_all);
+          }
         }
         st.fill_rounds += 1;
       }
+      if (requeue_all) buildEventQueue();
     }
 
     MV_HD bool shareLess(const FluidShareEntry& a, const FluidShareEntry& b) const {
@@ -677,16 +712,16 @@ struct FluidSystem {
 
     /**
      * Lists in heap entries [0, n) the links of every component (flows joined by shared
-     * links) that holds a changed link, and returns n; unfreezes the active flows of those
-     * components (every other active flow stays frozen at its rate) and clears the changes.
-     * With FluidNetInfo::recompute_all, the components of every link.
+     * links) that holds a changed link, and returns n; unfreezes the active flows of those     * components (every
+     * other active flow stays frozen at its rate) and clears the changes. Gives up and returns kNone32 (refill every
+     * flow) when the components hold more than a sixteenth of the active flows (chasing the links' lists then costs
+     * more than grouping every flow by link, groupByLink), and always with FluidNetInfo::recompute_all.
      */
     MV_HD uint32_t reachComponents() {
-      if (info.recompute_all != 0u) {
-        for (uint32_t l = 0; l < info.link_count; ++l) markChanged(l);
-      }
+      const uint32_t limit = info.recompute_all != 0u ? 0 : st.active / 16 + 64;
       const uint32_t n0 = changed;
       changed = 0;
+      refilled = 0;
       uint32_t n = n0;
       for (uint32_t i = 0; i < n0; ++i) {
         FluidLinkFill& k = tables.fill(tables.heap(i).link);
@@ -694,13 +729,19 @@ struct FluidSystem {
         k.reached = 1;
       }
       for (uint32_t head = 0; head < n; ++head) {  // breadth first: the entries are the queue
+        if (refilled > limit || info.recompute_all != 0u) {
+          for (uint32_t i = 0; i < n; ++i) tables.fill(tables.heap(i).link).reached = 0;
+          return kNone32;
+        }
         const FluidLinkFill& k = tables.fill(tables.heap(head).link);
         for (uint32_t node = k.head; node != kNone32; node = tables.node(node).next) {
-          FluidFlowState& f = state(flowOfNode(node));
-          if (f.frozen == 0u) continue;
-          f.frozen = 0;
-          for (uint32_t h = 0; h < f.hops; ++h) {
-            const uint32_t m = tables.hop(f.block, info.path_stride, h);
+          const uint32_t b = tables.node(node).block;
+          FluidBlockUse& u = tables.block(b);
+          if (u.frozen == 0u) continue;
+          u.frozen = 0;
+          refilled += 1;
+          for (uint32_t h = 0; h < u.hops; ++h) {
+            const uint32_t m = tables.hop(b, info.path_stride, h);
             FluidLinkFill& km = tables.fill(m);
             if (km.reached != 0u) continue;
             km.reached = 1;
@@ -709,12 +750,34 @@ struct FluidSystem {
         }
       }
       return n;
+    }  /// Whole refills: unfreezes every active flow and groups the flows by link (counting sort
+    /// into FluidIncidentFlow rows, in row order).
+    MV_HD void groupByLink() {
+      uint32_t first = 0;
+      for (uint32_t l = 0; l < info.link_count; ++l) {
+        FluidLinkFill& k = tables.fill(l);
+        k.first = first;
+        k.unfrozen = 0;  // placed so far
+        first += k.flows;
+      }
+      refilled = 0;
+      for (int64_t r = flow0; r < flow1; ++r) {
+        const FluidFlowState& f = state(r);
+        if (f.phase != kFluidActive) continue;
+        tables.block(f.block).frozen = 0;
+        refilled += 1;
+        for (uint32_t i = 0; i < f.hops; ++i) {
+          FluidLinkFill& k = tables.fill(tables.hop(f.block, info.path_stride, i));
+          tables.incident(k.first + k.unfrozen++) = static_cast<uint32_t>(r - flow0);
+        }
+      }
     }
 
-    /// Fixes a flow's rate at `rate` and takes it from the capacity of every link it crosses.
-    MV_HD void freeze(int64_t r, int64_t rate, int64_t t) {
+    /// Fixes a flow's rate at `rate` and takes it from the capacity of every link it crosses;
+    /// a changed drain is re-sorted into the event queue now or (requeue_now false) by the caller.
+    MV_HD void freeze(int64_t r, int64_t rate, int64_t t, bool requeue_now) {
       FluidFlowState& f = state(r);
-      f.frozen = 1;
+      tables.block(f.block).frozen = 1;
       for (uint32_t i = 0; i < f.hops; ++i) {
         FluidLinkFill& k = tables.fill(tables.hop(f.block, info.path_stride, i));
         k.left_bps -= rate;
@@ -726,7 +789,7 @@ struct FluidSystem {
       f.since_ps = t;
       f.rate_bps = rate;
       f.drain_ps = fluidDrainTime(t, left, rate);
-      requeue(r);
+      if (requeue_now) requeue(r);
     }
 
     // --- records -----------------------------------------------------------------------------
