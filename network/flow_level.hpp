@@ -351,12 +351,13 @@ struct FluidRouteWalk {
 // --- the system ------------------------------------------------------------------------------------
 
 /**
- * Advances one experiment's fluid network through the step's window. Events, in time order;
- * all events of one picosecond are handled together (flows in key order): drain completions
- * (links released, the record falls due at drain + latency), then arrivals (a flow takes a
- * path block, its route and latency); then the max-min rates of all active flows are
- * recomputed by progressive filling. Records whose finish falls in the window are created
- * (key: the flow's key) and their flows destroyed; every pending event is reported.
+ * Advances one experiment's fluid network through the step's window. Events come from a
+ * queue of the flows' next arrivals and drains, in time order; all events of one picosecond
+ * are handled together (flows in row order): drain completions (links
+ * released, the record falls due at drain + latency), then arrivals (a flow takes a path
+ * block, its route and latency); then the max-min rates of the flows whose components
+ * changed are recomputed by progressive filling. Records whose finish falls in the window are
+ * created (key: the flow's key) and their flows destroyed; every pending event is reported.
  */
 template <class WV>
 struct FluidSystem {
