@@ -161,7 +161,7 @@ struct FluidIncidence : Archetype<FluidLinkNode, FluidIncidentFlow> {
 struct FluidBlockUse {
   uint32_t flow = 0;
   uint32_t next_free = kNone32;
-  uint16_t hops = 0;   ///< links on the flow's path (FluidFlowState::hops, kept here for the searches)
+  uint16_t hops = 0;   ///< links on the flow's path
   uint8_t frozen = 0;  ///< water-filling: the flow's rate is fixed (or is not recomputed)
   uint8_t pad = 0;
 };
@@ -184,10 +184,9 @@ struct FluidFlowState {
   int64_t rate_bps = 0;     ///< max-min rate since then
   int64_t drain_ps = 0;     ///< active: when its last bit drains at this rate; drained: when it did
   int64_t latency_ps = 0;   ///< last bit drained -> finish (pipeline, propagation, last ACK)
-  uint32_t block = 0;       ///< its path block while active
-  uint16_t hops = 0;        ///< links on its path
+  uint32_t block = 0;       ///< its path block while active (which knows the path's links)
   uint8_t phase = kFluidWaiting;
-  uint8_t pad = 0;
+  uint8_t pad[3] = {};
 };
 static_assert(sizeof(FluidFlowState) == 56);
 
@@ -522,7 +521,7 @@ struct FluidSystem {
     MV_HD void complete(int64_t r, int64_t t) {
       FluidFlowState& f = state(r);
       if (f.phase != kFluidActive || f.drain_ps != t) return;
-      for (uint32_t i = 0; i < f.hops; ++i) unlinkNode(f.block * info.path_stride + i);
+      for (uint32_t i = 0; i < tables.block(f.block).hops; ++i) unlinkNode(f.block * info.path_stride + i);
       f.phase = kFluidDrained;
       f.left_lo = 0;
       f.left_hi = 0;
@@ -544,19 +543,19 @@ struct FluidSystem {
       }
       f.block = st.free_block;
       st.free_block = tables.block(f.block).next_free;
-      tables.block(f.block).flow = static_cast<uint32_t>(r - flow0);
       const FlowSpec& s = spec(r);
-      f.hops = static_cast<uint16_t>(storePath(s, f.block));
-      for (uint32_t i = 0; i < f.hops; ++i) linkNode(f.block * info.path_stride + i);
-      f.latency_ps = latency(s, f);
+      FluidBlockUse& use = tables.block(f.block);
+      use.flow = static_cast<uint32_t>(r - flow0);
+      use.hops = static_cast<uint16_t>(storePath(s, f.block));
+      use.frozen = 1;  // between fillings every active flow is frozen at its rate
+      for (uint32_t i = 0; i < use.hops; ++i) linkNode(f.block * info.path_stride + i);
+      f.latency_ps = latency(s, f.block);
       setFluidLeft(
           f, static_cast<Int128>(fluidWireBytes(s.bytes, info.payload_bytes, info.header_bytes)) * 8 * kSubBitsPerBit);
       f.since_ps = t;
       f.rate_bps = 0;
       f.drain_ps = INT64_MAX;
       f.phase = kFluidActive;
-      tables.block(f.block).hops = f.hops;
-      tables.block(f.block).frozen = 1;  // between fillings every active flow is frozen at its rate
       st.active += 1;
       return true;
     }
@@ -613,13 +612,13 @@ struct FluidSystem {
      * propagation delays, and the last ACK back to the sender (serialisation and delay on
      * every link of its own ECMP route).
      */
-    MV_HD int64_t latency(const FlowSpec& s, const FluidFlowState& f) const {
+    MV_HD int64_t latency(const FlowSpec& s, uint32_t block) const {
       const int32_t first_payload = s.bytes < info.payload_bytes ? static_cast<int32_t>(s.bytes) : info.payload_bytes;
       const Bytes packet{first_payload + info.header_bytes};
       int64_t sum = 0;
       int64_t slowest = 0;
-      for (uint32_t i = 0; i < f.hops; ++i) {
-        const FluidLinkInfo& li = tables.link(tables.hop(f.block, info.path_stride, i));
+      for (uint32_t i = 0; i < tables.block(block).hops; ++i) {
+        const FluidLinkInfo& li = tables.link(tables.hop(block, info.path_stride, i));
         const int64_t ser = serializationTime(packet, BitsPerSecond{li.rate_bps}).ps;
         sum += ser + li.delay_ps;
         slowest = ser > slowest ? ser : slowest;
@@ -713,13 +712,14 @@ struct FluidSystem {
 
     /**
      * Lists in heap entries [0, n) the links of every component (flows joined by shared
-     * links) that holds a changed link, and returns n; unfreezes the active flows of those     * components (every
-     * other active flow stays frozen at its rate) and clears the changes. Gives up and returns kNone32 (refill every
-     * flow) when the components hold more than a sixteenth of the active flows (chasing the links' lists then costs
-     * more than grouping every flow by link, groupByLink), and always with FluidNetInfo::recompute_all.
+     * links) that holds a changed link, and returns n; unfreezes the active flows of those
+     * components (every other active flow stays frozen at its rate) and clears the changes.
+     * Gives up and returns kNone32 (refill every flow) when the components hold more than a
+     * sixteenth of the active flows (chasing the links' lists then costs more than grouping
+     * every flow by link, groupByLink), and at once with FluidNetInfo::recompute_all.
      */
     MV_HD uint32_t reachComponents() {
-      const uint32_t limit = info.recompute_all != 0u ? 0 : st.active / 16 + 64;
+      const uint32_t limit = st.active / 16 + 64;
       const uint32_t n0 = changed;
       changed = 0;
       refilled = 0;
@@ -751,7 +751,9 @@ struct FluidSystem {
         }
       }
       return n;
-    }  /// Whole refills: unfreezes every active flow and groups the flows by link (counting sort
+    }
+
+    /// Whole refills: unfreezes every active flow and groups the flows by link (counting sort
     /// into FluidIncidentFlow rows, in row order).
     MV_HD void groupByLink() {
       uint32_t first = 0;
@@ -765,9 +767,10 @@ struct FluidSystem {
       for (int64_t r = flow0; r < flow1; ++r) {
         const FluidFlowState& f = state(r);
         if (f.phase != kFluidActive) continue;
-        tables.block(f.block).frozen = 0;
+        FluidBlockUse& use = tables.block(f.block);
+        use.frozen = 0;
         refilled += 1;
-        for (uint32_t i = 0; i < f.hops; ++i) {
+        for (uint32_t i = 0; i < use.hops; ++i) {
           FluidLinkFill& k = tables.fill(tables.hop(f.block, info.path_stride, i));
           tables.incident(k.first + k.unfrozen++) = static_cast<uint32_t>(r - flow0);
         }
@@ -778,8 +781,9 @@ struct FluidSystem {
     /// a changed drain is re-sorted into the event queue now or (requeue_now false) by the caller.
     MV_HD void freeze(int64_t r, int64_t rate, int64_t t, bool requeue_now) {
       FluidFlowState& f = state(r);
-      tables.block(f.block).frozen = 1;
-      for (uint32_t i = 0; i < f.hops; ++i) {
+      FluidBlockUse& use = tables.block(f.block);
+      use.frozen = 1;
+      for (uint32_t i = 0; i < use.hops; ++i) {
         FluidLinkFill& k = tables.fill(tables.hop(f.block, info.path_stride, i));
         k.left_bps -= rate;
         k.unfrozen -= 1;
