@@ -197,9 +197,10 @@ class ExperimentReader {
   }
 
   void readParallelism(const ConfigReader& p) {
-    p.allowOnly({"tp", "pp", "dp", "ep", "vpp", "sp", "recompute", "distributed_optimizer", "zero", "schedule"});
+    p.allowOnly({"tp", "cp", "pp", "dp", "ep", "vpp", "sp", "recompute", "distributed_optimizer", "zero", "schedule"});
     Parallelism& par = t_.parallelism;
     par.tp = static_cast<uint32_t>(p.integer("tp", 1, 1, kMaxCount));
+    par.cp = static_cast<uint32_t>(p.integer("cp", 1, 1, kMaxCount));
     par.pp = static_cast<uint32_t>(p.integer("pp", 1, 1, kMaxCount));
     par.dp = static_cast<uint32_t>(p.integer("dp", 1, 1, kMaxCount));
     par.ep = static_cast<uint32_t>(p.integer("ep", 1, 1, kMaxCount));
@@ -239,7 +240,7 @@ class ExperimentReader {
       g.error(name_key, "unknown GPU '" + cl.gpu + "'; valid names: " + gpuNameList() +
                             (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
     }
-    const uint64_t product = uint64_t{t_.parallelism.tp} * t_.parallelism.pp * t_.parallelism.dp;
+    const uint64_t product = uint64_t{t_.parallelism.tp} * t_.parallelism.cp * t_.parallelism.pp * t_.parallelism.dp;
     cl.gpus = static_cast<uint32_t>(
         c.integer("gpus", static_cast<int64_t>(std::min<uint64_t>(product, kMaxCount)), 1, kMaxCount));
     cl.gpus_per_server = static_cast<uint32_t>(
@@ -398,6 +399,11 @@ class ExperimentReader {
       return;
     }
     if (topology_ok_) checkTopologySize();
+    if (par.cp > 1 && (!t_.chakra.empty() || !t_.simai.empty())) {
+      problem("parallelism.cp", std::string("context parallelism is modelled for Megatron programs only; ") +
+                                    (t_.chakra.empty() ? "a SimAI workload" : "a Chakra trace") +
+                                    " brings its own communication: use cp: 1");
+    }
     if (!t_.chakra.empty()) checkChakraFiles();
     if (!t_.simai.empty()) checkSimaiFile();
   }

@@ -44,10 +44,11 @@ using Cell = std::variant<std::monostate, int64_t, double, std::string>;
 
 /// The summary columns after the swept ones, in order; `metricCells` fills them.
 constexpr const char* kMetricColumns[] = {
-    "status",        "iteration_ms", "compute_ms", "exposed_tp_ms", "exposed_pp_ms",   "exposed_dp_ms",
-    "exposed_ep_ms", "bubble_ms",    "mfu",        "tokens_per_s",  "peak_memory_gib", "ecn_marks",
-    "cnps",          "pauses",       "paused_us",  "drops",         "retransmits",     "timeouts",
-    "flows_done",    "packet_hops",  "wall_s",     "events",        "events_per_s",    "error"};
+    "status",        "iteration_ms",    "compute_ms",    "exposed_tp_ms", "exposed_pp_ms",
+    "exposed_dp_ms", "exposed_ep_ms",   "exposed_cp_ms", "bubble_ms",     "mfu",
+    "tokens_per_s",  "peak_memory_gib", "ecn_marks",     "cnps",          "pauses",
+    "paused_us",     "drops",           "retransmits",   "timeouts",      "flows_done",
+    "packet_hops",   "wall_s",          "events",        "events_per_s",  "error"};
 constexpr size_t kMetricCount = std::size(kMetricColumns);
 
 /// A real cell, empty when not finite (JSON has no NaN or infinity).
@@ -78,6 +79,7 @@ std::vector<Cell> metricCells(const ExperimentRecord& r) {
       simulated(milliseconds(res.exposed_pp)),
       simulated(milliseconds(res.exposed_dp)),
       simulated(milliseconds(res.exposed_ep)),
+      simulated(milliseconds(res.exposed_cp)),
       simulated(milliseconds(res.bubble)),
       simulated(real(res.mfu)),
       simulated(real(res.tokens_per_second)),
@@ -273,6 +275,7 @@ Json resultJson(const TrainingResult& res) {
               {"exposed_pp_ps", res.exposed_pp.ps},
               {"exposed_dp_ps", res.exposed_dp.ps},
               {"exposed_ep_ps", res.exposed_ep.ps},
+              {"exposed_cp_ps", res.exposed_cp.ps},
               {"bubble_ps", res.bubble.ps},
               {"mfu", res.mfu},
               {"tokens_per_second", res.tokens_per_second},
@@ -333,6 +336,7 @@ TrainingResult resultFromJson(const Json& j) {
   res.exposed_pp = Picoseconds{j.at("exposed_pp_ps").get<int64_t>()};
   res.exposed_dp = Picoseconds{j.at("exposed_dp_ps").get<int64_t>()};
   res.exposed_ep = Picoseconds{j.at("exposed_ep_ps").get<int64_t>()};
+  res.exposed_cp = Picoseconds{j.value("exposed_cp_ps", int64_t{0})};  // absent before context parallelism
   res.bubble = Picoseconds{j.at("bubble_ps").get<int64_t>()};
   res.mfu = realFrom(j.at("mfu"));
   res.tokens_per_second = realFrom(j.at("tokens_per_second"));
@@ -505,7 +509,7 @@ std::string simaiEndToEnd(const std::string& name, const TrainingResult& r) {
          "total comp, total exposed comm, Total time\n" +
          name + part(r.exposed_dp) + part(Picoseconds{0}) + part(r.exposed_tp) + part(r.exposed_ep) +
          part(r.exposed_pp) + part(r.bubble) + part(r.compute) +
-         part(Picoseconds{r.exposed_dp.ps + r.exposed_tp.ps + r.exposed_ep.ps}) + end;
+         part(Picoseconds{r.exposed_dp.ps + r.exposed_tp.ps + r.exposed_ep.ps + r.exposed_cp.ps}) + end;
 }
 
 std::string sweepOfExperiment(const std::string& config) {

@@ -39,6 +39,7 @@ struct TrainConfig {
   int64_t path_latency_ps = 0;   ///< idle round trip of the longest NIC-to-NIC path
   int64_t nvlink_bps = 0;        ///< NVLink bandwidth per GPU and direction (intra-server hops)
   uint32_t tp = 1, pp = 1, dp = 1, ep = 1;
+  uint32_t cp = 1;  ///< context-parallel size; dp counts the CP ranks too (dp · cp replicas of the parameters)
   uint32_t gpus_per_server = 8;
   uint32_t nics_per_server = 8;
   uint32_t priority = 3;
@@ -79,17 +80,28 @@ struct RankInfo {
   uint32_t dp_coll_base = 0;   ///< Collective row of its DP group's collective 0
   uint32_t ep_coll_base = 0;   ///< Collective row of its EP group's collective 0
   uint32_t expert_dp_coll_base = 0;  ///< Collective row of its expert-DP group's collective 0
+  uint32_t cp_coll_base = 0;         ///< Collective row of its CP group's collective 0
 
   /// Collective row of collective `seq` of this rank's group of kind `comm`.
   MV_HD uint32_t collective(CommKind comm, uint32_t seq) const {
-    if (comm == CommKind::kGroup) return seq;
-    return (comm == CommKind::kEp ? ep_coll_base : comm == CommKind::kExpertDp ? expert_dp_coll_base : dp_coll_base) + seq;
+    switch (comm) {
+      case CommKind::kGroup:
+        return seq;
+      case CommKind::kEp:
+        return ep_coll_base + seq;
+      case CommKind::kExpertDp:
+        return expert_dp_coll_base + seq;
+      case CommKind::kCp:
+        return cp_coll_base + seq;
+      default:
+        return dp_coll_base + seq;
+    }
   }
 };
 /// Where each stream of a rank is.
 struct RankStreams {
   uint32_t next[kStreams] = {};      ///< program index from which to look for the stream's next task
-  uint32_t running[kStreams] = {kNoTask, kNoTask, kNoTask, kNoTask};
+  uint32_t running[kStreams] = {kNoTask, kNoTask, kNoTask, kNoTask, kNoTask};
   int64_t busy_until[kStreams] = {}; ///< finish of the running compute task; free time when idle
   int64_t start[kStreams] = {};      ///< start of the running task
   /// Running compute task: kernel time at full speed still to do as of `work_since` (0 when
@@ -108,6 +120,7 @@ struct RankTimes {
   int64_t pp = 0;
   int64_t dp = 0;
   int64_t ep = 0;
+  int64_t cp = 0;
   int64_t bubble = 0;
   int64_t finish = 0;
   int64_t compute_end = 0;  ///< when the compute stream's last task ended

@@ -135,7 +135,8 @@ Plan makePlan(const TrainingExperiment& x) {
   const bool per_rank = p.program.per_rank;
   c.tp = per_rank ? 1 : x.parallelism.tp;
   c.pp = per_rank ? static_cast<uint32_t>(p.program.stages.size()) : x.parallelism.pp;
-  c.dp = per_rank ? 1 : x.parallelism.dp;
+  c.dp = per_rank ? 1 : dataParallelRanks(x.parallelism);  // the CP ranks of a replica are consecutive
+  c.cp = per_rank ? 1 : x.parallelism.cp;
   c.ep = per_rank ? 1 : x.parallelism.ep;
   c.gpus_per_server = x.cluster.gpus_per_server;
   c.nics_per_server = x.cluster.nics_per_server;
@@ -160,8 +161,9 @@ int64_t appendRows(TrainWorld& world, ExpId e, const std::vector<T>& values, F&&
 }
 
 /// Builds the collectives of experiment e: DP groups (stage, tp index), expert-DP groups
-/// (stage, tp index, dp mod ep) and EP groups (stage, tp index, dp / ep); fills each rank's
-/// collective bases.
+/// (stage, tp index, dp mod ep), CP groups (stage, tp index, dp / cp) and EP groups (stage,
+/// tp index, dp / ep), with dp the data-parallel index with CP; fills each rank's collective
+/// bases.
 class CollectiveBuilder {
  public:
   CollectiveBuilder(TrainWorld& world, ExpId e, const TrainingExperiment& x, const Plan& plan)
@@ -192,6 +194,16 @@ class CollectiveBuilder {
             for (uint32_t d = j; d < c.dp; d += c.ep) members.push_back(rankAt(s, t, d));
             for (uint32_t r : members) ranks[r].expert_dp_coll_base = base;
             addGroup(prog, CommKind::kExpertDp, members);
+          }
+        }
+        if (prog.cp_collectives > 0) {
+          // Context-parallel groups: the cp consecutive data-parallel indices of one replica.
+          for (uint32_t g = 0; g < c.dp / c.cp; ++g) {
+            const auto base = static_cast<uint32_t>(infos_.size());
+            std::vector<uint32_t> members;
+            for (uint32_t j = 0; j < c.cp; ++j) members.push_back(rankAt(s, t, g * c.cp + j));
+            for (uint32_t r : members) ranks[r].cp_coll_base = base;
+            addGroup(prog, CommKind::kCp, members);
           }
         }
         if (prog.ep_collectives > 0) {
@@ -551,7 +563,7 @@ void appendMessageArrows(TrainWorld& world, ExpId e, std::string& out) {
  * an arrow from each pipeline send to its receive (appendMessageArrows).
  */
 std::string chromeTrace(TrainWorld& world, ExpId e) {
-  static const char* const kStreamNames[kStreams] = {"compute", "pp send", "pp recv", "dp"};
+  static const char* const kStreamNames[kStreams] = {"compute", "pp send", "pp recv", "dp", "cp"};
   auto& spans = world.table<TaskSpan>();
   auto& ranks = world.table<Rank>();
   auto& tasks = world.table<ProgramTask>();
@@ -636,8 +648,9 @@ TrainingResult collectResult(TrainWorld& world, ExpId e, const TrainingExperimen
   res.exposed_pp = Picoseconds{t.pp + (t.tail_kind == CommKind::kPp ? tail : 0)};
   res.exposed_dp = Picoseconds{t.dp + (dp_tail ? tail : 0)};
   res.exposed_ep = Picoseconds{t.ep + (t.tail_kind == CommKind::kEp ? tail : 0)};
+  res.exposed_cp = Picoseconds{t.cp + (t.tail_kind == CommKind::kCp ? tail : 0)};
   res.bubble = Picoseconds{t.finish - res.compute.ps - res.exposed_tp.ps - res.exposed_pp.ps - res.exposed_dp.ps -
-                           res.exposed_ep.ps};
+                           res.exposed_ep.ps - res.exposed_cp.ps};
   res.peak_memory = peakStageMemory(x);
   const double seconds = static_cast<double>(t.finish) * 1e-12;
   if (seconds > 0) {
@@ -928,10 +941,14 @@ std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
       checkAlgo("all_reduce", x.collectives.all_reduce, CollectiveOp::kAllReduce, n, local);
     }
   };
-  checkGradients(par.dp, per_server);
+  const uint32_t data_ranks = dataParallelRanks(par);
+  checkGradients(data_ranks, per_server);
   const uint32_t ep = std::max<uint32_t>(par.ep, 1);
   // Expert-DP groups take every ep-th dp index: per_server / ep of them share a server.
-  if (x.model.isMoe() && ep > 1) checkGradients(par.dp / ep, std::max<uint32_t>(1, per_server / ep));
+  if (x.model.isMoe() && ep > 1) checkGradients(data_ranks / ep, std::max<uint32_t>(1, per_server / ep));
+  // Ring attention's exchanges over the CP group (consecutive data-parallel indices).
+  checkAlgo("all_gather", x.collectives.all_gather, CollectiveOp::kAllGather, par.cp, per_server);
+  checkAlgo("reduce_scatter", x.collectives.reduce_scatter, CollectiveOp::kReduceScatter, par.cp, per_server);
   if (x.model.isMoe()) checkAlgo("all_to_all", x.collectives.all_to_all, CollectiveOp::kAllToAll, par.ep, per_server);
   return out;
 }

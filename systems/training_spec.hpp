@@ -150,6 +150,9 @@ struct TrainingResult {
   Picoseconds exposed_pp;
   Picoseconds exposed_dp;
   Picoseconds exposed_ep;
+  /// Context parallelism: ring attention's key and value exchange not hidden behind the
+  /// attention kernels.
+  Picoseconds exposed_cp;
   Picoseconds bubble;
   /// Model FLOPs / (GPUs · peak · iteration).
   double mfu = 0;

@@ -421,8 +421,8 @@ struct RankSystem {
 
   /// Idle time of the compute stream before a task, by what it waited for: a pipeline
   /// message's time in flight is exposed PP communication, waiting before it was sent is
-  /// the bubble; DP/EP collectives are exposed DP/EP communication, and so are the collectives
-  /// of per-rank programs (kGroup: their process groups carry no parallelism).
+  /// the bubble; DP/EP/CP collectives are exposed DP/EP/CP communication, and the collectives
+  /// of per-rank programs count as DP (kGroup: their process groups carry no parallelism).
   MV_HD static void chargeGap(const TaskState& ts, int64_t idle_since, int64_t t, RankTimes& times) {
     const int64_t gap = t - idle_since;
     if (gap <= 0) return;
@@ -441,6 +441,9 @@ struct RankSystem {
         break;
       case CommKind::kEp:
         times.ep += gap;
+        break;
+      case CommKind::kCp:
+        times.cp += gap;
         break;
       default:
         times.bubble += gap;

@@ -335,6 +335,11 @@ std::string programDifference(const ChakraTrace& a, const ChakraTrace& b, uint32
 }  // namespace
 
 std::vector<ChakraTrace> programToChakra(const TrainingProgram& program, const Parallelism& par) {
+  if (par.cp > 1) {
+    throw WorkloadError(
+        "parallelism.cp: context-parallel programs are not exported to Chakra yet (their ring "
+        "attention has no process group the Megatron import knows); use cp: 1");
+  }
   std::vector<ChakraTrace> traces;
   const uint32_t ranks = par.tp * par.pp * par.dp;
   for (uint32_t r = 0; r < ranks; ++r) traces.push_back(rankTrace(program.stages[r / (par.tp * par.dp)], par, r));

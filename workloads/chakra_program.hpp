@@ -34,6 +34,7 @@ inline constexpr std::string_view kStream = "mv_stream";
 using TraceSource = std::function<ChakraTrace(uint32_t rank)>;
 
 /// The traces of every rank (tp · pp · dp of `par`), rank r at index r (Megatron order).
+/// Throws WorkloadError for context-parallel programs (cp > 1), which it does not write.
 std::vector<ChakraTrace> programToChakra(const TrainingProgram& program, const Parallelism& par);
 
 /**

@@ -46,9 +46,9 @@ Operator memoryOp(std::string_view name, double bytes, double backward_factor) {
 /// Shape numbers shared by the kernel lists.
 struct Dims {
   double e;    // activation element bytes
-  double s;    // sequence length
+  double s;    // sequence length on this GPU (s / cp)
   double b;    // micro-batch
-  double tok;  // tokens per micro-batch, b·s
+  double tok;  // tokens per micro-batch on this GPU, b·s / cp
   double h;
   double t;  // tensor-parallel size
   double r;  // divisor of the LayerNorm/dropout region (t with SP, else 1)
@@ -57,7 +57,7 @@ struct Dims {
 Dims dims(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par) {
   Dims d;
   d.e = activationBytes(config.precision);
-  d.s = sequenceLength(model, config);
+  d.s = localSequence(model, config, par);
   d.b = config.micro_batch;
   d.tok = d.s * d.b;
   d.h = model.hidden;
@@ -124,12 +124,15 @@ std::vector<Operator> layerOperators(const ModelSpec& model, const TrainingConfi
   ops.push_back(gemm("qkv", tok, (h + 2 * kv) / t, h, e));
   if (config.flash_attention) {
     // One fused kernel: QK^T and ·V on chip, HBM traffic only Q, K, V and the output.
-    // FlashAttention-2's backward recomputes the scores: 5 GEMMs against 2 forward.
+    // FlashAttention-2's backward recomputes the scores: 5 GEMMs against 2 forward. With
+    // context parallelism, ring attention runs one kernel per ring step: the local queries
+    // against the keys and values of one rank's s / cp tokens.
     Operator flash = gemm("flash_attention", s, s, hd, e, d.b * heads_local);
     flash.flops *= 2;
     flash.bytes = e * tok * (2 * h + 2 * kv) / t;
     flash.backward_factor = 2.5;
     flash.attention_core = true;
+    flash.count = std::max<uint32_t>(par.cp, 1);
     ops.push_back(flash);
   } else {
     Operator scores = gemm("attention_scores", s, s, hd, e, d.b * heads_local);

@@ -104,11 +104,13 @@ struct Operator {
 
 /**
  * The kernels of one transformer layer's forward pass on one GPU for one micro-batch,
- * after the TP (and SP, EP) split, in execution order: input_norm, qkv, attention_scores,
+ * after the TP (and SP, CP, EP) split, in execution order: input_norm, qkv, attention_scores,
  * softmax_dropout, attention_values, projection, attention_residual, mlp_norm, [router,
  * dispatch], mlp_up, activation, mlp_down, [combine], mlp_residual. Attention is the
  * unfused Megatron-LM path (scores materialised; causal fused softmax reads half of them),
- * or with `config.flash_attention` one "flash_attention" kernel in place of the three.
+ * or with `config.flash_attention` one "flash_attention" kernel in place of the three
+ * (cp kernels of s / cp keys each with context parallelism, whose other kernels see the
+ * s / cp local tokens).
  */
 std::vector<Operator> layerOperators(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par);
 /// Extra kernels of the first stage ("embedding").

@@ -35,7 +35,7 @@ StageParameters layerParameters(const ModelSpec& model, const Parallelism& par) 
 }
 
 double shardedParameters(const StageParameters& params, const Parallelism& par) {
-  const double dp = std::max<uint32_t>(par.dp, 1);
+  const double dp = std::max<uint32_t>(dataParallelRanks(par), 1);
   const double expert_dp = std::max(1.0, dp / std::max<uint32_t>(par.ep, 1));
   return params.dense / dp + params.expert / expert_dp;
 }
@@ -69,7 +69,7 @@ Bytes layerActivationBytes(const ModelSpec& model, const TrainingConfig& config,
   // FP8 copy it cast for the forward GEMM, 1 byte; otherwise as every activation.
   const double g = config.precision == TrainingPrecision::kFp8 ? 1 : e;
   const double mask = 1;  // dropout mask element
-  const double s = sequenceLength(model, config);
+  const double s = localSequence(model, config, par);  // CP ranks keep their s / cp tokens
   const double b = config.micro_batch;
   const double h = model.hidden;
   const double a = model.heads;
@@ -145,7 +145,7 @@ MemoryBreakdown stageMemory(const ModelSpec& model, const TrainingConfig& config
 
   if (stage == std::max<uint32_t>(par.pp, 1) - 1) {
     const double t = std::max<uint32_t>(par.tp, 1);
-    const double s = sequenceLength(model, config);
+    const double s = localSequence(model, config, par);
     mb.logits = ceilBytes(s * config.micro_batch * model.vocab / t * options.logits_bytes);
   }
   mb.workspace = options.workspace;

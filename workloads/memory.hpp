@@ -38,13 +38,14 @@ StageParameters stageParameters(const ModelSpec& model, const Parallelism& par, 
 uint32_t stageLayers(const ModelSpec& model, const Parallelism& par, uint32_t stage);
 /// Parameters of one transformer layer on one GPU (after the TP and EP splits).
 StageParameters layerParameters(const ModelSpec& model, const Parallelism& par);
-/// The share of `params` one GPU keeps when the data-parallel group shards them: dense
-/// parameters ÷ dp, expert parameters ÷ (dp / ep).
+/// The share of `params` one GPU keeps when the data-parallel group (with CP) shards them:
+/// dense parameters ÷ (dp · cp), expert parameters ÷ (dp · cp / ep).
 double shardedParameters(const StageParameters& params, const Parallelism& par);
 
 /**
  * Bytes one layer keeps for the backward pass for one micro-batch on one GPU (Korthikanti
- * Table 2 with a heads, t = tp; 2-byte activations and 1-byte dropout masks at bf16):
+ * Table 2 with a heads, t = tp, s the GPU's s / cp tokens; 2-byte activations and 1-byte
+ * dropout masks at bf16):
  *  - no recompute: TP only s·b·h·(10 + 24/t + 5·a·s/(h·t)); with SP s·b·h/t·(34 + 5·a·s/h);
  *  - selective: the a·s² terms dropped: s·b·h·(10 + 24/t), with SP 34·s·b·h/t;
  *  - full: the layer input only, 2·s·b·h (÷t with SP);

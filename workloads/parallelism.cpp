@@ -4,6 +4,7 @@
  */
 #include "workloads/parallelism.hpp"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -79,8 +80,16 @@ uint32_t sequenceLength(const ModelSpec& model, const TrainingConfig& config) {
   return config.seq != 0 ? config.seq : model.seq;
 }
 
+uint32_t localSequence(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par) {
+  return sequenceLength(model, config) / std::max<uint32_t>(par.cp, 1);
+}
+
+uint32_t dataParallelRanks(const Parallelism& par) {
+  return par.dp * std::max<uint32_t>(par.cp, 1);
+}
+
 uint32_t gpuCount(const Parallelism& par) {
-  return par.tp * par.pp * par.dp;
+  return par.tp * par.cp * par.pp * par.dp;
 }
 
 uint32_t microBatchCount(const TrainingConfig& config, const Parallelism& par) {
@@ -98,11 +107,9 @@ std::vector<ConfigProblem> validateParallelism(const ModelSpec& model, const Tra
   auto add = [&](std::string key, std::string message) { problems.push_back({std::move(key), std::move(message)}); };
 
   for (auto& m : validateModel(model)) add("workload.model", std::move(m));
-  const std::pair<const char*, uint32_t> sizes[] = {{"parallelism.tp", par.tp},
-                                                    {"parallelism.pp", par.pp},
-                                                    {"parallelism.dp", par.dp},
-                                                    {"parallelism.ep", par.ep},
-                                                    {"parallelism.vpp", par.vpp}};
+  const std::pair<const char*, uint32_t> sizes[] = {{"parallelism.tp", par.tp}, {"parallelism.cp", par.cp},
+                                                    {"parallelism.pp", par.pp}, {"parallelism.dp", par.dp},
+                                                    {"parallelism.ep", par.ep}, {"parallelism.vpp", par.vpp}};
   for (const auto& [key, v] : sizes) {
     if (v == 0) add(key, "must be >= 1");
   }
@@ -112,10 +119,16 @@ std::vector<ConfigProblem> validateParallelism(const ModelSpec& model, const Tra
   if (!problems.empty()) return problems;  // the rules below divide by these
 
   const uint32_t seq = sequenceLength(model, config);
-  const uint64_t product = static_cast<uint64_t>(par.tp) * par.pp * par.dp;
+  const uint64_t product = static_cast<uint64_t>(par.tp) * par.cp * par.pp * par.dp;
   if (product != gpus) {
-    add("parallelism", "tp*pp*dp = " + num(par.tp) + "*" + num(par.pp) + "*" + num(par.dp) + " = " + num(product) +
-                           " but the cluster has " + num(gpus) + " GPUs; choose dp = gpus/(tp*pp)");
+    if (par.cp == 1) {
+      add("parallelism", "tp*pp*dp = " + num(par.tp) + "*" + num(par.pp) + "*" + num(par.dp) + " = " + num(product) +
+                             " but the cluster has " + num(gpus) + " GPUs; choose dp = gpus/(tp*pp)");
+    } else {
+      add("parallelism", "tp*cp*pp*dp = " + num(par.tp) + "*" + num(par.cp) + "*" + num(par.pp) + "*" + num(par.dp) +
+                             " = " + num(product) + " but the cluster has " + num(gpus) +
+                             " GPUs; choose dp = gpus/(tp*cp*pp)");
+    }
   }
   if (model.heads % par.tp != 0) {
     add("parallelism.tp", "heads (" + num(model.heads) + ") must be divisible by tp (" + num(par.tp) + ")");
@@ -129,6 +142,20 @@ std::vector<ConfigProblem> validateParallelism(const ModelSpec& model, const Tra
   }
   if (sequenceParallelActive(par) && seq % par.tp != 0) {
     add("parallelism.sp", "sequence parallelism needs seq (" + num(seq) + ") divisible by tp (" + num(par.tp) + ")");
+  }
+  if (par.cp > 1) {
+    if (!config.flash_attention) {
+      add("parallelism.cp",
+          "context parallelism needs workload.flash_attention: true (Megatron-core runs ring "
+          "attention inside Transformer Engine's fused attention kernel)");
+    }
+    const uint64_t split = uint64_t{2} * par.cp * (sequenceParallelActive(par) ? par.tp : 1);
+    if (seq % split != 0) {
+      add("parallelism.cp", "seq (" + num(seq) + ") must be divisible by " +
+                                (sequenceParallelActive(par) ? "2*cp*tp (" : "2*cp (") + num(split) +
+                                "): each context-parallel rank takes two of 2*cp chunks" +
+                                (sequenceParallelActive(par) ? ", split again over tp by sequence parallelism" : ""));
+    }
   }
   const uint64_t chunks = static_cast<uint64_t>(par.pp) * par.vpp;
   if (model.layers % chunks != 0) {
@@ -157,8 +184,9 @@ std::vector<ConfigProblem> validateParallelism(const ModelSpec& model, const Tra
     if (model.experts % par.ep != 0) {
       add("parallelism.ep", "experts (" + num(model.experts) + ") must be divisible by ep (" + num(par.ep) + ")");
     }
-    if (par.dp % par.ep != 0) {
-      add("parallelism.ep", "ep (" + num(par.ep) + ") must divide dp (" + num(par.dp) +
+    if (dataParallelRanks(par) % par.ep != 0) {
+      add("parallelism.ep", "ep (" + num(par.ep) + ") must divide " + (par.cp > 1 ? "dp*cp (" : "dp (") +
+                                num(dataParallelRanks(par)) +
                                 "): the expert-parallel group is part of the data-parallel group");
     }
   } else if (par.ep > 1) {

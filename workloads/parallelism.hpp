@@ -1,9 +1,9 @@
 /**
  * @file parallelism.hpp
  * The training job (batch sizes, sequence length, precision) and how it is split over GPUs
- * (Megatron-LM tensor, pipeline, data and expert parallelism, virtual pipeline stages,
- * sequence parallelism, activation recomputation, ZeRO stages, pipeline schedule), with the validation rules
- * Megatron-LM enforces.
+ * (Megatron-LM tensor, context, pipeline, data and expert parallelism, virtual pipeline
+ * stages, sequence parallelism, activation recomputation, ZeRO stages, pipeline schedule), with the
+ * validation rules Megatron-LM enforces.
  */
 #pragma once
 
@@ -85,6 +85,9 @@ enum class Zero : uint8_t {
 struct Parallelism {
   /// Tensor-parallel size t (also the experts' tensor-parallel size).
   uint32_t tp = 1;
+  /// Context-parallel size c: each sequence is split over c ranks, which exchange keys and
+  /// values in a ring around the attention kernel (Megatron-core's p2p ring attention).
+  uint32_t cp = 1;
   /// Pipeline stages p.
   uint32_t pp = 1;
   /// Data-parallel replicas d.
@@ -104,12 +107,22 @@ struct Parallelism {
 
 /// The sequence length of the job: `config.seq`, or the model's when that is 0.
 uint32_t sequenceLength(const ModelSpec& model, const TrainingConfig& config);
-/// Global rank of the GPU at (stage, tp_index, dp_index) in Megatron-LM's order: TP fastest,
-/// then DP, then PP.
+/// Tokens of one sequence a context-parallel rank holds, s / cp.
+uint32_t localSequence(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par);
+/**
+ * Ranks of one stage and tensor-parallel index that hold the same parameters, dp · cp: the
+ * group over which gradients are reduced and, from ZeRO-1 on, state is sharded
+ * (Megatron-core's data-parallel group with context parallelism). Its index is
+ * cp_index + cp · dp_index, so a context-parallel group is cp consecutive indices.
+ */
+uint32_t dataParallelRanks(const Parallelism& par);
+/// Global rank of the GPU at (stage, tp_index, dp_index) in Megatron-LM's order
+/// (tp-cp-dp-pp): TP fastest, then CP and DP, then PP. `dp` is dataParallelRanks and
+/// `dp_index` the index in that group.
 MV_HD constexpr uint32_t megatronRank(uint32_t tp, uint32_t dp, uint32_t stage, uint32_t tp_index, uint32_t dp_index) {
   return tp_index + tp * (dp_index + dp * stage);
 }
-/// GPUs the job uses, tp · pp · dp.
+/// GPUs the job uses, tp · cp · pp · dp.
 uint32_t gpuCount(const Parallelism& par);
 /// Micro-batches each pipeline runs per iteration, m = global_batch / (micro_batch · dp).
 uint32_t microBatchCount(const TrainingConfig& config, const Parallelism& par);
@@ -128,16 +141,19 @@ struct ConfigProblem {
  * Every reason `model` cannot be trained with `config` and `par` on `gpus` GPUs; empty when
  * the combination is valid. Rules (Megatron-LM, megatron/training/arguments.py and
  * megatron/core/parallel_state.py):
- *  - tp · pp · dp == gpus; every size ≥ 1;
+ *  - tp · cp · pp · dp == gpus; every size ≥ 1;
  *  - heads % tp == 0; with GQA kv_heads % tp == 0 (query groups are split over TP);
  *    ffn % tp == 0; with sequence parallelism seq % tp == 0;
  *  - layers % (pp · vpp) == 0 (every model chunk has the same number of layers);
  *  - global_batch % (micro_batch · dp) == 0;
  *  - vpp > 1 needs the interleaved schedule and vice versa; the interleaved schedule needs
  *    pp > 1 and the micro-batch count divisible by pp;
- *  - MoE: experts % ep == 0 and dp % ep == 0 — the classic Megatron-core rule in which the
- *    experts keep the attention's tensor-parallel size and the expert-parallel group is
- *    carved out of the data-parallel group (expert data-parallel size dp / ep);
+ *  - context parallelism (cp > 1) needs fused attention (`flash_attention`: Megatron-core
+ *    runs ring attention in Transformer Engine's kernel) and seq divisible by 2 · cp (each
+ *    rank takes two of 2 · cp chunks, balancing the causal mask), with SP also by 2 · cp · tp;
+ *  - MoE: experts % ep == 0 and (dp · cp) % ep == 0 — the classic Megatron-core rule in which
+ *    the experts keep the attention's tensor-parallel size and the expert-parallel group is
+ *    carved out of the data-parallel group with CP (expert data-parallel size dp · cp / ep);
  *    ep > 1 needs an MoE model.
  * The model's own shape is checked too (validateModel), under the key "workload.model".
  */

@@ -93,6 +93,8 @@ uint32_t& collectiveCount(StageProgram& program, CommKind comm) {
       return program.ep_collectives;
     case CommKind::kExpertDp:
       return program.expert_dp_collectives;
+    case CommKind::kCp:
+      return program.cp_collectives;
     default:
       return program.dp_collectives;
   }
@@ -104,6 +106,8 @@ const char* processGroupName(CommKind comm) {
       return "ep";
     case CommKind::kExpertDp:
       return "expert_dp";
+    case CommKind::kCp:
+      return "cp";
     case CommKind::kGroup:
       return "group";
     default:
@@ -167,6 +171,10 @@ struct BlockTimes {
   int64_t backward = 0;  ///< including recomputation
   int64_t tp_forward = 0;
   int64_t tp_backward = 0;
+  /// With context parallelism: the attention kernels' part of forward and backward (its
+  /// recomputation included), which overlaps the CP exchange.
+  int64_t attention_forward = 0;
+  int64_t attention_backward = 0;
 };
 
 /// Per-chunk block times of `stage`: its layers split evenly over the chunks, the
@@ -176,7 +184,7 @@ std::vector<BlockTimes> chunkTimes(const ModelSpec& model, const TrainingConfig&
   const uint32_t v = std::max<uint32_t>(par.vpp, 1);
   const uint32_t layers = stageLayers(model, par, stage);
   const LayerTimes lt = compute.layerTimes(model, config, par);
-  const uint32_t seq = sequenceLength(model, config);
+  const uint32_t seq = localSequence(model, config, par);
   // TP collectives of one layer and pass: two all-reduces of the b·s·h activations, or an
   // all-gather and a reduce-scatter each with sequence parallelism (Korthikanti et al.).
   const Bytes act{int64_t{config.micro_batch} * seq * model.hidden * activationBytes(config.precision)};
@@ -190,6 +198,17 @@ std::vector<BlockTimes> chunkTimes(const ModelSpec& model, const TrainingConfig&
     tp_layer = std::llround(static_cast<double>(tp_layer) / options.tp_bandwidth_factor);
   }
   const int64_t tp_recompute = par.recompute == Recompute::kFull ? tp_layer : 0;
+  int64_t attention_forward = 0;
+  int64_t attention_backward = 0;
+  if (par.cp > 1) {
+    for (const Operator& op : layerOperators(model, config, par)) {
+      if (!op.attention_core) continue;
+      const int64_t fwd = compute.forwardTime(op, config.precision).ps;
+      attention_forward += fwd;
+      attention_backward +=
+          compute.backwardTime(op, config.precision).ps + (par.recompute != Recompute::kNone ? fwd : 0);
+    }
+  }
   std::vector<BlockTimes> out(v);
   for (uint32_t c = 0; c < v; ++c) {
     const uint32_t n = layers / v + (c < layers % v ? 1 : 0);
@@ -197,6 +216,8 @@ std::vector<BlockTimes> chunkTimes(const ModelSpec& model, const TrainingConfig&
     out[c].backward = (lt.backward.ps + lt.recompute.ps) * n;
     out[c].tp_forward = tp_layer * n;
     out[c].tp_backward = (tp_layer + tp_recompute) * n;
+    out[c].attention_forward = attention_forward * n;
+    out[c].attention_backward = attention_backward * n;
   }
   auto addOps = [&](BlockTimes& b, const std::vector<Operator>& ops) {
     for (const Operator& op : ops) {
@@ -217,8 +238,12 @@ class ProgramBuilder {
   uint32_t add(TaskDef t) {
     if (t.kind == TaskKind::kCollective) t.seq = collectiveCount(program_, t.comm)++;
     program_.tasks.push_back(t);
-    return static_cast<uint32_t>(program_.tasks.size() - 1);
+    const auto index = static_cast<uint32_t>(program_.tasks.size() - 1);
+    last_on_[t.stream] = index;
+    return index;
   }
+  /// The latest task added to `stream` (kNoTask before the first).
+  uint32_t lastOn(uint8_t stream) const { return last_on_[stream]; }
   void edge(uint32_t from, uint32_t to) {
     if (from == kNoTask || to == kNoTask) return;
     edges_.emplace_back(from, to);
@@ -231,6 +256,7 @@ class ProgramBuilder {
  private:
   StageProgram program_;
   std::vector<std::pair<uint32_t, uint32_t>> edges_;
+  std::array<uint32_t, kStreams> last_on_ = {kNoTask, kNoTask, kNoTask, kNoTask, kNoTask};
 };
 
 TaskDef computeTask(int64_t compute_ps, int64_t tp_ps, const ScheduleItem& it) {
@@ -325,15 +351,24 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
   const uint32_t p = std::max<uint32_t>(par.pp, 1);
   const uint32_t v = std::max<uint32_t>(par.vpp, 1);
   const uint32_t m = microBatchCount(config, par);
-  const uint32_t seq = sequenceLength(model, config);
+  const uint32_t seq = localSequence(model, config, par);
   const int64_t act_bytes = int64_t{config.micro_batch} * seq * model.hidden * activationBytes(config.precision);
   // Pipeline messages: the b·s·h activation (or its gradient), split over TP (÷t with SP,
   // each TP rank sends its slice either way as Megatron's scatter-gather does).
   const int64_t p2p_bytes = act_bytes / std::max<uint32_t>(par.tp, 1);
   // Expert all-to-all per layer and pass: dispatch and combine of the top-k routed tokens.
   const int64_t a2a_layer = model.isMoe() ? 2 * act_bytes * model.top_k / std::max<uint32_t>(par.tp, 1) : 0;
-  // What the DP group shards (nothing to shard over a single replica).
-  const Zero zero = par.dp > 1 ? par.zero : Zero::kNone;
+  // Ring attention per layer and pass: every CP rank's keys and values (b · s/cp tokens,
+  // 2 · kv_width / t wide) gathered over the CP group (nccl-tests convention: the output
+  // buffer, cp times one rank's share).
+  const int64_t cp_layer = par.cp > 1 ? int64_t{par.cp} * 2 * config.micro_batch * seq *
+                                            static_cast<int64_t>(model.kvWidth() / std::max<uint32_t>(par.tp, 1)) *
+                                            activationBytes(config.precision)
+                                      : 0;
+  const bool recomputes_attention = par.recompute != Recompute::kNone;
+  // What the DP group (with CP) shards (nothing to shard over a single replica).
+  const uint32_t data_ranks = dataParallelRanks(par);
+  const Zero zero = data_ranks > 1 ? par.zero : Zero::kNone;
   const CollectiveOp reduce_op = zero >= Zero::kOptimizer ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce;
   const int64_t bucket = std::max<int64_t>(options.dp_bucket.count, 1);
 
@@ -350,12 +385,12 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
     const uint32_t element = activationBytes(config.precision);
     const uint32_t grad_element = options.grad_bytes > 0 ? options.grad_bytes : element;
     const StageParameters stage_params = stageParameters(model, par, s);
-    const uint32_t expert_group = par.dp / std::max<uint32_t>(par.ep, 1);
+    const uint32_t expert_group = data_ranks / std::max<uint32_t>(par.ep, 1);
     // Gradient buckets (reduced) and parameter buckets (gathered) of one chunk: DP buckets,
     // or one per layer with ZeRO-3.
     using Families = std::array<BucketFamily, 2>;
     auto families = [&](uint32_t chunk, uint32_t element_bytes, bool sharded) {
-      Families f{BucketFamily{CommKind::kDp, stage_params.dense / v, element_bytes, sharded ? par.dp : 1, bucket},
+      Families f{BucketFamily{CommKind::kDp, stage_params.dense / v, element_bytes, sharded ? data_ranks : 1, bucket},
                  BucketFamily{CommKind::kExpertDp, stage_params.expert / v, element_bytes, sharded ? expert_group : 1,
                               bucket}};
       if (zero >= Zero::kParameters) {
@@ -449,7 +484,10 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
         recv = b.add(r);
         index[s].slot(true, it.forward, it.micro_batch, it.chunk) = recv;
       }
-      const int64_t total = it.forward ? bt.forward : bt.backward;
+      // Ring attention: the block's attention kernels, and the CP exchange beside them.
+      const int64_t cp_bytes = cp_layer * layersIn(it.chunk);
+      const int64_t attention = cp_bytes > 0 ? (it.forward ? bt.attention_forward : bt.attention_backward) : 0;
+      const int64_t total = (it.forward ? bt.forward : bt.backward) - attention;
       const int64_t tp_total = it.forward ? bt.tp_forward : bt.tp_backward;
       const Families grads = families(it.chunk, grad_element, true);
       uint32_t last = kNoTask;
@@ -458,15 +496,37 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
         next_block = k + 1 < bl.pieces ? i : i + 1;
         next_piece = k + 1 < bl.pieces ? k + 1 : 0;
         queueGathers();
+        std::vector<uint32_t> gate = waits;
+        if (k == 0) gate.push_back(recv);
+        if (bl.first_forward) {
+          const auto& g = gathers[it.chunk][static_cast<size_t>(k)];
+          gate.insert(gate.end(), g.begin(), g.end());
+        }
+        uint32_t exchange = kNoTask;
+        if (k == 0 && cp_bytes > 0) {
+          const uint32_t before = b.lastOn(kComputeStream);
+          auto exchangeTask = [&](CollectiveOp op, int64_t bytes) {
+            exchange = b.add(commTask(TaskKind::kCollective, CommKind::kCp, kCpStream, op, bytes, it.micro_batch,
+                                      it.chunk, it.forward));
+            b.edge(before, exchange);
+            for (uint32_t g : gate) b.edge(g, exchange);
+          };
+          if (it.forward) {
+            exchangeTask(CollectiveOp::kAllGather, cp_bytes);
+          } else {
+            exchangeTask(CollectiveOp::kAllGather, cp_bytes * (recomputes_attention ? 2 : 1));
+            exchangeTask(CollectiveOp::kReduceScatter, cp_bytes);  // the keys' and values' gradients
+          }
+          const uint32_t kernels = b.add(computeTask(attention, 0, it));
+          for (uint32_t g : gate) b.edge(g, kernels);
+          gate.clear();  // the rest of the block follows the kernels on the stream
+        }
         const int64_t c_ps = total / bl.pieces + (k < total % bl.pieces ? 1 : 0);
         const int64_t t_ps = tp_total / bl.pieces + (k < tp_total % bl.pieces ? 1 : 0);
         last = b.add(computeTask(c_ps, t_ps, it));
         computed.push_back(last);
-        if (k == 0) b.edge(recv, last);
-        for (uint32_t g : waits) b.edge(g, last);
-        if (bl.first_forward) {
-          for (uint32_t g : gathers[it.chunk][static_cast<size_t>(k)]) b.edge(g, last);
-        }
+        for (uint32_t g : gate) b.edge(g, last);
+        b.edge(exchange, last);
         if (!bl.reduced) continue;
         for (const BucketFamily& f : grads) {
           for (int64_t j = 0; j < f.count; ++j) {

@@ -29,7 +29,7 @@ enum class TaskKind : uint8_t {
   kCompute,     ///< GPU kernels for a fixed time (TP collectives of the block folded in)
   kSend,        ///< pipeline send to the peer stage (completes when the data arrived)
   kRecv,        ///< pipeline receive (completes when the data arrived and the task started)
-  kCollective,  ///< DP or EP collective over the rank's group (starts when the last member arrives)
+  kCollective,  ///< DP, CP or EP collective over the rank's group (starts when the last member arrives)
 };
 
 /// What the time a task occupies counts as in the iteration breakdown.
@@ -39,13 +39,14 @@ enum class CommKind : uint8_t {
   kPp,
   kDp,
   kEp,
-  kExpertDp,  ///< expert gradients and parameters over the expert-data-parallel group (dp / ep ranks)
+  kExpertDp,  ///< expert gradients and parameters over the expert-data-parallel group (dp · cp / ep ranks)
+  kCp,        ///< ring attention's keys and values over the context-parallel group (cp ranks)
   kGroup,     ///< a communicator of a per-rank program (TrainingProgram::groups); seq is the collective's index there
 };
 
 /// Streams of a rank.
-enum Stream : uint8_t { kComputeStream = 0, kSendStream = 1, kRecvStream = 2, kDpStream = 3 };
-inline constexpr int kStreams = 4;
+enum Stream : uint8_t { kComputeStream = 0, kSendStream = 1, kRecvStream = 2, kDpStream = 3, kCpStream = 4 };
+inline constexpr int kStreams = 5;
 
 inline constexpr uint32_t kNoTask = 0xffffffffu;
 /// Tasks one program holds at most (pipeline sends carry the task index in 20 bits of their flow id).
@@ -89,6 +90,7 @@ struct StageProgram {
   uint32_t dp_collectives = 0;
   uint32_t ep_collectives = 0;
   uint32_t expert_dp_collectives = 0;
+  uint32_t cp_collectives = 0;
 
   /// Sum over compute tasks of compute_ps (one rank's busy compute time).
   int64_t computePs() const;
@@ -109,7 +111,7 @@ struct ProgramOptions {
 };
 
 /// Every stage's program of one iteration.
-/// The counter of `program`'s collectives of kind `comm` (kDp, kEp or kExpertDp): the next
+/// The counter of `program`'s collectives of kind `comm` (kDp, kEp, kExpertDp or kCp): the next
 /// collective of that kind gets it as its seq.
 uint32_t& collectiveCount(StageProgram& program, CommKind comm);
 
@@ -146,9 +148,14 @@ struct TrainingProgram {
  * the first micro-batch's forward per bucket; ZeRO-2 reduce-scatters after every
  * micro-batch's backward; ZeRO-3 gathers each layer's parameters before every forward and
  * backward, one layer ahead, and reduce-scatters each layer's gradients after every
- * backward): dense parameters over the DP group, expert parameters (MoE) in buckets of their
- * own over the expert-data-parallel group of dp / ep ranks; the optimizer step waits for
- * every reduction. `par` must be valid (validateParallelism).
+ * backward): dense parameters over the DP group with CP (dp · cp ranks), expert parameters
+ * (MoE) in buckets of their own over the expert-data-parallel group of dp · cp / ep ranks; the
+ * optimizer step waits for every reduction. With context parallelism (cp > 1) each block
+ * starts with its layers' attention kernels while the CP stream exchanges their keys and
+ * values over the CP group (forward: an all-gather; backward: an all-gather, again for
+ * recomputed attention, and a reduce-scatter of their gradients), and the rest of the block
+ * waits for the exchange: a layer's ring attention costs the longer of the two.
+ * `par` must be valid (validateParallelism).
  */
 TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par,
                                      const ComputeModel& compute, const ProgramOptions& options);
@@ -172,7 +179,7 @@ std::optional<TaskRef> firstStuckTask(const TrainingProgram& program);
 /// A readable name: "compute fwd mb3 chunk0", "send bwd mb1 chunk0", "collective".
 std::string taskName(const TaskDef& task);
 
-/// Process-group name of a collective's group kind ("dp", "ep", "expert_dp", "group"), as
+/// Process-group name of a collective's group kind ("dp", "ep", "expert_dp", "cp", "group"), as
 /// Chakra traces and Chrome traces name it.
 const char* processGroupName(CommKind comm);
 

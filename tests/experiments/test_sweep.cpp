@@ -707,6 +707,30 @@ TEST_CASE("cross-field problems are reported together", "[sweep][experiment]") {
 )");
     CHECK(has(d, 3, "parallelism", "tp*pp*dp = 8*1*2 = 16 but the cluster has 32 GPUs"));
   }
+  SECTION("context parallelism: its GPUs, fused attention, the sequence split") {
+    const Diagnostics d = readAll(R"(base:
+  workload: {model: llama3-8b, global_batch: 16, seq: 8196}
+  parallelism: {tp: 8, cp: 4, dp: 2}
+  cluster: {gpus: 32}
+)");
+    CHECK(has(d, 3, "parallelism", "tp*cp*pp*dp = 8*4*1*2 = 64 but the cluster has 32 GPUs"));
+    CHECK(has(d, 3, "parallelism.cp", "needs workload.flash_attention: true"));
+    const Diagnostics split = readAll(R"(base:
+  workload: {model: llama3-8b, global_batch: 16, seq: 8196, flash_attention: true}
+  parallelism: {tp: 8, cp: 4, dp: 2}
+)");
+    CHECK(has(split, 3, "parallelism.cp", "seq (8196) must be divisible by 2*cp (8)"));
+    std::vector<TrainingExperiment> xs;
+    const Diagnostics ok = readAll(R"(base:
+  workload: {model: llama3-8b, global_batch: 16, seq: 8192, flash_attention: true}
+  parallelism: {tp: 8, cp: 4, dp: 2}
+)",
+                                   &xs);
+    INFO(ok.format());
+    REQUIRE(xs.size() == 1);
+    CHECK(xs[0].parallelism.cp == 4);
+    CHECK(xs[0].cluster.gpus == 64);  // the default: tp * cp * pp * dp
+  }
   SECTION("servers, TP placement and NICs") {
     const Diagnostics d = readAll(R"(base:
   workload: {model: gpt3-13b, global_batch: 16}
