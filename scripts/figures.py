@@ -112,6 +112,25 @@ def zero_stages(mv, tmp, figs, times):
     times["zero_stages"] = "< 1 s" if wall < 1 else seconds(wall)
 
 
+def long_context(mv, tmp, figs, times):
+    _, wall, rows = run(mv, "examples/studies/long_context.yaml", os.path.join(tmp, "long"), "--quiet")
+    r = by_name(rows)
+
+    def split(cp, dp, rate):
+        x = r["cp%d-dp%d-%s" % (cp, dp, rate)]
+        if x["status"] != "ok":
+            return "%s needs %.0f GiB" % (x["status"].upper(), x["peak_memory_gib"])
+        exposed = " (%.0f ms exposed CP)" % x["exposed_cp_ms"] if x["exposed_cp_ms"] >= 0.5 else ""
+        return "%.0f ms%s" % (x["iteration_ms"], exposed)
+
+    parts = ["CP 1 %s" % split(1, 8, "400Gbps")]
+    for rate in ("400Gbps", "100Gbps", "25Gbps"):
+        label = rate.replace("Gbps", " Gb/s")
+        parts.append("%s: %s" % (label, ", ".join("CP %d %s" % (cp, split(cp, 8 // cp, rate)) for cp in (2, 4, 8))))
+    figs["long_context"] = "Llama-3 8B at 64k tokens on 64 H100s, TP 8 × CP × DP: " + "; ".join(parts)
+    times["long_context"] = "< 1 s" if wall < 1 else seconds(wall)
+
+
 def cc_comparison(mv, tmp, figs, times):
     _, wall, rows = run(mv, "examples/studies/cc_comparison.yaml", os.path.join(tmp, "cc"), "--quiet")
     r = by_name(rows)
@@ -140,7 +159,7 @@ def collective_tuning(mv, tmp, figs, times):
     times["collective_tuning"] = seconds(wall)
 
 
-QUICK = [quickstart, topology_search, parallelism_sizes, zero_stages, cc_comparison]
+QUICK = [quickstart, topology_search, parallelism_sizes, zero_stages, long_context, cc_comparison]
 SLOW = [collective_tuning]
 BLOCK = re.compile(r"<!-- (fig|time):([\w-]+) -->(.*?)<!-- /\1 -->", re.S)
 

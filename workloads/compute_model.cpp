@@ -123,12 +123,13 @@ std::vector<Operator> layerOperators(const ModelSpec& model, const TrainingConfi
   ops.push_back(memoryOp("input_norm", 2 * e * tok * h / r, 1.5));
   ops.push_back(gemm("qkv", tok, (h + 2 * kv) / t, h, e));
   if (config.flash_attention) {
-    // One fused kernel: QK^T and ·V on chip, HBM traffic only Q, K, V and the output.
-    // FlashAttention-2's backward recomputes the scores: 5 GEMMs against 2 forward. With
-    // context parallelism, ring attention runs one kernel per ring step: the local queries
-    // against the keys and values of one rank's s / cp tokens.
+    // One fused kernel: QK^T and ·V on chip, HBM traffic only Q, K, V and the output. The
+    // causal mask lets it skip the tiles above the diagonal: its two products cost what one
+    // full one does. FlashAttention-2's backward recomputes the scores: 5 GEMMs against 2
+    // forward. With context parallelism, ring attention runs one kernel per ring step: the
+    // local queries against the keys and values of one rank's s / cp tokens, half of whose
+    // pairs the mask keeps once each rank holds two of 2·cp chunks.
     Operator flash = gemm("flash_attention", s, s, hd, e, d.b * heads_local);
-    flash.flops *= 2;
     flash.bytes = e * tok * (2 * h + 2 * kv) / t;
     flash.backward_factor = 2.5;
     flash.attention_core = true;

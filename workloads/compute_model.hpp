@@ -88,7 +88,7 @@ struct Operator {
   /// FLOPs of one kernel (for a batched GEMM, of the whole batch).
   double flops = 0;
   /// GEMMs: the shape whose efficiency applies (FlashAttention: its QKᵀ product, with
-  /// `flops` counting both of its products).
+  /// `flops` counting both of its products over the causal triangle).
   GemmShape shape;
   /// HBM bytes one kernel reads and writes.
   double bytes = 0;
