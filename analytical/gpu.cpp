@@ -12,6 +12,9 @@ namespace {
 constexpr BitsPerSecond gigabytesPerSecond(int64_t gb) {
   return BitsPerSecond{gb * 8 * 1000 * 1000 * 1000};
 }
+constexpr BitsPerSecond megabytesPerSecond(int64_t mb) {
+  return BitsPerSecond{mb * 8 * 1000 * 1000};
+}
 
 // bf16, fp8, HBM bandwidth and NVLink: ../shared/reference/calibration.md ("GPUs" and the
 // Selene notes). fp32 (non-tensor) and dense tf32: NVIDIA datasheets — A100 19.5 / 156; H100
@@ -20,20 +23,21 @@ constexpr BitsPerSecond gigabytesPerSecond(int64_t gb) {
 // 400 GB/s". A100 40GB: the 80GB's compute and NVLink with 1,555 GB/s. HBM capacity: the
 // total nvidia-smi reports (MiB), which is what a job can allocate against: 81,920 (A100
 // 80GB), 40,960 (A100 40GB), 81,559 (H100, H800), 143,771 (H200), 183,359 (B200). SMs: 108
-// (A100), 132 (H100, H800, H200), 148 (B200).
+// (A100), 132 (H100, H800, H200), 148 (B200). Host link per direction: PCIe 4.0 x16 (A100),
+// 5.0 x16 (Hopper, HGX B200), 16 or 32 GT/s × 16 lanes × 128/130 = 31.5 or 63 GB/s.
 constexpr std::array<GpuSpec, 6> kCatalogue = {{
     {"a100-80gb", "NVIDIA A100 SXM4 80GB", GpuArchitecture::kAmpere, 3, 19.5, 156.0, 312.0, 0.0, mebibytes(81920),
-     gigabytesPerSecond(2000), gigabytesPerSecond(600), 108},
+     gigabytesPerSecond(2000), gigabytesPerSecond(600), 108, megabytesPerSecond(31508)},
     {"a100-40gb", "NVIDIA A100 SXM4 40GB", GpuArchitecture::kAmpere, 3, 19.5, 156.0, 312.0, 0.0, mebibytes(40960),
-     gigabytesPerSecond(1555), gigabytesPerSecond(600), 108},
+     gigabytesPerSecond(1555), gigabytesPerSecond(600), 108, megabytesPerSecond(31508)},
     {"h100", "NVIDIA H100 SXM5 80GB", GpuArchitecture::kHopper, 4, 67.0, 494.7, 989.0, 1979.0, mebibytes(81559),
-     gigabytesPerSecond(3350), gigabytesPerSecond(900), 132},
+     gigabytesPerSecond(3350), gigabytesPerSecond(900), 132, megabytesPerSecond(63015)},
     {"h800", "NVIDIA H800 SXM5 80GB", GpuArchitecture::kHopper, 4, 67.0, 494.7, 989.0, 1979.0, mebibytes(81559),
-     gigabytesPerSecond(3350), gigabytesPerSecond(400), 132},
+     gigabytesPerSecond(3350), gigabytesPerSecond(400), 132, megabytesPerSecond(63015)},
     {"h200", "NVIDIA H200 SXM 141GB", GpuArchitecture::kHopper, 4, 67.0, 494.7, 989.0, 1979.0, mebibytes(143771),
-     gigabytesPerSecond(4800), gigabytesPerSecond(900), 132},
+     gigabytesPerSecond(4800), gigabytesPerSecond(900), 132, megabytesPerSecond(63015)},
     {"b200", "NVIDIA B200 (HGX, 1000 W) 180GB", GpuArchitecture::kBlackwell, 5, 80.0, 1100.0, 2250.0, 4500.0,
-     mebibytes(183359), gigabytesPerSecond(8000), gigabytesPerSecond(1800), 148},
+     mebibytes(183359), gigabytesPerSecond(8000), gigabytesPerSecond(1800), 148, megabytesPerSecond(63015)},
 }};
 
 }  // namespace
@@ -46,6 +50,7 @@ GpuSpec withOverrides(GpuSpec base, const GpuOverrides& o) {
   base.hbm_bandwidth = o.hbm_bandwidth.value_or(base.hbm_bandwidth);
   base.nvlink_bandwidth = o.nvlink_bandwidth.value_or(base.nvlink_bandwidth);
   base.sms = o.sms.value_or(base.sms);
+  base.host_link = o.host_link.value_or(base.host_link);
   return base;
 }
 

@@ -56,6 +56,8 @@ struct GpuSpec {
   BitsPerSecond nvlink_bandwidth;
   /// Streaming multiprocessors (a GEMM's tiles run in waves of one per SM).
   uint32_t sms;
+  /// Host link per direction (PCIe x16 payload rate): what activation offload copies over.
+  BitsPerSecond host_link;
 };
 
 /// Changes to a catalogue entry (`cluster.gpu` written as a mapping on top of a `base`);
@@ -68,6 +70,7 @@ struct GpuOverrides {
   std::optional<BitsPerSecond> hbm_bandwidth;
   std::optional<BitsPerSecond> nvlink_bandwidth;
   std::optional<uint32_t> sms;
+  std::optional<BitsPerSecond> host_link;
 };
 
 /// `base` with `overrides` applied.

@@ -197,7 +197,8 @@ class ExperimentReader {
   }
 
   void readParallelism(const ConfigReader& p) {
-    p.allowOnly({"tp", "cp", "pp", "dp", "ep", "vpp", "sp", "recompute", "distributed_optimizer", "zero", "schedule"});
+    p.allowOnly({"tp", "cp", "pp", "dp", "ep", "vpp", "sp", "recompute", "distributed_optimizer", "zero", "schedule",
+                 "offload_layers"});
     Parallelism& par = t_.parallelism;
     par.tp = static_cast<uint32_t>(p.integer("tp", 1, 1, kMaxCount));
     par.cp = static_cast<uint32_t>(p.integer("cp", 1, 1, kMaxCount));
@@ -206,6 +207,7 @@ class ExperimentReader {
     par.ep = static_cast<uint32_t>(p.integer("ep", 1, 1, kMaxCount));
     par.vpp = static_cast<uint32_t>(p.integer("vpp", 1, 1, 1024));
     par.sequence_parallel = p.boolean("sp", false);
+    par.offload_layers = static_cast<uint32_t>(p.integer("offload_layers", 0, 0, kMaxShape));
     static const std::vector<std::string> kRecompute{"none", "selective", "full"};
     par.recompute = parseRecompute(kRecompute[static_cast<size_t>(p.choice("recompute", 0, kRecompute))]);
     // Megatron-LM's distributed optimizer is ZeRO-1; `zero` names any stage.
@@ -223,7 +225,8 @@ class ExperimentReader {
 
   void readCluster(const ConfigReader& c) {
     c.allowOnly({"gpu", "gpus", "gpus_per_server", "nics_per_server", "fabric", "nvls_all_reduce", "pcie_bus_bandwidth",
-                 "pcie_step_latency", "overlap_slowdown", "compute", "tp_bandwidth_factor", "compute_jitter"});
+                 "pcie_step_latency", "overlap_slowdown", "compute", "tp_bandwidth_factor", "compute_jitter",
+                 "host_copy_efficiency"});
     ClusterSpec& cl = t_.cluster;
     const bool mapping = c.has("gpu") && c.node()["gpu"].IsMap();
     const ConfigReader g = mapping ? c.child("gpu") : c;
@@ -254,6 +257,7 @@ class ExperimentReader {
     cl.overlap_slowdown = c.has("overlap_slowdown") ? c.real("overlap_slowdown", 1.0, 1.0, 4.0) : 0.0;
     cl.tp_bandwidth_factor = c.real("tp_bandwidth_factor", cl.tp_bandwidth_factor, 0.25, 4.0);
     cl.compute_jitter = c.real("compute_jitter", cl.compute_jitter, 0.0, 0.5);
+    cl.host_copy_efficiency = c.real("host_copy_efficiency", cl.host_copy_efficiency, 0.01, 1.0);
     if (c.has("compute")) readCompute(c.child("compute"));
     if (gpu_) {
       try {
@@ -266,7 +270,8 @@ class ExperimentReader {
 
   /// `cluster.gpu` as a mapping: changes to its `base` catalogue entry (docs/sweep.md).
   void readGpuOverrides(const ConfigReader& g) {
-    g.allowOnly({"base", "bf16_tflops", "fp8_tflops", "tf32_tflops", "hbm", "hbm_gb_per_s", "nvlink_gb_per_s", "sms"});
+    g.allowOnly({"base", "bf16_tflops", "fp8_tflops", "tf32_tflops", "hbm", "hbm_gb_per_s", "nvlink_gb_per_s", "sms",
+                 "host_link_gb_per_s"});
     GpuOverrides& o = t_.cluster.gpu_overrides;
     constexpr double kMaxTflops = 1e6;
     auto tflops = [&](const char* key, std::optional<double>& field, double lo) {
@@ -285,6 +290,7 @@ class ExperimentReader {
     };
     gbPerSecond("hbm_gb_per_s", o.hbm_bandwidth);
     gbPerSecond("nvlink_gb_per_s", o.nvlink_bandwidth);
+    gbPerSecond("host_link_gb_per_s", o.host_link);
     if (g.has("sms")) o.sms = static_cast<uint32_t>(g.integer("sms", 1, 1, 4096));
   }
 

@@ -241,10 +241,10 @@ std::string rankedTable(const std::vector<nlohmann::json>& rows, const std::vect
 }
 
 std::string iterationBreakdown(const std::vector<nlohmann::json>& ok) {
-  const std::vector<std::string> parts = {"compute",    "exposed TP", "exposed PP", "exposed DP",
-                                          "exposed EP", "exposed CP", "bubble"};
-  const char* keys[] = {"compute_ms",    "exposed_tp_ms", "exposed_pp_ms", "exposed_dp_ms",
-                        "exposed_ep_ms", "exposed_cp_ms", "bubble_ms"};
+  const std::vector<std::string> parts = {"compute",    "exposed TP", "exposed PP",      "exposed DP",
+                                          "exposed EP", "exposed CP", "exposed offload", "bubble"};
+  const char* keys[] = {"compute_ms",    "exposed_tp_ms", "exposed_pp_ms",      "exposed_dp_ms",
+                        "exposed_ep_ms", "exposed_cp_ms", "exposed_offload_ms", "bubble_ms"};
   std::vector<std::string> labels;
   std::vector<std::vector<double>> values;
   for (size_t i = 0; i < ok.size() && i < kChartRows; ++i) {

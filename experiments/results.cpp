@@ -43,12 +43,15 @@ constexpr double kBytesPerGib = 1024.0 * 1024.0 * 1024.0;
 using Cell = std::variant<std::monostate, int64_t, double, std::string>;
 
 /// The summary columns after the swept ones, in order; `metricCells` fills them.
-constexpr const char* kMetricColumns[] = {
-    "status",        "iteration_ms",    "compute_ms",    "exposed_tp_ms", "exposed_pp_ms",
-    "exposed_dp_ms", "exposed_ep_ms",   "exposed_cp_ms", "bubble_ms",     "mfu",
-    "tokens_per_s",  "peak_memory_gib", "ecn_marks",     "cnps",          "pauses",
-    "paused_us",     "drops",           "retransmits",   "timeouts",      "flows_done",
-    "packet_hops",   "wall_s",          "events",        "events_per_s",  "error"};
+constexpr const char* kMetricColumns[] = {"status",          "iteration_ms",  "compute_ms",
+                                          "exposed_tp_ms",   "exposed_pp_ms", "exposed_dp_ms",
+                                          "exposed_ep_ms",   "exposed_cp_ms", "exposed_offload_ms",
+                                          "bubble_ms",       "mfu",           "tokens_per_s",
+                                          "peak_memory_gib", "ecn_marks",     "cnps",
+                                          "pauses",          "paused_us",     "drops",
+                                          "retransmits",     "timeouts",      "flows_done",
+                                          "packet_hops",     "wall_s",        "events",
+                                          "events_per_s",    "error"};
 constexpr size_t kMetricCount = std::size(kMetricColumns);
 
 /// A real cell, empty when not finite (JSON has no NaN or infinity).
@@ -80,6 +83,7 @@ std::vector<Cell> metricCells(const ExperimentRecord& r) {
       simulated(milliseconds(res.exposed_dp)),
       simulated(milliseconds(res.exposed_ep)),
       simulated(milliseconds(res.exposed_cp)),
+      simulated(milliseconds(res.exposed_offload)),
       simulated(milliseconds(res.bubble)),
       simulated(real(res.mfu)),
       simulated(real(res.tokens_per_second)),
@@ -276,6 +280,7 @@ Json resultJson(const TrainingResult& res) {
               {"exposed_dp_ps", res.exposed_dp.ps},
               {"exposed_ep_ps", res.exposed_ep.ps},
               {"exposed_cp_ps", res.exposed_cp.ps},
+              {"exposed_offload_ps", res.exposed_offload.ps},
               {"bubble_ps", res.bubble.ps},
               {"mfu", res.mfu},
               {"tokens_per_second", res.tokens_per_second},
@@ -336,7 +341,9 @@ TrainingResult resultFromJson(const Json& j) {
   res.exposed_pp = Picoseconds{j.at("exposed_pp_ps").get<int64_t>()};
   res.exposed_dp = Picoseconds{j.at("exposed_dp_ps").get<int64_t>()};
   res.exposed_ep = Picoseconds{j.at("exposed_ep_ps").get<int64_t>()};
-  res.exposed_cp = Picoseconds{j.value("exposed_cp_ps", int64_t{0})};  // absent before context parallelism
+  // Absent from results written before context parallelism and activation offload.
+  res.exposed_cp = Picoseconds{j.value("exposed_cp_ps", int64_t{0})};
+  res.exposed_offload = Picoseconds{j.value("exposed_offload_ps", int64_t{0})};
   res.bubble = Picoseconds{j.at("bubble_ps").get<int64_t>()};
   res.mfu = realFrom(j.at("mfu"));
   res.tokens_per_second = realFrom(j.at("tokens_per_second"));

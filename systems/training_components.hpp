@@ -101,8 +101,8 @@ struct RankInfo {
 /// Where each stream of a rank is.
 struct RankStreams {
   uint32_t next[kStreams] = {};      ///< program index from which to look for the stream's next task
-  uint32_t running[kStreams] = {kNoTask, kNoTask, kNoTask, kNoTask, kNoTask};
-  int64_t busy_until[kStreams] = {}; ///< finish of the running compute task; free time when idle
+  uint32_t running[kStreams] = {kNoTask, kNoTask, kNoTask, kNoTask, kNoTask, kNoTask, kNoTask};
+  int64_t busy_until[kStreams] = {};  ///< finish of the running compute or copy task; free time when idle
   int64_t start[kStreams] = {};      ///< start of the running task
   /// Running compute task: kernel time at full speed still to do as of `work_since` (0 when
   /// none, or when only its TP collectives are left); the overlap slow-down applies to it
@@ -121,6 +121,7 @@ struct RankTimes {
   int64_t dp = 0;
   int64_t ep = 0;
   int64_t cp = 0;
+  int64_t offload = 0;
   int64_t bubble = 0;
   int64_t finish = 0;
   int64_t compute_end = 0;  ///< when the compute stream's last task ended

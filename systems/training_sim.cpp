@@ -87,6 +87,7 @@ ProgramOptions programOptionsOf(const TrainingExperiment& x, const GpuSpec& gpu)
   po.dp_bucket = x.collectives.dp_bucket;
   po.tp_model = makeCollectiveModel(gpu, x.cluster.intra);
   po.tp_bandwidth_factor = x.cluster.tp_bandwidth_factor;
+  po.host_copy_bytes_per_s = static_cast<double>(gpu.host_link.bps) / 8 * x.cluster.host_copy_efficiency;
   return po;
 }
 
@@ -506,6 +507,9 @@ std::string traceArgs(const TaskDef& t) {
   if (t.kind == TaskKind::kCompute) {
     std::snprintf(buf, sizeof(buf), "{\"compute_us\":%.3f,\"tp_us\":%.3f}", static_cast<double>(t.compute_ps) * 1e-6,
                   static_cast<double>(t.tp_ps) * 1e-6);
+  } else if (t.kind == TaskKind::kCopy) {
+    std::snprintf(buf, sizeof(buf), "{\"bytes\":%lld,\"copy_us\":%.3f}", static_cast<long long>(t.bytes),
+                  static_cast<double>(t.compute_ps) * 1e-6);
   } else if (t.kind == TaskKind::kCollective) {
     std::snprintf(buf, sizeof(buf), "{\"bytes\":%lld,\"group\":\"%s\",\"seq\":%u}", static_cast<long long>(t.bytes),
                   processGroupName(t.comm), t.seq);
@@ -563,7 +567,7 @@ void appendMessageArrows(TrainWorld& world, ExpId e, std::string& out) {
  * an arrow from each pipeline send to its receive (appendMessageArrows).
  */
 std::string chromeTrace(TrainWorld& world, ExpId e) {
-  static const char* const kStreamNames[kStreams] = {"compute", "pp send", "pp recv", "dp", "cp"};
+  static const char* const kStreamNames[kStreams] = {"compute", "pp send", "pp recv", "dp", "cp", "offload", "reload"};
   auto& spans = world.table<TaskSpan>();
   auto& ranks = world.table<Rank>();
   auto& tasks = world.table<ProgramTask>();
@@ -649,8 +653,9 @@ TrainingResult collectResult(TrainWorld& world, ExpId e, const TrainingExperimen
   res.exposed_dp = Picoseconds{t.dp + (dp_tail ? tail : 0)};
   res.exposed_ep = Picoseconds{t.ep + (t.tail_kind == CommKind::kEp ? tail : 0)};
   res.exposed_cp = Picoseconds{t.cp + (t.tail_kind == CommKind::kCp ? tail : 0)};
+  res.exposed_offload = Picoseconds{t.offload + (t.tail_kind == CommKind::kOffload ? tail : 0)};
   res.bubble = Picoseconds{t.finish - res.compute.ps - res.exposed_tp.ps - res.exposed_pp.ps - res.exposed_dp.ps -
-                           res.exposed_ep.ps - res.exposed_cp.ps};
+                           res.exposed_ep.ps - res.exposed_cp.ps - res.exposed_offload.ps};
   res.peak_memory = peakStageMemory(x);
   const double seconds = static_cast<double>(t.finish) * 1e-12;
   if (seconds > 0) {

@@ -88,6 +88,10 @@ struct ClusterSpec {
   /// curves of the intra-server model (TP times are divided by it); the default is fitted
   /// with `compute` against Megatron-LM SC'21 (docs/workloads.md "Calibration"). Range 0.25..4.
   double tp_bandwidth_factor = kMegatronTpBandwidthFactor;
+  /// Share of the GPU's host link (`GpuSpec::host_link`) that activation offload copies
+  /// reach: pinned-memory copies lose PCIe packet headers and DMA gaps. Default 0.8; range
+  /// 0.01..1.
+  double host_copy_efficiency = 0.8;
 };
 
 /// The GPU of `cluster`: its catalogue entry with its overrides (throws AnalyticalError for
@@ -153,6 +157,8 @@ struct TrainingResult {
   /// Context parallelism: ring attention's key and value exchange not hidden behind the
   /// attention kernels.
   Picoseconds exposed_cp;
+  /// Activation offload: reloads from host memory not hidden behind the backward pass.
+  Picoseconds exposed_offload;
   Picoseconds bubble;
   /// Model FLOPs / (GPUs · peak · iteration).
   double mfu = 0;

@@ -284,7 +284,7 @@ struct RankSystem {
     // Nothing happens to this rank in the window: report its next event and stop.
     int64_t earliest = st.wake_self;
     for (int s = 0; s < kStreams; ++s) {
-      if (st.running[s] == kNoTask || ops.task(info, st.running[s]).kind == TaskKind::kCompute) continue;
+      if (st.running[s] == kNoTask || timed(ops.task(info, st.running[s]).kind)) continue;
       const int64_t t = finishTime(ops, info, st, s);
       earliest = t < earliest ? t : earliest;
     }
@@ -338,9 +338,13 @@ struct RankSystem {
     while (st.next[s] < info.task_count && ops.task(info, st.next[s]).stream != s) ++st.next[s];
     return st.next[s] < info.task_count ? st.next[s] : kNoTask;
   }
+  /// Compute and copy tasks take a time known when they start; communication ends when
+  /// whoever completes it writes its done_ps.
+  MV_HD static bool timed(TaskKind kind) { return kind == TaskKind::kCompute || kind == TaskKind::kCopy; }
+
   MV_HD static int64_t finishTime(const TrainOps<Ctx>& ops, const RankInfo& info, const RankStreams& st, int s) {
     const uint32_t index = st.running[s];
-    if (ops.task(info, index).kind == TaskKind::kCompute) return st.busy_until[s];
+    if (timed(ops.task(info, index).kind)) return st.busy_until[s];
     const int64_t done = atomicLoad<int64_t>(&ops.state(info, index).done_ps);
     if (done == kNever) return kNever;
     return done > st.start[s] ? done : st.start[s];
@@ -368,6 +372,9 @@ struct RankSystem {
         break;
       case TaskKind::kCollective:
         ops.arrive(info.collective(d.comm, d.seq), t);
+        break;
+      case TaskKind::kCopy:
+        st.busy_until[s] = t + d.compute_ps;
         break;
     }
   }
@@ -421,8 +428,9 @@ struct RankSystem {
 
   /// Idle time of the compute stream before a task, by what it waited for: a pipeline
   /// message's time in flight is exposed PP communication, waiting before it was sent is
-  /// the bubble; DP/EP/CP collectives are exposed DP/EP/CP communication, and the collectives
-  /// of per-rank programs count as DP (kGroup: their process groups carry no parallelism).
+  /// the bubble; DP/EP/CP collectives are exposed DP/EP/CP communication, a reload of offloaded
+  /// activations is exposed offload, and the collectives of per-rank programs count as DP
+  /// (kGroup: their process groups carry no parallelism).
   MV_HD static void chargeGap(const TaskState& ts, int64_t idle_since, int64_t t, RankTimes& times) {
     const int64_t gap = t - idle_since;
     if (gap <= 0) return;
@@ -444,6 +452,9 @@ struct RankSystem {
         break;
       case CommKind::kCp:
         times.cp += gap;
+        break;
+      case CommKind::kOffload:
+        times.offload += gap;
         break;
       default:
         times.bubble += gap;

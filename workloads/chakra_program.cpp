@@ -54,7 +54,7 @@ ChakraTrace rankTrace(const StageProgram& prog, const Parallelism& par, uint32_t
     const TaskDef& t = prog.tasks[i];
     for (uint32_t k = 0; k < t.succ_count; ++k) waits[prog.succs[t.succ_begin + k]].push_back(i);
   }
-  uint32_t previous[kStreams] = {kNoTask, kNoTask, kNoTask, kNoTask};
+  uint32_t previous[kStreams] = {kNoTask, kNoTask, kNoTask, kNoTask, kNoTask, kNoTask, kNoTask};
   for (uint32_t i = 0; i < prog.tasks.size(); ++i) {
     const TaskDef& t = prog.tasks[i];
     ChakraNode n;
@@ -89,6 +89,10 @@ ChakraTrace rankTrace(const StageProgram& prog, const Parallelism& par, uint32_t
         n.setCommSize(static_cast<uint64_t>(t.bytes));
         n.setPgName(processGroupName(t.comm));
         break;
+      case TaskKind::kCopy:
+        throw WorkloadError(
+            "parallelism.offload_layers: activation offload is not exported to Chakra yet; use "
+            "offload_layers: 0");
     }
     trace.nodes.push_back(std::move(n));
   }

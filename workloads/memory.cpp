@@ -136,7 +136,12 @@ MemoryBreakdown stageMemory(const ModelSpec& model, const TrainingConfig& config
 
   mb.activation_per_layer = layerActivationBytes(model, config, par, par.recompute);
   mb.in_flight = inFlightMicroBatches(config, par, stage);
-  double activations = layers * mb.in_flight * static_cast<double>(mb.activation_per_layer.count);
+  // Offloaded layers (the first offload_layers of each chunk) wait in host memory; the GPU
+  // holds two of them in transit, the one being copied out and the one being copied back.
+  const double offloaded = std::min(layers, static_cast<double>(par.offload_layers) * std::max<uint32_t>(par.vpp, 1));
+  mb.offloaded_layers = offloaded;
+  double activations = ((layers - offloaded) * mb.in_flight + std::min(offloaded, 2.0)) *
+                       static_cast<double>(mb.activation_per_layer.count);
   if (par.recompute == Recompute::kFull && layers > 0) {
     // The layer being recomputed holds its whole working set during its backward pass.
     activations += static_cast<double>(layerActivationBytes(model, config, par, Recompute::kNone).count);

@@ -89,7 +89,10 @@ struct MemoryBreakdown {
   Bytes activation_per_layer;
   /// Micro-batches in flight (inFlightMicroBatches).
   double in_flight = 0;
-  /// All stored activations: layers × in_flight × per layer (+ one layer's working set with full recompute).
+  /// Layers whose activations are offloaded to host memory (offload_layers per model chunk).
+  double offloaded_layers = 0;
+  /// All stored activations: (layers − offloaded) × in_flight × per layer, + 2 offloaded
+  /// layers in transit, (+ one layer's working set with full recompute).
   Bytes activations;
   /// Logits kept for the loss: s·b·V/t × logits_bytes on the last stage, 0 elsewhere.
   Bytes logits;

@@ -161,6 +161,10 @@ std::vector<ConfigProblem> validateParallelism(const ModelSpec& model, const Tra
   if (model.layers % chunks != 0) {
     add("parallelism.pp", "layers (" + num(model.layers) + ") must be divisible by pp*vpp (" + num(par.pp) + "*" +
                               num(par.vpp) + " = " + num(chunks) + ") so every model chunk has the same layers");
+  } else if (par.offload_layers >= model.layers / chunks) {
+    add("parallelism.offload_layers",
+        "offload_layers (" + num(par.offload_layers) + ") must be less than the layers of a model chunk (" +
+            num(model.layers / chunks) + "): the backward of a layer kept on the GPU hides the first reload");
   }
   const uint64_t per_step = static_cast<uint64_t>(config.micro_batch) * par.dp;
   if (config.global_batch % per_step != 0) {

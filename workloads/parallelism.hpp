@@ -98,6 +98,10 @@ struct Parallelism {
   uint32_t vpp = 1;
   /// Megatron sequence parallelism (LayerNorm, dropout sharded along s); no effect when tp == 1.
   bool sequence_parallel = false;
+  /// Activation offload: the stored activations of the first n layers of every model chunk
+  /// go to host memory after their forward pass and come back, one layer ahead, during the
+  /// backward pass (Megatron-core's `cpu_offloading_num_layers`); 0 = none.
+  uint32_t offload_layers = 0;
   Recompute recompute = Recompute::kNone;
   /// What the data-parallel group shards (ZeRO stage; kOptimizer is Megatron-LM's
   /// distributed optimizer).
@@ -148,6 +152,8 @@ struct ConfigProblem {
  *  - global_batch % (micro_batch · dp) == 0;
  *  - vpp > 1 needs the interleaved schedule and vice versa; the interleaved schedule needs
  *    pp > 1 and the micro-batch count divisible by pp;
+ *  - activation offload: offload_layers < the layers of a model chunk (the backward of a
+ *    layer kept on the GPU hides the first reload);
  *  - context parallelism (cp > 1) needs fused attention (`flash_attention`: Megatron-core
  *    runs ring attention in Transformer Engine's kernel) and seq divisible by 2 · cp (each
  *    rank takes two of 2 · cp chunks, balancing the causal mask), with SP also by 2 · cp · tp;

@@ -108,6 +108,8 @@ const char* processGroupName(CommKind comm) {
       return "expert_dp";
     case CommKind::kCp:
       return "cp";
+    case CommKind::kOffload:
+      return "offload";
     case CommKind::kGroup:
       return "group";
     default:
@@ -116,7 +118,7 @@ const char* processGroupName(CommKind comm) {
 }
 
 std::string taskName(const TaskDef& t) {
-  static const char* const kKinds[] = {"compute", "send", "recv", "collective"};
+  static const char* const kKinds[] = {"compute", "send", "recv", "collective", "copy"};
   std::string name = kKinds[static_cast<int>(t.kind)];
   if (t.kind == TaskKind::kCollective) name += std::string(" ") + collectiveOpName(t.op);
   if (t.micro_batch != kNoTask) {
@@ -175,6 +177,12 @@ struct BlockTimes {
   /// recomputation included), which overlaps the CP exchange.
   int64_t attention_forward = 0;
   int64_t attention_backward = 0;
+  /// One layer, for blocks split at layer boundaries (activation offload): its forward and
+  /// backward (with recomputation) without the CP attention part, and their TP time.
+  int64_t layer_forward = 0;
+  int64_t layer_backward = 0;
+  int64_t layer_tp_forward = 0;
+  int64_t layer_tp_backward = 0;
 };
 
 /// Per-chunk block times of `stage`: its layers split evenly over the chunks, the
@@ -218,6 +226,10 @@ std::vector<BlockTimes> chunkTimes(const ModelSpec& model, const TrainingConfig&
     out[c].tp_backward = (tp_layer + tp_recompute) * n;
     out[c].attention_forward = attention_forward * n;
     out[c].attention_backward = attention_backward * n;
+    out[c].layer_forward = lt.forward.ps - attention_forward;
+    out[c].layer_backward = lt.backward.ps + lt.recompute.ps - attention_backward;
+    out[c].layer_tp_forward = tp_layer;
+    out[c].layer_tp_backward = tp_layer + tp_recompute;
   }
   auto addOps = [&](BlockTimes& b, const std::vector<Operator>& ops) {
     for (const Operator& op : ops) {
@@ -256,7 +268,7 @@ class ProgramBuilder {
  private:
   StageProgram program_;
   std::vector<std::pair<uint32_t, uint32_t>> edges_;
-  std::array<uint32_t, kStreams> last_on_ = {kNoTask, kNoTask, kNoTask, kNoTask, kNoTask};
+  std::array<uint32_t, kStreams> last_on_ = {kNoTask, kNoTask, kNoTask, kNoTask, kNoTask, kNoTask, kNoTask};
 };
 
 TaskDef computeTask(int64_t compute_ps, int64_t tp_ps, const ScheduleItem& it) {
@@ -280,6 +292,14 @@ TaskDef commTask(TaskKind kind, CommKind comm, uint8_t stream, CollectiveOp op, 
   t.bytes = bytes;
   t.micro_batch = mb;
   t.chunk = chunk;
+  return t;
+}
+
+/// A copy of `bytes` between GPU and host memory taking `ps`, for the block `it`.
+TaskDef copyTask(uint8_t stream, int64_t bytes, int64_t ps, const ScheduleItem& it) {
+  TaskDef t = commTask(TaskKind::kCopy, CommKind::kOffload, stream, CollectiveOp::kAllReduce, bytes, it.micro_batch,
+                       it.chunk, it.forward);
+  t.compute_ps = ps;
   return t;
 }
 
@@ -366,6 +386,14 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
                                             activationBytes(config.precision)
                                       : 0;
   const bool recomputes_attention = par.recompute != Recompute::kNone;
+  // Activation offload: the stored activations of one layer and micro-batch, and the time
+  // each direction of the host link takes to copy them.
+  const int64_t offload_bytes =
+      par.offload_layers > 0 ? layerActivationBytes(model, config, par, par.recompute).count : 0;
+  const int64_t copy_ps =
+      offload_bytes > 0 && options.host_copy_bytes_per_s > 0
+          ? static_cast<int64_t>(std::ceil(static_cast<double>(offload_bytes) / options.host_copy_bytes_per_s * 1e12))
+          : 0;
   // What the DP group (with CP) shards (nothing to shard over a single replica).
   const uint32_t data_ranks = dataParallelRanks(par);
   const Zero zero = data_ranks > 1 ? par.zero : Zero::kNone;
@@ -382,6 +410,7 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
     const uint32_t layers = stageLayers(model, par, s);
     auto layersIn = [&](uint32_t chunk) { return layers / v + (chunk < layers % v ? 1 : 0); };
     std::vector<uint32_t> dp_tasks;
+    std::vector<uint32_t> stored(size_t{m} * v, kNoTask);  // offload copy of (micro-batch, chunk)
     const uint32_t element = activationBytes(config.precision);
     const uint32_t grad_element = options.grad_bytes > 0 ? options.grad_bytes : element;
     const StageParameters stage_params = stageParameters(model, par, s);
@@ -487,8 +516,14 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
       // Ring attention: the block's attention kernels, and the CP exchange beside them.
       const int64_t cp_bytes = cp_layer * layersIn(it.chunk);
       const int64_t attention = cp_bytes > 0 ? (it.forward ? bt.attention_forward : bt.attention_backward) : 0;
-      const int64_t total = (it.forward ? bt.forward : bt.backward) - attention;
-      const int64_t tp_total = it.forward ? bt.tp_forward : bt.tp_backward;
+      // Activation offload: the layers split off the block (forward: the n offloaded ones;
+      // backward: those and the last kept one).
+      const int64_t offloaded = offload_bytes > 0 ? std::min<int64_t>(par.offload_layers, layersIn(it.chunk) - 1) : 0;
+      const int64_t split_layers = offloaded > 0 ? offloaded + (it.forward ? 0 : 1) : 0;
+      const int64_t layer_ps = it.forward ? bt.layer_forward : bt.layer_backward;
+      const int64_t layer_tp = it.forward ? bt.layer_tp_forward : bt.layer_tp_backward;
+      const int64_t total = (it.forward ? bt.forward : bt.backward) - attention - split_layers * layer_ps;
+      const int64_t tp_total = (it.forward ? bt.tp_forward : bt.tp_backward) - split_layers * layer_tp;
       const Families grads = families(it.chunk, grad_element, true);
       uint32_t last = kNoTask;
       for (int64_t k = 0; k < bl.pieces; ++k) {
@@ -521,12 +556,32 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
           for (uint32_t g : gate) b.edge(g, kernels);
           gate.clear();  // the rest of the block follows the kernels on the stream
         }
+        if (k == 0 && offloaded > 0 && it.forward) {
+          // The offloaded layers first; their activations leave once they are computed.
+          const uint32_t layers_ps = b.add(computeTask(offloaded * layer_ps, offloaded * layer_tp, it));
+          for (uint32_t g : gate) b.edge(g, layers_ps);
+          gate.clear();
+          const uint32_t store = b.add(copyTask(kOffloadStream, offloaded * offload_bytes, offloaded * copy_ps, it));
+          b.edge(layers_ps, store);
+          stored[size_t{it.micro_batch} * v + it.chunk] = store;
+        }
         const int64_t c_ps = total / bl.pieces + (k < total % bl.pieces ? 1 : 0);
         const int64_t t_ps = tp_total / bl.pieces + (k < tp_total % bl.pieces ? 1 : 0);
         last = b.add(computeTask(c_ps, t_ps, it));
         computed.push_back(last);
         for (uint32_t g : gate) b.edge(g, last);
         b.edge(exchange, last);
+        if (k + 1 == bl.pieces && offloaded > 0 && !it.forward) {
+          // Layer n + 1, then n..2, then 1; the reload starts with layer n + 1 and layer 1
+          // waits for it.
+          const uint32_t reload = b.add(copyTask(kReloadStream, offloaded * offload_bytes, offloaded * copy_ps, it));
+          b.edge(last, reload);
+          b.edge(stored[size_t{it.micro_batch} * v + it.chunk], reload);
+          last = b.add(computeTask(layer_ps, layer_tp, it));
+          if (offloaded > 1) last = b.add(computeTask((offloaded - 1) * layer_ps, (offloaded - 1) * layer_tp, it));
+          last = b.add(computeTask(layer_ps, layer_tp, it));
+          b.edge(reload, last);
+        }
         if (!bl.reduced) continue;
         for (const BucketFamily& f : grads) {
           for (int64_t j = 0; j < f.count; ++j) {

@@ -30,6 +30,7 @@ enum class TaskKind : uint8_t {
   kSend,        ///< pipeline send to the peer stage (completes when the data arrived)
   kRecv,        ///< pipeline receive (completes when the data arrived and the task started)
   kCollective,  ///< DP, CP or EP collective over the rank's group (starts when the last member arrives)
+  kCopy,        ///< activation offload: a copy between GPU and host memory for a fixed time (compute_ps)
 };
 
 /// What the time a task occupies counts as in the iteration breakdown.
@@ -41,12 +42,21 @@ enum class CommKind : uint8_t {
   kEp,
   kExpertDp,  ///< expert gradients and parameters over the expert-data-parallel group (dp · cp / ep ranks)
   kCp,        ///< ring attention's keys and values over the context-parallel group (cp ranks)
+  kOffload,   ///< activations copied to host memory and back (TaskKind::kCopy)
   kGroup,     ///< a communicator of a per-rank program (TrainingProgram::groups); seq is the collective's index there
 };
 
 /// Streams of a rank.
-enum Stream : uint8_t { kComputeStream = 0, kSendStream = 1, kRecvStream = 2, kDpStream = 3, kCpStream = 4 };
-inline constexpr int kStreams = 5;
+enum Stream : uint8_t {
+  kComputeStream = 0,
+  kSendStream = 1,
+  kRecvStream = 2,
+  kDpStream = 3,
+  kCpStream = 4,
+  kOffloadStream = 5,  ///< device to host copies (their own copy engine)
+  kReloadStream = 6,   ///< host to device copies
+};
+inline constexpr int kStreams = 7;
 
 inline constexpr uint32_t kNoTask = 0xffffffffu;
 /// Tasks one program holds at most (pipeline sends carry the task index in 20 bits of their flow id).
@@ -63,11 +73,11 @@ struct TaskDef {
   /// Successors: rows [succ_begin, succ_begin + succ_count) of the program's `succs`.
   uint32_t succ_begin = 0;
   uint32_t succ_count = 0;
-  /// Compute tasks: kernel time without communication.
+  /// Compute tasks: kernel time without communication; copies: the copy's time.
   int64_t compute_ps = 0;
   /// Compute tasks: blocking tensor-parallel collectives of the block (intra-server model).
   int64_t tp_ps = 0;
-  /// Communication tasks: bytes per rank (collectives: the nccl-tests buffer convention).
+  /// Communication and copy tasks: bytes per rank (collectives: the nccl-tests buffer convention).
   int64_t bytes = 0;
   /// P2P: the peer's pipeline stage and the index of the matching task in its program.
   uint32_t peer_stage = 0;
@@ -108,6 +118,9 @@ struct ProgramOptions {
   /// Bus bandwidth of the TP collectives relative to tp_model (its nccl-tests curve): their
   /// times are divided by this (both latency and bandwidth terms).
   double tp_bandwidth_factor = kMegatronTpBandwidthFactor;
+  /// Bytes per second an activation offload copy moves in each direction (the GPU's host
+  /// link × the copy efficiency).
+  double host_copy_bytes_per_s = 0.8 * 63.015e9;
 };
 
 /// Every stage's program of one iteration.
@@ -154,7 +167,13 @@ struct TrainingProgram {
  * starts with its layers' attention kernels while the CP stream exchanges their keys and
  * values over the CP group (forward: an all-gather; backward: an all-gather, again for
  * recomputed attention, and a reduce-scatter of their gradients), and the rest of the block
- * waits for the exchange: a layer's ring attention costs the longer of the two.
+ * waits for the exchange: a layer's ring attention costs the longer of the two. With
+ * activation offload (n layers per chunk) the forward block's first n layers are a task of
+ * their own whose stored activations the offload stream then copies to the host; the
+ * backward block ends with three tasks, layer n + 1 (the last kept on the GPU), layers
+ * n..2 and layer 1, and the reload stream copies the n layers back from the start of
+ * layer n + 1 on, layer 1 waiting for it: the time of a reload one layer ahead of each
+ * offloaded layer's backward.
  * `par` must be valid (validateParallelism).
  */
 TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par,

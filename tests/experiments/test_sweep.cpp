@@ -731,6 +731,27 @@ TEST_CASE("cross-field problems are reported together", "[sweep][experiment]") {
     CHECK(xs[0].parallelism.cp == 4);
     CHECK(xs[0].cluster.gpus == 64);  // the default: tp * cp * pp * dp
   }
+  SECTION("activation offload: its layers, the host link") {
+    const Diagnostics d = readAll(R"(base:
+  workload: {model: gpt3-13b, global_batch: 16}
+  parallelism: {tp: 8, pp: 4, dp: 2, offload_layers: 10}
+  cluster: {host_copy_efficiency: 1.5}
+)");
+    CHECK(has(d, 3, "parallelism.offload_layers", "must be less than the layers of a model chunk (10)"));
+    CHECK(has(d, 4, "cluster.host_copy_efficiency", "1.5"));
+    std::vector<TrainingExperiment> xs;
+    const Diagnostics ok = readAll(R"(base:
+  workload: {model: gpt3-13b, global_batch: 16}
+  parallelism: {tp: 8, pp: 4, dp: 2, offload_layers: 9}
+  cluster: {gpu: {base: h100, host_link_gb_per_s: 32}, host_copy_efficiency: 0.9}
+)",
+                                   &xs);
+    INFO(ok.format());
+    REQUIRE(xs.size() == 1);
+    CHECK(xs[0].parallelism.offload_layers == 9);
+    CHECK(xs[0].cluster.host_copy_efficiency == 0.9);
+    CHECK(clusterGpu(xs[0].cluster).host_link.bps == 256'000'000'000);
+  }
   SECTION("servers, TP placement and NICs") {
     const Diagnostics d = readAll(R"(base:
   workload: {model: gpt3-13b, global_batch: 16}
@@ -936,7 +957,7 @@ TEST_CASE("an experiment's static tables are sized to their rows", "[sweep][esti
   const TrainingFootprint f = measureFootprint(xs[0]);
   // Per row: the components and the experiment id (4; static rows have no handle, key,
   // destroyed flag or free-list entry); per table a few hundred bytes of per-experiment
-  // words and one-element buffers.
+  // words and one-element buffers (a row's worth).
   constexpr int64_t kBookkeeping = 4;
   constexpr int64_t kPerTable = 512;
   const int64_t task_row = static_cast<int64_t>(sizeof(train::TaskState)) + kBookkeeping;
@@ -946,7 +967,7 @@ TEST_CASE("an experiment's static tables are sized to their rows", "[sweep][esti
   CHECK(f.ranks == 16);
   CHECK(f.rank_tasks > 1000);
   CHECK(static_cast<int64_t>(f.rank_bytes) >= rows_bytes);
-  CHECK(static_cast<int64_t>(f.rank_bytes) <= rows_bytes + 2 * kPerTable);
+  CHECK(static_cast<int64_t>(f.rank_bytes) <= rows_bytes + 2 * kPerTable + task_row + rank_row);
 }
 
 TEST_CASE("bytes are printed for people", "[sweep][estimate]") {
