@@ -151,7 +151,33 @@ ConfigReader ConfigReader::child(const std::string& key) const {
     // reset, not assignment: assigning to a yaml-cpp node writes through to the user's document.
     sub.reset(YAML::Node(YAML::NodeType::Map));
   }
-  return ConfigReader(sub, file_, keyPath(key), *diags_);
+  ConfigReader out(sub, file_, keyPath(key), *diags_);
+  if (recording_) {
+    if (!resolved_[key].IsMap()) resolved_[key] = YAML::Node(YAML::NodeType::Map);
+    out.recordInto(resolved_[key]);
+  }
+  return out;
+}
+
+ConfigReader ConfigReader::except(const std::string& key) const {
+  YAML::Node rest(YAML::NodeType::Map);
+  if (node_.IsMap()) {
+    for (const auto& kv : node_) {
+      if (kv.first.Scalar() != key) rest.force_insert(kv.first, kv.second);
+    }
+  }
+  ConfigReader out(rest, file_, path_, *diags_);
+  if (recording_) out.recordInto(resolved_);
+  return out;
+}
+
+void ConfigReader::recordInto(YAML::Node resolved) {
+  resolved_ = std::move(resolved);
+  recording_ = true;
+}
+
+void ConfigReader::record(const std::string& key, const YAML::Node& value) const {
+  if (recording_) resolved_[key] = value;
 }
 
 void ConfigReader::allowOnly(const std::vector<std::string>& allowed) const {
@@ -185,7 +211,47 @@ bool ConfigReader::scalar(const std::string& key, std::string& out) const {
   return true;
 }
 
+namespace {
+/// The shortest text that reads back to `v`.
+std::string shortest(double v) {
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : std::to_string(v);
+}
+}  // namespace
+
 int64_t ConfigReader::integer(const std::string& key, int64_t fallback, int64_t lo, int64_t hi) const {
+  const int64_t v = readInteger(key, fallback, lo, hi);
+  if (v >= lo && v <= hi) record(key, YAML::Node(v));
+  return v;
+}
+
+double ConfigReader::real(const std::string& key, double fallback, double lo, double hi) const {
+  const double v = readReal(key, fallback, lo, hi);
+  if (v >= lo && v <= hi) record(key, YAML::Node(shortest(v)));
+  return v;
+}
+
+bool ConfigReader::boolean(const std::string& key, bool fallback) const {
+  const bool v = readBoolean(key, fallback);
+  record(key, YAML::Node(v));
+  return v;
+}
+
+std::string ConfigReader::text(const std::string& key, const std::string& fallback) const {
+  std::string s;
+  if (!scalar(key, s)) s = fallback;
+  if (!s.empty()) record(key, YAML::Node(s));
+  return s;
+}
+
+int ConfigReader::choice(const std::string& key, int fallback, const std::vector<std::string>& choices) const {
+  const int v = readChoice(key, fallback, choices);
+  if (v >= 0 && static_cast<size_t>(v) < choices.size()) record(key, YAML::Node(choices[static_cast<size_t>(v)]));
+  return v;
+}
+
+int64_t ConfigReader::readInteger(const std::string& key, int64_t fallback, int64_t lo, int64_t hi) const {
   std::string s;
   if (!scalar(key, s)) return fallback;
   int64_t v = 0;
@@ -201,7 +267,7 @@ int64_t ConfigReader::integer(const std::string& key, int64_t fallback, int64_t 
   return v;
 }
 
-double ConfigReader::real(const std::string& key, double fallback, double lo, double hi) const {
+double ConfigReader::readReal(const std::string& key, double fallback, double lo, double hi) const {
   std::string s;
   if (!scalar(key, s)) return fallback;
   double v = 0;
@@ -219,7 +285,7 @@ double ConfigReader::real(const std::string& key, double fallback, double lo, do
   return v;
 }
 
-bool ConfigReader::boolean(const std::string& key, bool fallback) const {
+bool ConfigReader::readBoolean(const std::string& key, bool fallback) const {
   std::string s;
   if (!scalar(key, s)) return fallback;
   if (s == "true" || s == "yes" || s == "on") return true;
@@ -228,12 +294,7 @@ bool ConfigReader::boolean(const std::string& key, bool fallback) const {
   return fallback;
 }
 
-std::string ConfigReader::text(const std::string& key, const std::string& fallback) const {
-  std::string s;
-  return scalar(key, s) ? s : fallback;
-}
-
-int ConfigReader::choice(const std::string& key, int fallback, const std::vector<std::string>& choices) const {
+int ConfigReader::readChoice(const std::string& key, int fallback, const std::vector<std::string>& choices) const {
   std::string s;
   if (!scalar(key, s)) return fallback;
   const auto it = std::find(choices.begin(), choices.end(), s);
@@ -273,25 +334,31 @@ int64_t quantity(const ConfigReader& r, bool found, const std::string& key, cons
 int64_t ConfigReader::rateBps(const std::string& key, int64_t fallback, int64_t lo, int64_t hi) const {
   std::string s;
   const bool found = scalar(key, s);
-  return quantity(
+  const int64_t bps = quantity(
       *this, found, key, s, fallback, "rate", lo, hi, [](std::string_view t, int64_t& v) { return parseRate(t, v); },
       formatRate);
+  if (bps >= lo && bps <= hi && (bps > 0 || lo <= 0)) record(key, YAML::Node(formatRate(bps)));
+  return bps;
 }
 
 int64_t ConfigReader::durationPs(const std::string& key, int64_t fallback, int64_t lo, int64_t hi) const {
   std::string s;
   const bool found = scalar(key, s);
-  return quantity(
+  const int64_t ps = quantity(
       *this, found, key, s, fallback, "time", lo, hi,
       [](std::string_view t, int64_t& v) { return parseDuration(t, v); }, formatDuration);
+  if (ps >= lo && ps <= hi && (ps > 0 || lo <= 0)) record(key, YAML::Node(formatDuration(ps)));
+  return ps;
 }
 
 int64_t ConfigReader::sizeBytes(const std::string& key, int64_t fallback, int64_t lo, int64_t hi) const {
   std::string s;
   const bool found = scalar(key, s);
-  return quantity(
+  const int64_t bytes = quantity(
       *this, found, key, s, fallback, "size", lo, hi, [](std::string_view t, int64_t& v) { return parseSize(t, v); },
       formatSize);
+  if (bytes >= lo && bytes <= hi && (bytes > 0 || lo <= 0)) record(key, YAML::Node(formatSize(bytes)));
+  return bytes;
 }
 
 }  // namespace mv

@@ -76,6 +76,15 @@ class ConfigReader {
   bool has(const std::string& key) const { return node_.IsMap() && node_[key].IsDefined(); }
   /// The reader of a nested mapping (an empty one when absent).
   ConfigReader child(const std::string& key) const;
+  /// A reader of this mapping without `key` (same path; it records where this one does).
+  ConfigReader except(const std::string& key) const;
+  /**
+   * From now on every value this reader and the readers of its nested mappings return is
+   * written into `resolved` (a copy of the document being read) under its key: defaults
+   * included, each as the text that reads back to the same value. A default outside the
+   * key's range (a sentinel such as "derived") is not written, so the key stays absent.
+   */
+  void recordInto(YAML::Node resolved);
   /// Reports keys of this mapping that are not in `allowed`, suggesting the nearest.
   void allowOnly(const std::vector<std::string>& allowed) const;
 
@@ -100,13 +109,23 @@ class ConfigReader {
 
  private:
   int lineOf(const std::string& key) const;
+  // The getters without recording.
+  int64_t readInteger(const std::string& key, int64_t fallback, int64_t lo, int64_t hi) const;
+  double readReal(const std::string& key, double fallback, double lo, double hi) const;
+  bool readBoolean(const std::string& key, bool fallback) const;
+  int readChoice(const std::string& key, int fallback, const std::vector<std::string>& choices) const;
   /// The scalar at `key` as text, or false (with a diagnostic when it is not a scalar).
   bool scalar(const std::string& key, std::string& out) const;
+
+  /// Writes `value` (YAML text or a scalar) at `key` of the resolved copy, when recording.
+  void record(const std::string& key, const YAML::Node& value) const;
 
   YAML::Node node_;
   std::string file_;
   std::string path_;
   Diagnostics* diags_;
+  mutable YAML::Node resolved_;  // a handle into the resolved copy; written through
+  bool recording_ = false;
 };
 
 }  // namespace mv

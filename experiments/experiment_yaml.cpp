@@ -37,23 +37,14 @@ int markLine(const YAML::Mark& mark) {
   return mark.line >= 0 ? mark.line + 1 : 0;
 }
 
-/// `mapping` without the key `drop`; keys and values are the original nodes (marks kept).
-YAML::Node without(const YAML::Node& mapping, const std::string& drop) {
-  YAML::Node out(YAML::NodeType::Map);
-  if (!mapping.IsMap()) return out;
-  for (const auto& kv : mapping) {
-    if (kv.first.Scalar() != drop) out.force_insert(kv.first, kv.second);
-  }
-  return out;
-}
-
 /// Reads one experiment; problems are collected locally and given lines at the end.
 class ExperimentReader {
  public:
   ExperimentReader(const ExpandedExperiment& x, const std::filesystem::path& dir)
-      : x_(x), dir_(dir), file_(x.file.string()), root_(x.config, file_, "", local_) {
+      : x_(x), dir_(dir), file_(x.file.string()), root_(x.config, file_, "", local_), resolved_(YAML::Clone(x.config)) {
     t_.name = x.name;
     t_.id = x.id;
+    root_.recordInto(resolved_);
   }
 
   TrainingExperiment read(Diagnostics& out) {
@@ -69,6 +60,12 @@ class ExperimentReader {
     readMemory(root_.child("memory"));
     checkCrossFields();
     if (local_.empty()) checkSimulationRules();
+    YAML::Emitter text;
+    text << resolved_;
+    t_.resolved_config = text.c_str();
+    // The id hashes the configuration with its defaults written out, so that the
+    // resolved configuration, read again, is the same experiment with the same random streams.
+    t_.id = configId(resolved_);
     for (Diagnostic d : local_.items()) {
       if (d.line == 0) d.line = keyLine(x_, d.key);
       out.add(std::move(d));
@@ -85,7 +82,7 @@ class ExperimentReader {
     model_ok_ = readModel(w);
     if (w.has("chakra")) t_.chakra = (dir_ / w.text("chakra", "")).string();
     static const std::vector<std::string> kLayouts{"auto", "stages", "ranks"};
-    t_.chakra_layout = static_cast<ChakraLayout>(w.choice("chakra_layout", 0, kLayouts));
+    if (w.has("chakra_layout")) t_.chakra_layout = static_cast<ChakraLayout>(w.choice("chakra_layout", 0, kLayouts));
     if (w.has("chakra_groups")) t_.chakra_groups = (dir_ / w.text("chakra_groups", "")).string();
     if (w.has("simai")) {
       t_.simai = (dir_ / w.text("simai", "")).string();
@@ -211,7 +208,7 @@ class ExperimentReader {
     static const std::vector<std::string> kRecompute{"none", "selective", "full"};
     par.recompute = parseRecompute(kRecompute[static_cast<size_t>(p.choice("recompute", 0, kRecompute))]);
     // Megatron-LM's distributed optimizer is ZeRO-1; `zero` names any stage.
-    const bool dist_opt = p.boolean("distributed_optimizer", false);
+    const bool dist_opt = p.has("distributed_optimizer") && p.boolean("distributed_optimizer", false);
     const auto zero = p.integer("zero", dist_opt ? 1 : 0, 0, 3);
     if (p.has("distributed_optimizer") && p.has("zero") && dist_opt != (zero >= 1)) {
       p.error("zero", "zero: " + std::to_string(zero) + " contradicts distributed_optimizer: " +
@@ -339,8 +336,7 @@ class ExperimentReader {
     static constexpr NetworkFidelity kFidelity[] = {NetworkFidelity::kPacket, NetworkFidelity::kFlow,
                                                     NetworkFidelity::kAnalytical};
     t_.fidelity = kFidelity[n.choice("fidelity", 0, kFidelities)];
-    const ConfigReader rest(without(n.node(), "fidelity"), file_, "network", local_);
-    t_.network = readNetworkConfig(rest, net::NetworkConfig{});
+    t_.network = readNetworkConfig(n.except("fidelity"), net::NetworkConfig{});
   }
 
   void readCollectives(const ConfigReader& c) {
@@ -506,6 +502,7 @@ class ExperimentReader {
   std::string file_;
   Diagnostics local_;
   ConfigReader root_;
+  YAML::Node resolved_;  ///< a copy of the configuration with every value read written in
   TrainingExperiment t_;
   std::optional<GpuSpec> gpu_;  ///< the cluster's GPU once read and known
   bool model_ok_ = false;

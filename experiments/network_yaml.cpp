@@ -86,8 +86,10 @@ Topology readTopology(const ConfigReader& r, const std::filesystem::path& dir) {
   const int kind = r.choice("kind", -1, {"star", "fat_tree", "rail_optimized", "spine_leaf", "file"});
   const BitsPerSecond rate{r.rateBps("link_rate", 100'000'000'000)};
   const Picoseconds delay{r.durationPs("link_delay", 1'000'000, kMinLinkDelayPs, kMaxLatencyPs)};
-  const BitsPerSecond fabric_rate{r.rateBps("fabric_rate", rate.bps)};
-  const Picoseconds fabric_delay{r.durationPs("fabric_delay", delay.ps, kMinLinkDelayPs, kMaxLatencyPs)};
+  // Read only when given: their absence means "derived" for some kinds (spine-leaf).
+  const BitsPerSecond fabric_rate{r.has("fabric_rate") ? r.rateBps("fabric_rate", rate.bps) : rate.bps};
+  const Picoseconds fabric_delay{
+      r.has("fabric_delay") ? r.durationPs("fabric_delay", delay.ps, kMinLinkDelayPs, kMaxLatencyPs) : delay.ps};
   const std::vector<std::string> common{"kind", "link_rate", "link_delay", "fabric_rate", "fabric_delay"};
   auto allow = [&](std::vector<std::string> extra) {
     extra.insert(extra.end(), common.begin(), common.end());

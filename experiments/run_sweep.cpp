@@ -63,7 +63,7 @@ ExperimentRecord recordOf(const Job& job, const TrainingResult& result, const st
   r.id = job.x.id;
   r.index = job.index;
   r.swept = job.expanded->swept;
-  r.resolved_config = yamlText(job.expanded->config);
+  r.resolved_config = job.x.resolved_config.empty() ? yamlText(job.expanded->config) : job.x.resolved_config;
   r.seed = job.x.seed;
   r.result = result;
   r.error = error;
@@ -365,7 +365,6 @@ std::vector<Job> readJobsSkippingInfeasible(const Sweep& sweep, Recording record
     j.x = readExperiment(sweep.experiments[i], sweep.file.parent_path(), one);
     if (one.empty()) j.memory = measureExperiment(sweep, i, j.x, meter, budget, one).total;
     j.x.name = sweep.experiments[i].name;
-    j.x.id = sweep.experiments[i].id;
     if (one.empty()) {
       j.cost = estimatedCost(j.x);
       j.sizing_key = sizingKey(sweep.experiments[i].config);

@@ -111,7 +111,11 @@ enum class ChakraLayout : uint8_t {
 
 struct TrainingExperiment {
   std::string name;
-  /// Stable id (a hash of the resolved configuration), used for RNG streams and file names.
+  /// Its configuration as YAML with every default the reader applied written out (set by
+  /// the sweep reader, experiments/experiment_yaml.hpp; empty otherwise).
+  std::string resolved_config;
+  /// Stable id (a hash of the resolved configuration, defaults written out), used for RNG
+  /// streams and file names.
   uint64_t id = 0;
   uint64_t seed = 1;
   ModelSpec model;

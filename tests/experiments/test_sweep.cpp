@@ -12,6 +12,7 @@
 
 #include "experiments/estimate.hpp"
 #include "experiments/experiment_yaml.hpp"
+#include "experiments/results.hpp"
 #include "experiments/sweep.hpp"
 #include "systems/training_components.hpp"
 #include "systems/training_sim.hpp"
@@ -859,18 +860,70 @@ TEST_CASE("every experiment of the example sweep reads cleanly", "[sweep][experi
   const Sweep s = readSweep(kData / "good_sweep.yaml", d);
   std::vector<std::string> names;
   std::vector<uint64_t> ids;
+  std::vector<std::string> configs;
   readExperiments(s, d, [&](TrainingExperiment&& x) {
     names.push_back(x.name);
     ids.push_back(x.id);
+    configs.push_back(x.resolved_config);
   });
   INFO(d.format());
   CHECK(d.empty());
   REQUIRE(ids.size() == s.experiments.size());
-  for (size_t i = 0; i < ids.size(); ++i) CHECK(ids[i] == s.experiments[i].id);
+  // An experiment's id hashes its configuration with the defaults written out.
+  for (size_t i = 0; i < ids.size(); ++i) CHECK(ids[i] == configId(YAML::Load(configs[i])));
+  CHECK(std::set<uint64_t>(ids.begin(), ids.end()).size() == ids.size());
   CHECK(s.combinations == 18);
   CHECK(s.dropped == 12);
   CHECK(names == std::vector<std::string>{"gpt3-13b-tp8-pp1-dcqcn", "gpt3-13b-tp8-pp2-dcqcn", "gpt3-13b-tp8-pp4-dcqcn",
                                           "gpt3-13b-tp8-pp1-hpcc", "gpt3-13b-tp8-pp2-hpcc", "gpt3-13b-tp8-pp4-hpcc"});
+}
+
+TEST_CASE("an experiment's resolved configuration writes every default and reads back to itself",
+          "[sweep][experiment]") {
+  const std::filesystem::path examples = kData / ".." / ".." / ".." / "examples";
+  std::vector<std::filesystem::path> files{kData / "good_sweep.yaml", examples / "quickstart.yaml",
+                                           examples / "chakra" / "general.yaml", examples / "simai" / "simai.yaml"};
+  for (const auto& e : std::filesystem::directory_iterator(examples / "studies")) files.push_back(e.path());
+  size_t checked = 0;
+  for (const std::filesystem::path& file : files) {
+    Diagnostics d;
+    const Sweep s = readSweep(file, d);
+    std::vector<TrainingExperiment> xs;
+    readExperiments(s, d, [&](TrainingExperiment&& x) { xs.push_back(std::move(x)); });
+    INFO(file.string() << ": " << d.format());
+    REQUIRE(d.empty());
+    for (const TrainingExperiment& x : xs) {
+      // Defaults the file leaves out are written: a key of every section.
+      for (const char* key : {"precision:", "zero:", "host_copy_efficiency:", "cc:", "dp_bucket:", "workspace:"}) {
+        CHECK(x.resolved_config.find(key) != std::string::npos);
+      }
+      Diagnostics again;
+      const Sweep one = parseSweep(sweepOfExperiment(x.resolved_config), file, again);
+      std::vector<TrainingExperiment> back;
+      readExperiments(one, again, [&](TrainingExperiment&& y) { back.push_back(std::move(y)); });
+      INFO(x.name << ":\n" << x.resolved_config << again.format());
+      REQUIRE(again.empty());
+      REQUIRE(back.size() == 1);
+      CHECK(back[0].resolved_config == x.resolved_config);
+      CHECK(back[0].id == x.id);  // the same random streams
+      CHECK(back[0].name == x.name);
+      CHECK(back[0].parallelism.zero == x.parallelism.zero);
+      CHECK(back[0].network.cc == x.network.cc);
+      CHECK(back[0].topology.nicCount() == x.topology.nicCount());
+      CHECK(back[0].topology.links().size() == x.topology.links().size());
+      CHECK(back[0].cluster.gpus == x.cluster.gpus);
+      ++checked;
+    }
+  }
+  CHECK(checked > 50);
+  // A default written out or left out is the same experiment.
+  std::vector<TrainingExperiment> plain, written;
+  REQUIRE(readAll(kBase, &plain).empty());
+  std::string explicit_defaults = kBase;
+  explicit_defaults.replace(explicit_defaults.find("parallelism: {"), 14, "parallelism: {vpp: 1, zero: 0, ");
+  INFO(explicit_defaults);
+  REQUIRE(readAll(explicit_defaults, &written).empty());
+  CHECK(plain.at(0).id == written.at(0).id);
 }
 
 // ----------------------------------------------------------------------------------------
