@@ -26,6 +26,14 @@ if [ $fail -eq 0 ]; then
   grep -q ",error," "$tmp/emu/summary.csv" && { echo "FAIL: an experiment failed on the emulated device"; fail=1; }
 fi
 
+# Context parallelism and activation offload: the CP stream and the copy streams.
+run cp-cpu "$cpu" --backend cpu --experiments "$src/tests/emu/data/cp_offload.yaml" --out "$tmp/cpcpu" --quiet --threads 2
+run cp-emu "$emu" --backend cuda --experiments "$src/tests/emu/data/cp_offload.yaml" --out "$tmp/cpemu" --quiet --threads 2
+if [ $fail -eq 0 ]; then
+  $compare "$tmp/cpcpu/summary.csv" "$tmp/cpemu/summary.csv" || fail=1
+  grep -q ",error," "$tmp/cpemu/summary.csv" && { echo "FAIL: a CP/offload experiment failed on the emulated device"; fail=1; }
+fi
+
 # Network detail drained from the device between runs (the flow log, link samples, queues):
 # the same files.
 run detail-cpu "$cpu" --backend cpu --experiments "$src/tests/emu/data/sweep.yaml" --out "$tmp/dcpu" --quiet --threads 2 \

@@ -18,12 +18,7 @@
 namespace mv {
 namespace {
 
-TrainingResult runOne(const TrainingExperiment& x, int threads = 2) {
-  SimulationOptions o;
-  o.threads = threads;
-  const std::vector<TrainingExperiment> one{x};
-  return simulateTraining(one, o).front();
-}
+using test::runOne;
 
 bool hasProblem(const std::vector<ConfigProblem>& problems, const std::string& key, const std::string& text) {
   for (const auto& p : problems) {

@@ -17,12 +17,7 @@
 namespace mv {
 namespace {
 
-TrainingResult runOne(const TrainingExperiment& x, int threads = 2) {
-  SimulationOptions o;
-  o.threads = threads;
-  const std::vector<TrainingExperiment> one{x};
-  return simulateTraining(one, o).front();
-}
+using test::runOne;
 
 /// One GPU, 8 layers, two micro-batches, nothing to communicate.
 TrainingExperiment single(uint32_t offload_layers) {
@@ -110,6 +105,44 @@ TEST_CASE("a reload slower than the backward pass is exposed by n (r - b) per mi
     CHECK(std::abs(static_cast<double>(one.iteration.ps - base.iteration.ps) - expected) <= 8);
     CHECK(one.compute == base.compute);
     CHECK(one.iteration == two.iteration);
+  }
+}
+
+TEST_CASE("context parallelism, offload, ZeRO-3 and an interleaved pipeline together: no deadlock, no compute lost") {
+  // 2 stages × 2 chunks, CP 2, DP 2: 8 GPUs, two per server.
+  TrainingExperiment x = test::tinyExperiment(1, 2, 2, 4, 2);
+  x.model = test::tinyGpt(8, 1024);
+  x.training.seq = 2048;
+  x.training.flash_attention = true;
+  x.parallelism.cp = 2;
+  x.parallelism.vpp = 2;
+  x.parallelism.schedule = PipelineSchedule::kInterleaved;
+  x.parallelism.offload_layers = 1;
+  x.parallelism.recompute = Recompute::kSelective;
+  x.cluster.gpus = 8;
+  x.topology = test::starTopology(4);
+  x.collectives.dp_bucket = mebibytes(2);
+  for (const Zero zero : {Zero::kNone, Zero::kOptimizer, Zero::kParameters}) {
+    x.parallelism.zero = zero;
+    INFO("ZeRO-" << static_cast<int>(zero));
+    for (const std::string& p : checkTrainingExperiment(x)) FAIL(p);
+    const TrainingProgram prog = trainingProgramOf(x);
+    CHECK_FALSE(firstStuckTask(prog).has_value());
+    const ComputeModel compute(a100Compute(), x.cluster.compute);
+    for (uint32_t s = 0; s < 2; ++s) {
+      const StageTimes st = compute.stageTimes(x.model, x.training, x.parallelism, s);
+      CHECK(prog.micro_batches == 4);
+      CHECK(prog.stages[s].computePs() == st.perMicroBatch().ps * prog.micro_batches + st.optimizer.ps);
+    }
+    for (NetworkFidelity f : {NetworkFidelity::kAnalytical, NetworkFidelity::kPacket}) {
+      x.fidelity = f;
+      const TrainingResult one = runOne(x, 1);
+      const TrainingResult two = runOne(x, 2);
+      REQUIRE(one.error.empty());
+      CHECK(one.iteration == two.iteration);
+      CHECK(one.exposed_cp == two.exposed_cp);
+      CHECK(one.iteration.ps > one.compute.ps);
+    }
   }
 }
 

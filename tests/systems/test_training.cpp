@@ -16,13 +16,7 @@
 namespace mv {
 namespace {
 
-TrainingResult runOne(const TrainingExperiment& x, int threads = 2, Picoseconds lookahead = {}) {
-  SimulationOptions o;
-  o.threads = threads;
-  o.lookahead = lookahead;
-  const std::vector<TrainingExperiment> one{x};
-  return simulateTraining(one, o).front();
-}
+using test::runOne;
 
 double rel(double a, double b) { return std::abs(a - b) / b; }
 

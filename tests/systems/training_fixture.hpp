@@ -5,6 +5,8 @@
  */
 #pragma once
 
+#include <vector>
+
 #include "systems/training_sim.hpp"
 
 namespace mv::test {
@@ -51,6 +53,15 @@ inline TrainingExperiment tinyExperiment(uint32_t tp, uint32_t pp, uint32_t dp, 
   x.topology = starTopology(x.cluster.gpus / per_server);
   x.network.cc = net::CcKind::kDctcp;
   return x;
+}
+
+/// Simulates `x` alone with `threads` workers (and the given lookahead step; 0: the default).
+inline TrainingResult runOne(const TrainingExperiment& x, int threads = 2, Picoseconds lookahead = {}) {
+  SimulationOptions o;
+  o.threads = threads;
+  o.lookahead = lookahead;
+  const std::vector<TrainingExperiment> one{x};
+  return simulateTraining(one, o).front();
 }
 
 }  // namespace mv::test
