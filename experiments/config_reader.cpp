@@ -221,20 +221,23 @@ std::string shortest(double v) {
 }  // namespace
 
 int64_t ConfigReader::integer(const std::string& key, int64_t fallback, int64_t lo, int64_t hi) const {
+  const size_t problems = diags_->items().size();
   const int64_t v = readInteger(key, fallback, lo, hi);
-  if (v >= lo && v <= hi) record(key, YAML::Node(v));
+  if (v >= lo && v <= hi && diags_->items().size() == problems) record(key, YAML::Node(v));
   return v;
 }
 
 double ConfigReader::real(const std::string& key, double fallback, double lo, double hi) const {
+  const size_t problems = diags_->items().size();
   const double v = readReal(key, fallback, lo, hi);
-  if (v >= lo && v <= hi) record(key, YAML::Node(shortest(v)));
+  if (v >= lo && v <= hi && diags_->items().size() == problems) record(key, YAML::Node(shortest(v)));
   return v;
 }
 
 bool ConfigReader::boolean(const std::string& key, bool fallback) const {
+  const size_t problems = diags_->items().size();
   const bool v = readBoolean(key, fallback);
-  record(key, YAML::Node(v));
+  if (diags_->items().size() == problems) record(key, YAML::Node(v));
   return v;
 }
 
@@ -246,8 +249,11 @@ std::string ConfigReader::text(const std::string& key, const std::string& fallba
 }
 
 int ConfigReader::choice(const std::string& key, int fallback, const std::vector<std::string>& choices) const {
+  const size_t problems = diags_->items().size();
   const int v = readChoice(key, fallback, choices);
-  if (v >= 0 && static_cast<size_t>(v) < choices.size()) record(key, YAML::Node(choices[static_cast<size_t>(v)]));
+  if (v >= 0 && static_cast<size_t>(v) < choices.size() && diags_->items().size() == problems) {
+    record(key, YAML::Node(choices[static_cast<size_t>(v)]));
+  }
   return v;
 }
 
@@ -333,31 +339,37 @@ int64_t quantity(const ConfigReader& r, bool found, const std::string& key, cons
 
 int64_t ConfigReader::rateBps(const std::string& key, int64_t fallback, int64_t lo, int64_t hi) const {
   std::string s;
+  const size_t problems = diags_->items().size();
   const bool found = scalar(key, s);
   const int64_t bps = quantity(
       *this, found, key, s, fallback, "rate", lo, hi, [](std::string_view t, int64_t& v) { return parseRate(t, v); },
       formatRate);
-  if (bps >= lo && bps <= hi && (bps > 0 || lo <= 0)) record(key, YAML::Node(formatRate(bps)));
+  if (bps >= lo && bps <= hi && (bps > 0 || lo <= 0) && diags_->items().size() == problems)
+    record(key, YAML::Node(formatRate(bps)));
   return bps;
 }
 
 int64_t ConfigReader::durationPs(const std::string& key, int64_t fallback, int64_t lo, int64_t hi) const {
   std::string s;
+  const size_t problems = diags_->items().size();
   const bool found = scalar(key, s);
   const int64_t ps = quantity(
       *this, found, key, s, fallback, "time", lo, hi,
       [](std::string_view t, int64_t& v) { return parseDuration(t, v); }, formatDuration);
-  if (ps >= lo && ps <= hi && (ps > 0 || lo <= 0)) record(key, YAML::Node(formatDuration(ps)));
+  if (ps >= lo && ps <= hi && (ps > 0 || lo <= 0) && diags_->items().size() == problems)
+    record(key, YAML::Node(formatDuration(ps)));
   return ps;
 }
 
 int64_t ConfigReader::sizeBytes(const std::string& key, int64_t fallback, int64_t lo, int64_t hi) const {
   std::string s;
+  const size_t problems = diags_->items().size();
   const bool found = scalar(key, s);
   const int64_t bytes = quantity(
       *this, found, key, s, fallback, "size", lo, hi, [](std::string_view t, int64_t& v) { return parseSize(t, v); },
       formatSize);
-  if (bytes >= lo && bytes <= hi && (bytes > 0 || lo <= 0)) record(key, YAML::Node(formatSize(bytes)));
+  if (bytes >= lo && bytes <= hi && (bytes > 0 || lo <= 0) && diags_->items().size() == problems)
+    record(key, YAML::Node(formatSize(bytes)));
   return bytes;
 }
 

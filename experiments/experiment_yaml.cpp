@@ -60,12 +60,16 @@ class ExperimentReader {
     readMemory(root_.child("memory"));
     checkCrossFields();
     if (local_.empty()) checkSimulationRules();
-    YAML::Emitter text;
-    text << resolved_;
-    t_.resolved_config = text.c_str();
-    // The id hashes the configuration with its defaults written out, so that the
-    // resolved configuration, read again, is the same experiment with the same random streams.
-    t_.id = configId(resolved_);
+    // The id hashes the configuration with its defaults written out, so that the resolved
+    // configuration, read again, is the same experiment with the same random streams. An
+    // experiment with problems keeps the configuration as given (a value it rejected was
+    // not resolved).
+    if (local_.empty()) {
+      YAML::Emitter text;
+      text << resolved_;
+      t_.resolved_config = text.c_str();
+      t_.id = configId(resolved_);
+    }
     for (Diagnostic d : local_.items()) {
       if (d.line == 0) d.line = keyLine(x_, d.key);
       out.add(std::move(d));
@@ -401,10 +405,16 @@ class ExperimentReader {
       return;
     }
     if (topology_ok_) checkTopologySize();
-    if (par.cp > 1 && (!t_.chakra.empty() || !t_.simai.empty())) {
-      problem("parallelism.cp", std::string("context parallelism is modelled for Megatron programs only; ") +
-                                    (t_.chakra.empty() ? "a SimAI workload" : "a Chakra trace") +
-                                    " brings its own communication: use cp: 1");
+    if (!t_.chakra.empty() || !t_.simai.empty()) {
+      const std::string source = t_.chakra.empty() ? "a SimAI workload" : "a Chakra trace";
+      if (par.cp > 1) {
+        problem("parallelism.cp", "context parallelism is modelled for Megatron programs only; " + source +
+                                      " brings its own communication: use cp: 1");
+      }
+      if (par.offload_layers > 0) {
+        problem("parallelism.offload_layers",
+                "activation offload is modelled for Megatron programs only; " + source + " brings its own tasks");
+      }
     }
     if (!t_.chakra.empty()) checkChakraFiles();
     if (!t_.simai.empty()) checkSimaiFile();
@@ -552,6 +562,14 @@ TrainingExperiment readExperiment(const ExpandedExperiment& x, const std::filesy
   return reader.read(diags);
 }
 
+std::string sameExperiment(std::map<uint64_t, std::string>& names_by_id, const TrainingExperiment& x) {
+  const auto [it, fresh] = names_by_id.emplace(x.id, x.name);
+  if (fresh) return "";
+  return "experiments '" + it->second + "' and '" + x.name +
+         "' are the same experiment once their defaults are applied (a value written two ways, such as 1MiB and "
+         "1048576, or a default written out): every combination must be a different experiment";
+}
+
 void readExperiments(const Sweep& sweep, Diagnostics& diags, const std::function<void(TrainingExperiment&&)>& use) {
   struct Seen {
     Diagnostic diagnostic;
@@ -560,10 +578,15 @@ void readExperiments(const Sweep& sweep, Diagnostics& diags, const std::function
   };
   std::vector<Seen> seen;
   std::map<std::string, size_t> index;
+  std::map<uint64_t, std::string> names_by_id;
   for (const ExpandedExperiment& x : sweep.experiments) {
     Diagnostics one;
     TrainingExperiment t = readExperiment(x, sweep.file.parent_path(), one);
     if (one.empty()) {
+      if (const std::string twin = sameExperiment(names_by_id, t); !twin.empty()) {
+        diags.add(Diagnostic{sweep.file.string(), 0, "", twin});
+        continue;
+      }
       use(std::move(t));
       continue;
     }

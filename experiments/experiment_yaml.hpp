@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 
 #include "experiments/config_reader.hpp"
@@ -43,5 +44,11 @@ int keyLine(const ExpandedExperiment& x, const std::string& key);
  * one once, saying which experiment has it (or how many) when the sweep has several.
  */
 void readExperiments(const Sweep& sweep, Diagnostics& diags, const std::function<void(TrainingExperiment&&)>& use);
+/**
+ * "" when no experiment read before has `x`'s id (its resolved configuration), recording
+ * it in `names_by_id`; else the problem: two combinations written differently that are the
+ * same experiment once their defaults are applied.
+ */
+std::string sameExperiment(std::map<uint64_t, std::string>& names_by_id, const TrainingExperiment& x);
 
 }  // namespace mv

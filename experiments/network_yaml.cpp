@@ -84,9 +84,11 @@ net::NetworkConfig readNetworkConfig(const ConfigReader& r, const net::NetworkCo
 
 Topology readTopology(const ConfigReader& r, const std::filesystem::path& dir) {
   const int kind = r.choice("kind", -1, {"star", "fat_tree", "rail_optimized", "spine_leaf", "file"});
-  const BitsPerSecond rate{r.rateBps("link_rate", 100'000'000'000)};
-  const Picoseconds delay{r.durationPs("link_delay", 1'000'000, kMinLinkDelayPs, kMaxLatencyPs)};
-  // Read only when given: their absence means "derived" for some kinds (spine-leaf).
+  // Read only when given: their absence means "derived" for some kinds (a rail-optimised
+  // fabric's own link defaults, a spine-leaf's fabric rate from its spines).
+  const BitsPerSecond rate{r.has("link_rate") ? r.rateBps("link_rate", 100'000'000'000) : 100'000'000'000};
+  const Picoseconds delay{r.has("link_delay") ? r.durationPs("link_delay", 1'000'000, kMinLinkDelayPs, kMaxLatencyPs)
+                                              : 1'000'000};
   const BitsPerSecond fabric_rate{r.has("fabric_rate") ? r.rateBps("fabric_rate", rate.bps) : rate.bps};
   const Picoseconds fabric_delay{
       r.has("fabric_delay") ? r.durationPs("fabric_delay", delay.ps, kMinLinkDelayPs, kMaxLatencyPs) : delay.ps};

@@ -357,12 +357,19 @@ std::vector<Job> readJobsSkippingInfeasible(const Sweep& sweep, Recording record
   MemoryMeter meter(recording, budget);
   Diagnostics all;
   size_t valid = 0;
+  std::map<uint64_t, std::string> names_by_id;
   for (size_t i = 0; i < sweep.experiments.size(); ++i) {
     Diagnostics one;
     Job j;
     j.index = i;
     j.expanded = &sweep.experiments[i];
     j.x = readExperiment(sweep.experiments[i], sweep.file.parent_path(), one);
+    if (one.empty()) {
+      if (const std::string twin = sameExperiment(names_by_id, j.x); !twin.empty()) {
+        one.add(Diagnostic{sweep.file.string(), 0, "", twin});
+        j.x.id = sweep.experiments[i].id;  // the twin's id is taken
+      }
+    }
     if (one.empty()) j.memory = measureExperiment(sweep, i, j.x, meter, budget, one).total;
     j.x.name = sweep.experiments[i].name;
     if (one.empty()) {

@@ -177,12 +177,10 @@ struct BlockTimes {
   /// recomputation included), which overlaps the CP exchange.
   int64_t attention_forward = 0;
   int64_t attention_backward = 0;
-  /// One layer, for blocks split at layer boundaries (activation offload): its forward and
-  /// backward (with recomputation) without the CP attention part, and their TP time.
+  /// One layer's forward and backward (with recomputation) without the CP attention part:
+  /// where activation offload cuts a block.
   int64_t layer_forward = 0;
   int64_t layer_backward = 0;
-  int64_t layer_tp_forward = 0;
-  int64_t layer_tp_backward = 0;
 };
 
 /// Per-chunk block times of `stage`: its layers split evenly over the chunks, the
@@ -228,8 +226,6 @@ std::vector<BlockTimes> chunkTimes(const ModelSpec& model, const TrainingConfig&
     out[c].attention_backward = attention_backward * n;
     out[c].layer_forward = lt.forward.ps - attention_forward;
     out[c].layer_backward = lt.backward.ps + lt.recompute.ps - attention_backward;
-    out[c].layer_tp_forward = tp_layer;
-    out[c].layer_tp_backward = tp_layer + tp_recompute;
   }
   auto addOps = [&](BlockTimes& b, const std::vector<Operator>& ops) {
     for (const Operator& op : ops) {
@@ -516,14 +512,27 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
       // Ring attention: the block's attention kernels, and the CP exchange beside them.
       const int64_t cp_bytes = cp_layer * layersIn(it.chunk);
       const int64_t attention = cp_bytes > 0 ? (it.forward ? bt.attention_forward : bt.attention_backward) : 0;
-      // Activation offload: the layers split off the block (forward: the n offloaded ones;
-      // backward: those and the last kept one).
-      const int64_t offloaded = offload_bytes > 0 ? std::min<int64_t>(par.offload_layers, layersIn(it.chunk) - 1) : 0;
-      const int64_t split_layers = offloaded > 0 ? offloaded + (it.forward ? 0 : 1) : 0;
+      const int64_t total = (it.forward ? bt.forward : bt.backward) - attention;
+      const int64_t tp_total = it.forward ? bt.tp_forward : bt.tp_backward;
+      // Activation offload: points of the block's compute (ps from its start) where a copy
+      // starts or is waited for. Forward: the end of the n offloaded layers (the copy out
+      // starts); backward: the start of layer n + 1 (the copy back starts) and of layer 1
+      // (it waits for the copy). The compute pieces are cut there.
+      const int64_t offloaded =
+          offload_bytes > 0 ? std::min<int64_t>(par.offload_layers, int64_t{layersIn(it.chunk)} - 1) : 0;
       const int64_t layer_ps = it.forward ? bt.layer_forward : bt.layer_backward;
-      const int64_t layer_tp = it.forward ? bt.layer_tp_forward : bt.layer_tp_backward;
-      const int64_t total = (it.forward ? bt.forward : bt.backward) - attention - split_layers * layer_ps;
-      const int64_t tp_total = (it.forward ? bt.tp_forward : bt.tp_backward) - split_layers * layer_tp;
+      int64_t store_at = -1;
+      int64_t reload_at = -1;
+      int64_t wait_at = -1;
+      if (offloaded > 0 && it.forward) {
+        store_at = offloaded * layer_ps;
+      } else if (offloaded > 0) {
+        reload_at = total - (offloaded + 1) * layer_ps;
+        wait_at = total - layer_ps;
+      }
+      uint32_t& store = stored[size_t{it.micro_batch} * v + it.chunk];
+      uint32_t reload = kNoTask;
+      int64_t piece_start = 0;
       const Families grads = families(it.chunk, grad_element, true);
       uint32_t last = kNoTask;
       for (int64_t k = 0; k < bl.pieces; ++k) {
@@ -554,34 +563,43 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
           }
           const uint32_t kernels = b.add(computeTask(attention, 0, it));
           for (uint32_t g : gate) b.edge(g, kernels);
-          gate.clear();  // the rest of the block follows the kernels on the stream
-        }
-        if (k == 0 && offloaded > 0 && it.forward) {
-          // The offloaded layers first; their activations leave once they are computed.
-          const uint32_t layers_ps = b.add(computeTask(offloaded * layer_ps, offloaded * layer_tp, it));
-          for (uint32_t g : gate) b.edge(g, layers_ps);
-          gate.clear();
-          const uint32_t store = b.add(copyTask(kOffloadStream, offloaded * offload_bytes, offloaded * copy_ps, it));
-          b.edge(layers_ps, store);
-          stored[size_t{it.micro_batch} * v + it.chunk] = store;
+          gate.assign(1, exchange);  // the rest of the block follows the kernels and the exchange
         }
         const int64_t c_ps = total / bl.pieces + (k < total % bl.pieces ? 1 : 0);
         const int64_t t_ps = tp_total / bl.pieces + (k < tp_total % bl.pieces ? 1 : 0);
-        last = b.add(computeTask(c_ps, t_ps, it));
-        computed.push_back(last);
-        for (uint32_t g : gate) b.edge(g, last);
-        b.edge(exchange, last);
-        if (k + 1 == bl.pieces && offloaded > 0 && !it.forward) {
-          // Layer n + 1, then n..2, then 1; the reload starts with layer n + 1 and layer 1
-          // waits for it.
-          const uint32_t reload = b.add(copyTask(kReloadStream, offloaded * offload_bytes, offloaded * copy_ps, it));
-          b.edge(last, reload);
-          b.edge(stored[size_t{it.micro_batch} * v + it.chunk], reload);
-          last = b.add(computeTask(layer_ps, layer_tp, it));
-          if (offloaded > 1) last = b.add(computeTask((offloaded - 1) * layer_ps, (offloaded - 1) * layer_tp, it));
-          last = b.add(computeTask(layer_ps, layer_tp, it));
-          b.edge(reload, last);
+        // The piece as compute tasks cut at the offload points inside it (TP time shared in
+        // proportion).
+        std::vector<int64_t> ends;
+        for (const int64_t at : {store_at, reload_at, wait_at}) {
+          if (at > piece_start && at < piece_start + c_ps) ends.push_back(at);
         }
+        std::sort(ends.begin(), ends.end());
+        ends.push_back(piece_start + c_ps);
+        int64_t cut = piece_start;  // where the next task starts
+        int64_t tp_left = t_ps;
+        for (size_t q = 0; q < ends.size(); ++q) {
+          if (cut == reload_at) {
+            reload = b.add(copyTask(kReloadStream, offloaded * offload_bytes, offloaded * copy_ps, it));
+            b.edge(b.lastOn(kComputeStream), reload);
+            b.edge(store, reload);
+          }
+          const int64_t length = ends[q] - cut;
+          const int64_t tp =
+              q + 1 == ends.size() ? tp_left : static_cast<int64_t>(static_cast<Int128>(t_ps) * length / c_ps);
+          tp_left -= tp;
+          last = b.add(computeTask(length, tp, it));
+          if (q == 0) {
+            for (uint32_t g : gate) b.edge(g, last);
+          }
+          if (cut == wait_at) b.edge(reload, last);
+          if (ends[q] == store_at) {
+            store = b.add(copyTask(kOffloadStream, offloaded * offload_bytes, offloaded * copy_ps, it));
+            b.edge(last, store);
+          }
+          cut = ends[q];
+        }
+        piece_start += c_ps;
+        computed.push_back(last);
         if (!bl.reduced) continue;
         for (const BucketFamily& f : grads) {
           for (int64_t j = 0; j < f.count; ++j) {

@@ -924,6 +924,13 @@ TEST_CASE("an experiment's resolved configuration writes every default and reads
   INFO(explicit_defaults);
   REQUIRE(readAll(explicit_defaults, &written).empty());
   CHECK(plain.at(0).id == written.at(0).id);
+  // Two combinations that are one experiment once their defaults are applied.
+  const Diagnostics twins = readAll(kBase + "sweep:\n  collectives.chunk: [1MiB, 1048576]\n");
+  bool found = false;
+  for (const Diagnostic& t : twins.items())
+    found |= t.message.find("are the same experiment once") != std::string::npos;
+  INFO(twins.format());
+  CHECK(found);
 }
 
 // ----------------------------------------------------------------------------------------
