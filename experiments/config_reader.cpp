@@ -344,8 +344,7 @@ int64_t ConfigReader::rateBps(const std::string& key, int64_t fallback, int64_t 
   const int64_t bps = quantity(
       *this, found, key, s, fallback, "rate", lo, hi, [](std::string_view t, int64_t& v) { return parseRate(t, v); },
       formatRate);
-  if (bps >= lo && bps <= hi && (bps > 0 || lo <= 0) && diags_->items().size() == problems)
-    record(key, YAML::Node(formatRate(bps)));
+  if (bps >= lo && bps <= hi && diags_->items().size() == problems) record(key, YAML::Node(formatRate(bps)));
   return bps;
 }
 
@@ -356,8 +355,7 @@ int64_t ConfigReader::durationPs(const std::string& key, int64_t fallback, int64
   const int64_t ps = quantity(
       *this, found, key, s, fallback, "time", lo, hi,
       [](std::string_view t, int64_t& v) { return parseDuration(t, v); }, formatDuration);
-  if (ps >= lo && ps <= hi && (ps > 0 || lo <= 0) && diags_->items().size() == problems)
-    record(key, YAML::Node(formatDuration(ps)));
+  if (ps >= lo && ps <= hi && diags_->items().size() == problems) record(key, YAML::Node(formatDuration(ps)));
   return ps;
 }
 
@@ -368,8 +366,7 @@ int64_t ConfigReader::sizeBytes(const std::string& key, int64_t fallback, int64_
   const int64_t bytes = quantity(
       *this, found, key, s, fallback, "size", lo, hi, [](std::string_view t, int64_t& v) { return parseSize(t, v); },
       formatSize);
-  if (bytes >= lo && bytes <= hi && (bytes > 0 || lo <= 0) && diags_->items().size() == problems)
-    record(key, YAML::Node(formatSize(bytes)));
+  if (bytes >= lo && bytes <= hi && diags_->items().size() == problems) record(key, YAML::Node(formatSize(bytes)));
   return bytes;
 }
 

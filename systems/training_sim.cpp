@@ -197,25 +197,11 @@ class CollectiveBuilder {
             addGroup(prog, CommKind::kExpertDp, members);
           }
         }
-        if (prog.cp_collectives > 0) {
-          // Context-parallel groups: the cp consecutive data-parallel indices of one replica.
-          for (uint32_t g = 0; g < c.dp / c.cp; ++g) {
-            const auto base = static_cast<uint32_t>(infos_.size());
-            std::vector<uint32_t> members;
-            for (uint32_t j = 0; j < c.cp; ++j) members.push_back(rankAt(s, t, g * c.cp + j));
-            for (uint32_t r : members) ranks[r].cp_coll_base = base;
-            addGroup(prog, CommKind::kCp, members);
-          }
-        }
-        if (prog.ep_collectives > 0) {
-          for (uint32_t g = 0; g < c.dp / c.ep; ++g) {
-            const auto base = static_cast<uint32_t>(infos_.size());
-            std::vector<uint32_t> members;
-            for (uint32_t j = 0; j < c.ep; ++j) members.push_back(rankAt(s, t, g * c.ep + j));
-            for (uint32_t j = 0; j < c.ep; ++j) ranks[rankAt(s, t, g * c.ep + j)].ep_coll_base = base;
-            addGroup(prog, CommKind::kEp, members);
-          }
-        }
+        // Context-parallel groups: the cp consecutive data-parallel indices of one replica.
+        if (prog.cp_collectives > 0)
+          addConsecutiveGroups(prog, CommKind::kCp, s, t, c.cp, ranks, &RankInfo::cp_coll_base);
+        if (prog.ep_collectives > 0)
+          addConsecutiveGroups(prog, CommKind::kEp, s, t, c.ep, ranks, &RankInfo::ep_coll_base);
       }
     }
   }
@@ -255,6 +241,19 @@ class CollectiveBuilder {
  private:
   uint32_t rankAt(uint32_t s, uint32_t t, uint32_t d) const { return megatronRank(plan_.cfg.tp, plan_.cfg.dp, s, t, d); }
   uint32_t serverOf(uint32_t r) const { return r / plan_.cfg.gpus_per_server; }
+
+  /// The groups of `size` consecutive data-parallel indices of stage `s` and TP index `t`,
+  /// with the collectives of kind `kind`; each member's `base` is its group's first row.
+  void addConsecutiveGroups(const StageProgram& prog, CommKind kind, uint32_t s, uint32_t t, uint32_t size,
+                            std::vector<RankInfo>& ranks, uint32_t RankInfo::*base) {
+    for (uint32_t g = 0; g < plan_.cfg.dp / size; ++g) {
+      const auto first = static_cast<uint32_t>(infos_.size());
+      std::vector<uint32_t> members;
+      for (uint32_t j = 0; j < size; ++j) members.push_back(rankAt(s, t, g * size + j));
+      for (uint32_t r : members) ranks[r].*base = first;
+      addGroup(prog, kind, members);
+    }
+  }
 
   /// The collectives of stage program `prog` of kind `kind`, over `members` (one row each,
   /// shared by the group's collectives).

@@ -121,14 +121,12 @@ std::vector<ConfigProblem> validateParallelism(const ModelSpec& model, const Tra
   const uint32_t seq = sequenceLength(model, config);
   const uint64_t product = static_cast<uint64_t>(par.tp) * par.cp * par.pp * par.dp;
   if (product != gpus) {
-    if (par.cp == 1) {
-      add("parallelism", "tp*pp*dp = " + num(par.tp) + "*" + num(par.pp) + "*" + num(par.dp) + " = " + num(product) +
-                             " but the cluster has " + num(gpus) + " GPUs; choose dp = gpus/(tp*pp)");
-    } else {
-      add("parallelism", "tp*cp*pp*dp = " + num(par.tp) + "*" + num(par.cp) + "*" + num(par.pp) + "*" + num(par.dp) +
-                             " = " + num(product) + " but the cluster has " + num(gpus) +
-                             " GPUs; choose dp = gpus/(tp*cp*pp)");
-    }
+    // cp is named only when it is used.
+    const std::string cp = par.cp > 1 ? "cp*" : "";
+    const std::string cp_size = par.cp > 1 ? num(par.cp) + "*" : "";
+    add("parallelism", "tp*" + cp + "pp*dp = " + num(par.tp) + "*" + cp_size + num(par.pp) + "*" + num(par.dp) + " = " +
+                           num(product) + " but the cluster has " + num(gpus) + " GPUs; choose dp = gpus/(tp*" + cp +
+                           "pp)");
   }
   if (model.heads % par.tp != 0) {
     add("parallelism.tp", "heads (" + num(model.heads) + ") must be divisible by tp (" + num(par.tp) + ")");
