@@ -66,12 +66,13 @@ net::NetworkConfig readNetworkConfig(const ConfigReader& r, const net::NetworkCo
   c.dcqcn.clamp_target_rate = dq.boolean("clamp_target_rate", c.dcqcn.clamp_target_rate);
 
   const ConfigReader hp = r.child("hpcc");
-  hp.allowOnly({"eta", "max_stage", "rai", "rmin", "base_rtt"});
+  hp.allowOnly({"eta", "max_stage", "rai", "rmin", "base_rtt", "int_multi"});
   c.hpcc.eta = hp.real("eta", c.hpcc.eta, 0.01, 1.0);
   c.hpcc.max_stage = static_cast<uint32_t>(hp.integer("max_stage", c.hpcc.max_stage, 0, 100));
   c.hpcc.rai_bps = hp.rateBps("rai", c.hpcc.rai_bps, 1, kMaxRateBps);
   c.hpcc.rmin_bps = hp.rateBps("rmin", c.hpcc.rmin_bps, 1, kMaxRateBps);
   c.hpcc.base_rtt_ps = hp.durationPs("base_rtt", c.hpcc.base_rtt_ps, 1, kMaxLatencyPs);
+  c.hpcc.int_multi = static_cast<uint32_t>(hp.integer("int_multi", c.hpcc.int_multi, 0, net::kMaxIntMulti));
 
   const ConfigReader dc = r.child("dctcp");
   dc.allowOnly({"g", "rai", "rmin", "k_per_10g"});

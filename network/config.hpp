@@ -41,6 +41,9 @@ struct DcqcnParams {
   bool clamp_target_rate = false;           ///< Rt <- Rc on every cut (else only after an increase)
 };
 
+/// Largest hpcc.int_multi accepted (the reference's scripts use line rate / 25 Gb/s).
+inline constexpr uint32_t kMaxIntMulti = 1024;
+
 /// HPCC (rate-based form). The base RTT defaults to the maximum over NIC pairs.
 struct HpccParams {
   double eta = 0.95;                 ///< target utilisation
@@ -48,6 +51,9 @@ struct HpccParams {
   int64_t rai_bps = 50'000'000;      ///< additive increase per update
   int64_t rmin_bps = 1'000'000'000;  ///< floor of the rate (the reference's MIN_RATE, shared by all CCs)
   int64_t base_rtt_ps = 0;           ///< T; 0 = computed from the topology
+  /// 0: INT records exact counters. n > 0: records them as the reference's INT fields with
+  /// INT_MULTI n (time in whole ns, bytes sent in units of 128·n, queue in units of 80·n).
+  uint32_t int_multi = 0;
 };
 
 /// DCTCP in the hardware (rate and window) form of the reference.

@@ -497,9 +497,10 @@ struct NicSystem {
           break;
       }
       if (s.rate_bps != old_rate) {
-        // As the reference: the next send moves by the change of one MTU's (payload's)
-        // sending time.
-        s.next_send_ps += paceTime(cfg, cfg.payload_bytes, s.rate_bps) - paceTime(cfg, cfg.payload_bytes, old_rate);
+        // As the reference: the next send moves by the change of one full packet's sending
+        // time (headers and INT included, as the pacing gap itself).
+        const int64_t wire = dataWireBytes(cfg.payload_bytes, cfg.cc);
+        s.next_send_ps += paceTime(cfg, wire, s.rate_bps) - paceTime(cfg, wire, old_rate);
       }
       if (s.una >= spec.bytes) finish(flows, row, t);
     }

@@ -42,6 +42,36 @@ struct IntHop {
   uint32_t qlen_bytes;  ///< bytes queued on the port (all priorities) after removal
   uint32_t rate_mbps;   ///< port rate
 };
+/**
+ * The INT record a switch egress pushes at `t_ps` (ps), having sent `tx_bytes` and holding
+ * `queued_bytes`. With `int_multi` 0 the counters are exact. With n > 0 they are encoded
+ * as the reference's INT fields with INT_MULTI n: time in whole nanoseconds, bytes sent in
+ * units of 128·n, the queue in units of 80·n in a 17-bit field (which wraps as the
+ * reference's does). The time and byte fields' own wrap (24 and 20 bits) is not emulated:
+ * only differences between consecutive records are used, and those stay far below it.
+ */
+MV_HD inline IntHop intRecord(uint32_t int_multi, int64_t t_ps, int64_t tx_bytes, int64_t queued_bytes,
+                              int64_t rate_bps) {
+  constexpr int64_t kPsPerNs = 1000;
+  constexpr int64_t kByteUnit = 128;
+  constexpr int64_t kQlenUnit = 80;
+  constexpr int64_t kQlenFieldUnits = int64_t{1} << 17;
+  IntHop h;
+  h.rate_mbps = static_cast<uint32_t>(rate_bps / 1'000'000);
+  if (int_multi == 0) {
+    h.ts_ps = static_cast<uint32_t>(t_ps);
+    h.tx_bytes = static_cast<uint32_t>(tx_bytes);
+    h.qlen_bytes = static_cast<uint32_t>(queued_bytes);
+    return h;
+  }
+  const int64_t byte_unit = kByteUnit * int_multi;
+  const int64_t qlen_unit = kQlenUnit * int_multi;
+  h.ts_ps = static_cast<uint32_t>(t_ps / kPsPerNs * kPsPerNs);
+  h.tx_bytes = static_cast<uint32_t>(tx_bytes / byte_unit * byte_unit);
+  h.qlen_bytes = static_cast<uint32_t>(queued_bytes / qlen_unit % kQlenFieldUnits * qlen_unit);
+  return h;
+}
+
 /// The INT records of one packet; only the first `hops` of its header are meaningful.
 struct IntStack {
   IntHop hop[kMaxIntHops];

@@ -490,11 +490,7 @@ struct SwitchSystem {
         }
       }
       if (cfg.cc == CcKind::kHpcc && p.hops < kMaxIntHops) {
-        IntHop& h = ints.hop[p.hops];
-        h.ts_ps = static_cast<uint32_t>(t);
-        h.tx_bytes = static_cast<uint32_t>(q.tx_bytes);
-        h.qlen_bytes = static_cast<uint32_t>(q.queued_bytes);
-        h.rate_mbps = static_cast<uint32_t>(pi.rate_bps / 1'000'000);
+        ints.hop[p.hops] = intRecord(cfg.hpcc.int_multi, t, q.tx_bytes, q.queued_bytes, pi.rate_bps);
         p.hops += 1;
       }
     }
