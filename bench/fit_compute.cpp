@@ -3,10 +3,12 @@
  * Fits the compute model's knobs (GEMM ceiling, small-tile speed, HBM
  * efficiency) to the published Megatron-LM runs (systems/calibration.hpp) and prints, per
  * run, the measured and simulated iteration, the error of the fit and the error when the
- * run is left out of the fit (leave one out). `--evaluate` only simulates the runs with
- * the shipped defaults.
+ * run is left out of the fit (leave one out), then checks one layer's forward and backward
+ * against Korthikanti et al.'s per-layer measurements. `--evaluate` only simulates the runs
+ * with the shipped defaults.
  */
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -28,6 +30,23 @@ double worstOf(const std::vector<double>& e) {
   double w = 0;
   for (double x : e) w = std::max(w, std::abs(x));
   return w;
+}
+
+/// One layer of the 22B model against Korthikanti et al.'s Table 4 (not used by the fit).
+void printLayerCheck(const CalibrationKnobs& knobs) {
+  std::printf("\nPer layer, 22B model (Korthikanti et al. 2022, Table 4; not in the fit), ms:\n\n");
+  std::printf("| experiment | forward measured | simulated | error | backward measured | simulated | error |\n");
+  std::printf("|---|---|---|---|---|---|---|\n");
+  double worst = 0;
+  for (const LayerMeasurement& row : korthikantiLayerTable()) {
+    const LayerPassTimes t = simulatedLayer(row, knobs);
+    const double fwd = t.forward().toSeconds() * 1e3;
+    const double bwd = t.backward().toSeconds() * 1e3;
+    worst = std::max({worst, std::abs(fwd / row.forward_ms - 1), std::abs(bwd / row.backward_ms - 1)});
+    std::printf("| %s | %.1f | %.2f | %+.1f %% | %.1f | %.2f | %+.1f %% |\n", row.name.c_str(), row.forward_ms, fwd,
+                100 * (fwd / row.forward_ms - 1), row.backward_ms, bwd, 100 * (bwd / row.backward_ms - 1));
+  }
+  std::printf("largest per-layer |error|: %.1f %%\n", 100 * worst);
 }
 
 int run(int argc, char** argv) {
@@ -72,6 +91,7 @@ int run(int argc, char** argv) {
   for (size_t i = 0; i < fit.held_out_knobs.size(); ++i) {
     printKnobs(("  without " + runs[i].experiment.name).c_str(), fit.held_out_knobs[i]);
   }
+  printLayerCheck(fit.knobs);
   return 0;
 }
 

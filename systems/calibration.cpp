@@ -22,7 +22,7 @@ namespace {
 constexpr uint32_t kSeq = 2048;
 constexpr double kA100Peak = 312e12;
 
-/// A Megatron-LM run on Selene: A100 80GB, micro-batch 1, DGX servers with eight 200 Gb/s
+/// A Megatron-LM run on Selene: A100 80GB, micro-batch 1 (callers change it), DGX servers with eight 200 Gb/s
 /// NICs on a rail-optimised fabric, analytical fidelity.
 TrainingExperiment seleneRun(const ModelSpec& model, uint32_t tp, uint32_t pp, uint32_t gpus, uint32_t global_batch) {
   TrainingExperiment x;
@@ -221,12 +221,14 @@ std::vector<CalibrationRun> megatronCalibrationRuns() {
   for (const MegatronRow& row : megatronSc21Table()) {
     CalibrationRun r{"SC'21 Table 1", seleneRun(row.model, row.tp, row.pp, row.gpus, row.global_batch), {}};
     r.experiment.parallelism.recompute = Recompute::kFull;
+    r.experiment.parallelism.tp_comm_overlap = false;  // Megatron-LM of 2021
     const double flops = megatronFormulaFlops(row.model, row.global_batch, kSeq, true);
     r.measured = fromSeconds(flops / (row.gpus * row.tflops_per_gpu * 1e12));
     runs.push_back(r);
   }
   for (const MegatronMfuRow& row : megatronSelectiveTable()) {
     CalibrationRun r{"Megatron-LM README", seleneRun(row.model, 8, row.pp, row.gpus, row.global_batch), {}};
+    r.experiment.training.micro_batch = row.micro_batch;
     r.experiment.parallelism.recompute = Recompute::kSelective;
     r.experiment.parallelism.sequence_parallel = true;
     const double flops = megatronFormulaFlops(row.model, row.global_batch, kSeq, false);
@@ -274,6 +276,30 @@ CalibrationFit fitComputeModel(const std::vector<CalibrationRun>& runs, const Ca
   }
   fit.held_out_error = errorsOf(runs, simulate(runs, fit.held_out_knobs, threads));
   return fit;
+}
+
+std::vector<LayerMeasurement> korthikantiLayerTable() {
+  return {
+      {"no recomputation", false, Recompute::kNone, 7.7, 11.9},
+      {"sequence parallelism", true, Recompute::kNone, 7.2, 11.8},
+      {"full recomputation", false, Recompute::kFull, 7.7, 19.5},
+      {"selective recomputation", false, Recompute::kSelective, 7.7, 13.2},
+      {"selective + sequence parallelism", true, Recompute::kSelective, 7.2, 13.1},
+  };
+}
+
+LayerPassTimes simulatedLayer(const LayerMeasurement& row, const CalibrationKnobs& knobs) {
+  const MegatronMfuRow& run = megatronSelectiveTable().front();  // the 22B model
+  TrainingExperiment x = seleneRun(run.model, 8, run.pp, run.gpus, run.global_batch);
+  x.training.micro_batch = run.micro_batch;
+  x.parallelism.recompute = row.recompute;
+  x.parallelism.sequence_parallel = row.sequence_parallel;
+  const GpuSpec gpu = clusterGpu(x.cluster);
+  const ComputeModel compute(computeSpecOf(gpu), knobs.compute, x.operator_times);
+  ProgramOptions po;
+  po.tp_model = makeCollectiveModel(gpu, x.cluster.intra);
+  po.tp_bandwidth_factor = knobs.tp_bandwidth_factor;
+  return layerPassTimes(x.model, x.training, x.parallelism, compute, po);
 }
 
 }  // namespace mv

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "systems/training_spec.hpp"
+#include "workloads/task_graph.hpp"
 
 namespace mv {
 
@@ -28,7 +29,7 @@ struct CalibrationRun {
  * Megatron-LM SC'21 Table 1 (ten runs, full recomputation; iteration = formula FLOPs with
  * recomputation / (GPUs · achieved TFLOP/s)) and the Megatron-LM README's MFU table (four
  * runs, selective recomputation and sequence parallelism, DP 1; iteration = model FLOPs /
- * (GPUs · MFU · 312 TFLOP/s)): A100 80GB, micro-batch 1, 1F1B, eight 200 Gb/s NICs per
+ * (GPUs · MFU · 312 TFLOP/s)): A100 80GB, micro-batch 1 (the README's 22B: 4), 1F1B, eight 200 Gb/s NICs per
  * server on a rail-optimised fabric, analytical fidelity, default knobs.
  */
 std::vector<CalibrationRun> megatronCalibrationRuns();
@@ -66,5 +67,24 @@ struct CalibrationFit {
  */
 CalibrationFit fitComputeModel(const std::vector<CalibrationRun>& runs, const CalibrationKnobs& start, uint32_t rounds,
                                bool leave_one_out, uint32_t threads);
+
+/**
+ * One row of Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large
+ * Transformer Models", MLSys 2023), Table 4: one transformer layer of their 22B model
+ * (Table 3: h 6144, 64 heads, TP 8, micro-batch 4, seq 2048) on Selene's A100s, forward
+ * and backward (with recomputation, and the layer's TP communication), milliseconds.
+ */
+struct LayerMeasurement {
+  std::string name;
+  bool sequence_parallel = false;
+  Recompute recompute = Recompute::kNone;
+  double forward_ms = 0;
+  double backward_ms = 0;
+};
+std::vector<LayerMeasurement> korthikantiLayerTable();
+
+/// The per-layer passes the simulator charges for `row` with `knobs` (layerPassTimes of
+/// the 22B run, micro-batch 4, with the row's recomputation and sequence parallelism).
+LayerPassTimes simulatedLayer(const LayerMeasurement& row, const CalibrationKnobs& knobs);
 
 }  // namespace mv

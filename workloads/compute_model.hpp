@@ -169,7 +169,7 @@ ComputeModelParams megatronA100Params();
 
 /// TP collective bus bandwidth relative to the nccl-tests curves, fitted together with
 /// megatronA100Params (docs/workloads.md "Calibration").
-inline constexpr double kMegatronTpBandwidthFactor = 1.268;
+inline constexpr double kMegatronTpBandwidthFactor = 1.357;
 
 /**
  * Measured kernel times that replace the roofline, keyed by Operator::name (forward time
@@ -248,6 +248,10 @@ class ComputeModel {
   Picoseconds forwardTime(const Operator& op, TrainingPrecision precision) const;
   /// Backward time of `op` (all `count` kernels).
   Picoseconds backwardTime(const Operator& op, TrainingPrecision precision) const;
+  /// The part of `op`'s backward one of its two gradient GEMMs takes (all `count` kernels):
+  /// the weight gradient (dB = Aᵀ·dC) when `weight`, else the input gradient (dA = dC·Bᵀ).
+  /// Half the backward where the two are not costed apart (overrides, fused kernels).
+  Picoseconds gradientGemmTime(const Operator& op, TrainingPrecision precision, bool weight) const;
 
   /// One layer, one micro-batch, with `par.recompute`.
   LayerTimes layerTimes(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par) const;

@@ -190,10 +190,10 @@ std::span<const MegatronMfuRow> megatronSelectiveTable() {
   // measured with a data-parallel size of one). Shapes, PP, GPUs and batch: Korthikanti et
   // al. 2022, Table 3 (TP 8 throughout).
   static const std::vector<MegatronMfuRow> rows = {
-      {megatronModel("megatron-22b", 48, 6144, 64), 1, 8, 4, 0.415},
-      {megatronModel("megatron-175b", 96, 12288, 96), 8, 64, 64, 0.514},
-      {megatronModel("megatron-530b", 105, 20480, 128), 35, 280, 280, 0.560},
-      {megatronModel("megatron-1t", 128, 25600, 160), 64, 512, 512, 0.563},
+      {megatronModel("megatron-22b", 48, 6144, 64), 1, 8, 4, 4, 0.415},
+      {megatronModel("megatron-175b", 96, 12288, 96), 8, 64, 64, 1, 0.514},
+      {megatronModel("megatron-530b", 105, 20480, 128), 35, 280, 280, 1, 0.560},
+      {megatronModel("megatron-1t", 128, 25600, 160), 64, 512, 512, 1, 0.563},
   };
   return rows;
 }

@@ -133,12 +133,13 @@ struct MegatronRow {
 std::span<const MegatronRow> megatronSc21Table();
 
 /// A Megatron-LM benchmark with selective recomputation and sequence parallelism, TP 8,
-/// micro-batch 1, data-parallel size 1 (A100 80GB, Selene, seq 2048, vocab 51,200).
+/// data-parallel size 1 (A100 80GB, Selene, seq 2048, vocab 51,200).
 struct MegatronMfuRow {
   ModelSpec model;
   uint32_t pp = 1;
   uint32_t gpus = 0;
   uint32_t global_batch = 0;
+  uint32_t micro_batch = 1;
   /// Model FLOPs utilisation reported: model FLOPs (no recomputation) / (GPUs · 312 TFLOP/s · time).
   double mfu = 0;
 };

@@ -98,6 +98,12 @@ struct Parallelism {
   uint32_t vpp = 1;
   /// Megatron sequence parallelism (LayerNorm, dropout sharded along s); no effect when tp == 1.
   bool sequence_parallel = false;
+  /// The backward pass's TP collectives of the column-parallel linears (QKV, MLP up) run
+  /// beside their gradient GEMMs, as Megatron-LM has done since 2022 (its asynchronous TP
+  /// all-reduce; with SP the input all-gather beside the input-gradient GEMM and the
+  /// reduce-scatter beside the weight-gradient GEMM). false: every TP collective waits,
+  /// as in Megatron-LM of SC'21.
+  bool tp_comm_overlap = true;
   /// Activation offload: the stored activations of the first n layers of every model chunk
   /// go to host memory after their forward pass and come back, one layer ahead, during the
   /// backward pass (Megatron-core's `cpu_offloading_num_layers`); 0 = none.

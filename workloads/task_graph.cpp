@@ -165,6 +165,49 @@ std::vector<ScheduleItem> pipelineOrder(uint32_t stage, uint32_t stages, uint32_
   return order;
 }
 
+LayerPassTimes layerPassTimes(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par,
+                              const ComputeModel& compute, const ProgramOptions& options) {
+  const LayerTimes lt = compute.layerTimes(model, config, par);
+  LayerPassTimes out;
+  out.forward_compute = lt.forward;
+  out.backward_compute = lt.backward + lt.recompute;
+  const auto tp = static_cast<int32_t>(par.tp);
+  if (tp <= 1) return out;
+  // TP collectives of one layer and pass (Korthikanti et al.): two all-reduces of the b·s·h
+  // activations, or with sequence parallelism an all-gather before each column-parallel
+  // linear (QKV, MLP up) and a reduce-scatter after each row-parallel one.
+  const Bytes act{int64_t{config.micro_batch} * localSequence(model, config, par) * model.hidden *
+                  activationBytes(config.precision)};
+  const auto timeOf = [&](CollectiveOp op) {
+    return std::llround(static_cast<double>(collectiveTime(options.tp_model, op, tp, act).ps) /
+                        options.tp_bandwidth_factor);
+  };
+  const bool sp = sequenceParallelActive(par);
+  const int64_t all_reduce = sp ? 0 : timeOf(CollectiveOp::kAllReduce);
+  const int64_t all_gather = sp ? timeOf(CollectiveOp::kAllGather) : 0;
+  const int64_t reduce_scatter = sp ? timeOf(CollectiveOp::kReduceScatter) : 0;
+  const int64_t forward = sp ? 2 * (all_gather + reduce_scatter) : 2 * all_reduce;
+  int64_t backward = forward;
+  if (par.tp_comm_overlap) {
+    // Megatron's overlap in the backward of each column-parallel linear: without SP the
+    // input gradient's all-reduce beside the weight-gradient GEMM; with SP the input's
+    // all-gather beside the input-gradient GEMM and the input gradient's reduce-scatter
+    // beside the weight-gradient GEMM. The row-parallel linears' gradient all-gathers (SP)
+    // are not overlapped.
+    backward = sp ? 2 * all_gather : 0;
+    for (const Operator& op : layerOperators(model, config, par)) {
+      if (op.name != "qkv" && op.name != "mlp_up") continue;
+      const int64_t dgrad = compute.gradientGemmTime(op, config.precision, false).ps;
+      const int64_t wgrad = compute.gradientGemmTime(op, config.precision, true).ps;
+      backward += sp ? std::max<int64_t>(0, all_gather - dgrad) + std::max<int64_t>(0, reduce_scatter - wgrad)
+                     : std::max<int64_t>(0, all_reduce - wgrad);
+    }
+  }
+  out.tp_forward = Picoseconds{forward};
+  out.tp_backward = Picoseconds{par.recompute == Recompute::kFull ? backward + forward : backward};
+  return out;
+}
+
 namespace {
 
 /// Compute and TP time of one pass of one model chunk for one micro-batch.
@@ -189,21 +232,7 @@ std::vector<BlockTimes> chunkTimes(const ModelSpec& model, const TrainingConfig&
                                    const ComputeModel& compute, const ProgramOptions& options, uint32_t stage) {
   const uint32_t v = std::max<uint32_t>(par.vpp, 1);
   const uint32_t layers = stageLayers(model, par, stage);
-  const LayerTimes lt = compute.layerTimes(model, config, par);
-  const uint32_t seq = localSequence(model, config, par);
-  // TP collectives of one layer and pass: two all-reduces of the b·s·h activations, or an
-  // all-gather and a reduce-scatter each with sequence parallelism (Korthikanti et al.).
-  const Bytes act{int64_t{config.micro_batch} * seq * model.hidden * activationBytes(config.precision)};
-  const auto tp = static_cast<int32_t>(par.tp);
-  int64_t tp_layer = 0;
-  if (tp > 1) {
-    tp_layer = sequenceParallelActive(par)
-                   ? 2 * (collectiveTime(options.tp_model, CollectiveOp::kAllGather, tp, act).ps +
-                          collectiveTime(options.tp_model, CollectiveOp::kReduceScatter, tp, act).ps)
-                   : 2 * collectiveTime(options.tp_model, CollectiveOp::kAllReduce, tp, act).ps;
-    tp_layer = std::llround(static_cast<double>(tp_layer) / options.tp_bandwidth_factor);
-  }
-  const int64_t tp_recompute = par.recompute == Recompute::kFull ? tp_layer : 0;
+  const LayerPassTimes lt = layerPassTimes(model, config, par, compute, options);
   int64_t attention_forward = 0;
   int64_t attention_backward = 0;
   if (par.cp > 1) {
@@ -218,14 +247,14 @@ std::vector<BlockTimes> chunkTimes(const ModelSpec& model, const TrainingConfig&
   std::vector<BlockTimes> out(v);
   for (uint32_t c = 0; c < v; ++c) {
     const uint32_t n = layers / v + (c < layers % v ? 1 : 0);
-    out[c].forward = lt.forward.ps * n;
-    out[c].backward = (lt.backward.ps + lt.recompute.ps) * n;
-    out[c].tp_forward = tp_layer * n;
-    out[c].tp_backward = (tp_layer + tp_recompute) * n;
+    out[c].forward = lt.forward_compute.ps * n;
+    out[c].backward = lt.backward_compute.ps * n;
+    out[c].tp_forward = lt.tp_forward.ps * n;
+    out[c].tp_backward = lt.tp_backward.ps * n;
     out[c].attention_forward = attention_forward * n;
     out[c].attention_backward = attention_backward * n;
-    out[c].layer_forward = lt.forward.ps - attention_forward;
-    out[c].layer_backward = lt.backward.ps + lt.recompute.ps - attention_backward;
+    out[c].layer_forward = lt.forward_compute.ps - attention_forward;
+    out[c].layer_backward = lt.backward_compute.ps - attention_backward;
   }
   auto addOps = [&](BlockTimes& b, const std::vector<Operator>& ops) {
     for (const Operator& op : ops) {

@@ -179,6 +179,20 @@ struct TrainingProgram {
 TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par,
                                      const ComputeModel& compute, const ProgramOptions& options);
 
+/// One transformer layer's passes on one GPU for one micro-batch, as the blocks charge
+/// them: compute (ComputeModel::layerTimes) plus the layer's TP collectives.
+struct LayerPassTimes {
+  Picoseconds forward_compute;
+  Picoseconds backward_compute;  ///< with its recomputation
+  Picoseconds tp_forward;        ///< two all-reduces, or with SP two all-gathers and reduce-scatters
+  Picoseconds tp_backward;       ///< as forward, twice with full recomputation
+
+  Picoseconds forward() const { return forward_compute + tp_forward; }
+  Picoseconds backward() const { return backward_compute + tp_backward; }
+};
+LayerPassTimes layerPassTimes(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par,
+                              const ComputeModel& compute, const ProgramOptions& options);
+
 /// A task of a program: its stage and its index in the stage's program.
 struct TaskRef {
   uint32_t stage = 0;

@@ -2,7 +2,8 @@
  * @file test_calibration.cpp
  * The shipped compute knobs against the published Megatron-LM runs they were fitted to
  * (systems/calibration.hpp): every run's simulated iteration within the fit's largest
- * error. The leave-one-out errors come from bench/fit_compute.cpp (docs/workloads.md).
+ * error, and one layer against Korthikanti et al.'s per-layer measurements. The
+ * leave-one-out errors come from bench/fit_compute.cpp (docs/workloads.md).
  */
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -13,13 +14,29 @@
 namespace mv {
 namespace {
 
-TEST_CASE("simulated iterations reproduce the 14 published Megatron-LM runs within 5.5 %") {
+TEST_CASE("simulated iterations reproduce the 14 published Megatron-LM runs within 6 %") {
   const std::vector<CalibrationRun> runs = megatronCalibrationRuns();
   REQUIRE(runs.size() == 14);
   const std::vector<double> errors = simulatedErrors(runs, CalibrationKnobs{}, 2);
   for (size_t i = 0; i < runs.size(); ++i) {
     INFO(runs[i].experiment.name << " (" << runs[i].source << "): " << 100 * errors[i] << " %");
-    CHECK(std::abs(errors[i]) < 0.055);
+    CHECK(std::abs(errors[i]) < 0.06);
+  }
+}
+
+TEST_CASE("one layer's forward and backward match Korthikanti et al.'s per-layer measurements within 5 %") {
+  // Table 4 of the paper, not used by the fit: an independent check of the compute model
+  // and of how TP collectives, their backward overlap and recomputation add up per layer.
+  const std::vector<LayerMeasurement> rows = korthikantiLayerTable();
+  REQUIRE(rows.size() == 5);
+  for (const LayerMeasurement& row : rows) {
+    const LayerPassTimes t = simulatedLayer(row, CalibrationKnobs{});
+    const double fwd = t.forward().toSeconds() * 1e3;
+    const double bwd = t.backward().toSeconds() * 1e3;
+    INFO(row.name << ": forward " << fwd << " ms (measured " << row.forward_ms << "), backward " << bwd
+                  << " ms (measured " << row.backward_ms << ")");
+    CHECK(std::abs(fwd / row.forward_ms - 1) < 0.05);
+    CHECK(std::abs(bwd / row.backward_ms - 1) < 0.05);
   }
 }
 

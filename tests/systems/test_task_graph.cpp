@@ -1,5 +1,6 @@
+#include <algorithm>
 #include <catch2/catch.hpp>
-
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <tuple>
@@ -49,6 +50,55 @@ TEST_CASE("interleaved 1F1B visits every chunk of every micro-batch once, forwar
   CHECK(order[3].chunk == 0);
   CHECK(order[4].chunk == 1);
   CHECK(order[4].micro_batch == 0);
+}
+
+TEST_CASE("a layer's backward TP collectives overlap the gradient GEMMs of QKV and MLP up") {
+  // GPT-3-like layer at TP 8 on A100s: the collectives against their own formulas.
+  ModelSpec model = test::tinyExperiment(8, 1, 1, 1, 1).model;
+  model.hidden = 6144;
+  model.heads = 64;
+  TrainingConfig config;
+  config.global_batch = 4;
+  config.micro_batch = 4;
+  config.seq = 2048;
+  const ComputeModel compute(a100Compute());
+  ProgramOptions po;
+  po.tp_model = makeCollectiveModel(gpuByName("a100-80gb"));
+  po.tp_bandwidth_factor = 1;
+  const Bytes act{int64_t{4} * 2048 * 6144 * 2};
+  const int64_t ar = collectiveTime(po.tp_model, CollectiveOp::kAllReduce, 8, act).ps;
+  const int64_t ag = collectiveTime(po.tp_model, CollectiveOp::kAllGather, 8, act).ps;
+  const int64_t rs = collectiveTime(po.tp_model, CollectiveOp::kReduceScatter, 8, act).ps;
+  for (const bool sp : {false, true}) {
+    CAPTURE(sp);
+    Parallelism par;
+    par.tp = 8;
+    par.sequence_parallel = sp;
+    int64_t hidden_behind = 0;  // what the overlap hides
+    int64_t exposed = sp ? 2 * ag : 0;
+    for (const Operator& op : layerOperators(model, config, par)) {
+      if (op.name != "qkv" && op.name != "mlp_up") continue;
+      const int64_t dgrad = compute.gradientGemmTime(op, config.precision, false).ps;
+      const int64_t wgrad = compute.gradientGemmTime(op, config.precision, true).ps;
+      CHECK(std::abs(dgrad + wgrad - compute.backwardTime(op, config.precision).ps) <= 1);  // rounded apart
+      exposed +=
+          sp ? std::max<int64_t>(0, ag - dgrad) + std::max<int64_t>(0, rs - wgrad) : std::max<int64_t>(0, ar - wgrad);
+      hidden_behind += sp ? std::min(ag, dgrad) + std::min(rs, wgrad) : std::min(ar, wgrad);
+    }
+    par.tp_comm_overlap = false;
+    const LayerPassTimes off = layerPassTimes(model, config, par, compute, po);
+    CHECK(off.tp_forward.ps == (sp ? 2 * (ag + rs) : 2 * ar));
+    CHECK(off.tp_backward == off.tp_forward);
+    par.tp_comm_overlap = true;
+    const LayerPassTimes on = layerPassTimes(model, config, par, compute, po);
+    CHECK(on.tp_forward == off.tp_forward);
+    CHECK(on.tp_backward.ps == exposed);
+    CHECK(hidden_behind > 0);
+    CHECK(on.backward_compute == off.backward_compute);
+    // Full recomputation reruns the forward's collectives, which nothing hides.
+    par.recompute = Recompute::kFull;
+    CHECK(layerPassTimes(model, config, par, compute, po).tp_backward.ps == exposed + on.tp_forward.ps);
+  }
 }
 
 TEST_CASE("programs: every send meets a receive of the same size on its peer stage") {
