@@ -110,7 +110,10 @@ std::vector<Simulated> simulate(const std::vector<CalibrationRun>& runs, const s
 
 /// Largest |error| over the runs `use` of the surrogate (compute model with `k`, the TP
 /// time `tp` scaled by the factor it was simulated with over `k`'s, and each run's remainder
-/// `rest`), plus a small share of the root mean square to break ties.
+/// `rest`), plus a small share of the root mean square to break ties. With the backward's TP
+/// overlap the exposed TP time also depends on the GEMM knobs and is not exactly inverse in
+/// the factor; the surrogate only steers the search, and every reported error comes from a
+/// full simulation, which the next round's surrogate starts from.
 double objective(const std::vector<CalibrationRun>& runs, const std::vector<size_t>& use,
                  const std::vector<double>& rest, const std::vector<double>& tp, const CalibrationKnobs& base,
                  const Knobs& k) {

@@ -187,16 +187,24 @@ LayerPassTimes layerPassTimes(const ModelSpec& model, const TrainingConfig& conf
   const int64_t all_gather = sp ? timeOf(CollectiveOp::kAllGather) : 0;
   const int64_t reduce_scatter = sp ? timeOf(CollectiveOp::kReduceScatter) : 0;
   const int64_t forward = sp ? 2 * (all_gather + reduce_scatter) : 2 * all_reduce;
-  int64_t backward = forward;
+  // The backward: each row-parallel linear's output gradient is all-gathered (SP); each
+  // column-parallel linear's input gradient is all-reduced, or with SP reduce-scattered
+  // after its input, stored sharded, is all-gathered again for the weight gradient.
+  int64_t backward = sp ? 4 * all_gather + 2 * reduce_scatter : 2 * all_reduce;
   if (par.tp_comm_overlap) {
     // Megatron's overlap in the backward of each column-parallel linear: without SP the
-    // input gradient's all-reduce beside the weight-gradient GEMM; with SP the input's
-    // all-gather beside the input-gradient GEMM and the input gradient's reduce-scatter
-    // beside the weight-gradient GEMM. The row-parallel linears' gradient all-gathers (SP)
-    // are not overlapped.
+    // all-reduce beside the weight-gradient GEMM; with SP the all-gather beside the
+    // input-gradient GEMM and the reduce-scatter beside the weight-gradient GEMM. The
+    // row-parallel linears' all-gathers wait. An MoE layer's expert linears communicate
+    // through the token dispatcher instead, so only QKV overlaps there.
     backward = sp ? 2 * all_gather : 0;
     for (const Operator& op : layerOperators(model, config, par)) {
-      if (op.name != "qkv" && op.name != "mlp_up") continue;
+      const bool column_parallel = op.name == "qkv" || (op.name == "mlp_up" && !model.isMoe());
+      if (!column_parallel && op.name != "mlp_up") continue;
+      if (!column_parallel) {
+        backward += sp ? all_gather + reduce_scatter : all_reduce;
+        continue;
+      }
       const int64_t dgrad = compute.gradientGemmTime(op, config.precision, false).ps;
       const int64_t wgrad = compute.gradientGemmTime(op, config.precision, true).ps;
       backward += sp ? std::max<int64_t>(0, all_gather - dgrad) + std::max<int64_t>(0, reduce_scatter - wgrad)

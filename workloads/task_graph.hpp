@@ -75,7 +75,7 @@ struct TaskDef {
   uint32_t succ_count = 0;
   /// Compute tasks: kernel time without communication; copies: the copy's time.
   int64_t compute_ps = 0;
-  /// Compute tasks: blocking tensor-parallel collectives of the block (intra-server model).
+  /// Compute tasks: the block's exposed tensor-parallel collectives (intra-server model).
   int64_t tp_ps = 0;
   /// Communication and copy tasks: bytes per rank (collectives: the nccl-tests buffer convention).
   int64_t bytes = 0;
@@ -185,7 +185,9 @@ struct LayerPassTimes {
   Picoseconds forward_compute;
   Picoseconds backward_compute;  ///< with its recomputation
   Picoseconds tp_forward;        ///< two all-reduces, or with SP two all-gathers and reduce-scatters
-  Picoseconds tp_backward;       ///< as forward, twice with full recomputation
+  /// The backward's exposed TP time (Parallelism::tp_comm_overlap; docs/training.md), plus
+  /// the forward's with full recomputation.
+  Picoseconds tp_backward;
 
   Picoseconds forward() const { return forward_compute + tp_forward; }
   Picoseconds backward() const { return backward_compute + tp_backward; }

@@ -12,14 +12,14 @@
  * of a random process: its checks run eight seeds and compare the reference with their
  * mean or their range. HPCC and DCTCP are deterministic and are compared run to run.
  */
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
 #include <random>
+#include <tuple>
 
 #include "tests/support/net_scenario.hpp"
 #include "topologies/generators.hpp"
@@ -203,6 +203,19 @@ TEST_CASE("HPCC matches the ns-3 reference on scenarios A and B", "[network][ns3
     CHECK(relativeError(o.max_queue, 55.6e3) < 0.05);
     CHECK(q.quantile(0.99) < 5e3);
     CHECK(o.pauses == 0);
+  }
+  SECTION("A and B with exact INT counters (the default): last finishes and queues as the reference's") {
+    for (const auto& [file, last, queue] :
+         {std::tuple{"flow_2to1.txt", 1842.9, 55.6e3}, std::tuple{"flow_16to1.txt", 2960.0, 853e3}}) {
+      CAPTURE(file);
+      const Scenario s = loadScenario(file);
+      NetCase c = referenceCase(s, net::CcKind::kHpcc);
+      c.cfg.hpcc.int_multi = 0;
+      const RunOutcome o = outcomeOf(runNetBatch({c}, 2).front(), s.flows.size());
+      CHECK(relativeError(o.last_us, last) < 0.02);
+      CHECK(relativeError(o.max_queue, queue) < 0.05);
+      CHECK(o.pauses == 0);
+    }
   }
   SECTION("B: 16 x 2 MB, a one-time queue of about N x BDP that drains within 100 us") {
     QueueSeries q{150, {}};

@@ -52,52 +52,98 @@ TEST_CASE("interleaved 1F1B visits every chunk of every micro-batch once, forwar
   CHECK(order[4].micro_batch == 0);
 }
 
-TEST_CASE("a layer's backward TP collectives overlap the gradient GEMMs of QKV and MLP up") {
-  // GPT-3-like layer at TP 8 on A100s: the collectives against their own formulas.
+/// A GPT-3-like layer at TP 8 on A100s (h 6144, micro-batch 4, seq 2048).
+struct TpLayer {
   ModelSpec model = test::tinyExperiment(8, 1, 1, 1, 1).model;
-  model.hidden = 6144;
-  model.heads = 64;
   TrainingConfig config;
-  config.global_batch = 4;
-  config.micro_batch = 4;
-  config.seq = 2048;
-  const ComputeModel compute(a100Compute());
   ProgramOptions po;
-  po.tp_model = makeCollectiveModel(gpuByName("a100-80gb"));
-  po.tp_bandwidth_factor = 1;
-  const Bytes act{int64_t{4} * 2048 * 6144 * 2};
-  const int64_t ar = collectiveTime(po.tp_model, CollectiveOp::kAllReduce, 8, act).ps;
-  const int64_t ag = collectiveTime(po.tp_model, CollectiveOp::kAllGather, 8, act).ps;
-  const int64_t rs = collectiveTime(po.tp_model, CollectiveOp::kReduceScatter, 8, act).ps;
+  Parallelism par;
+  int64_t ar = 0;
+  int64_t ag = 0;
+  int64_t rs = 0;
+
+  TpLayer() {
+    model.hidden = 6144;
+    model.heads = 64;
+    config.global_batch = 4;
+    config.micro_batch = 4;
+    config.seq = 2048;
+    po.tp_model = makeCollectiveModel(gpuByName("a100-80gb"));
+    po.tp_bandwidth_factor = 1;
+    par.tp = 8;
+    const Bytes act{int64_t{4} * 2048 * 6144 * 2};
+    ar = collectiveTime(po.tp_model, CollectiveOp::kAllReduce, 8, act).ps;
+    ag = collectiveTime(po.tp_model, CollectiveOp::kAllGather, 8, act).ps;
+    rs = collectiveTime(po.tp_model, CollectiveOp::kReduceScatter, 8, act).ps;
+  }
+  /// The layer's passes with QKV's and MLP up's forward set to `gemm` (each gradient GEMM
+  /// then takes `gemm` too), or from the roofline when `gemm` is 0.
+  LayerPassTimes passes(bool overlap, int64_t gemm = 0) {
+    OperatorTimes times;
+    if (gemm > 0) times = {{"qkv", Picoseconds{gemm}}, {"mlp_up", Picoseconds{gemm}}};
+    const ComputeModel compute(a100Compute(), megatronA100Params(), times);
+    par.tp_comm_overlap = overlap;
+    return layerPassTimes(model, config, par, compute, po);
+  }
+};
+
+TEST_CASE("a layer's backward TP collectives: what waits, and what overlaps the gradient GEMMs") {
+  TpLayer l;
+  const int64_t long_gemm = 1'000'000'000'000;  // 1 s: hides any collective
   for (const bool sp : {false, true}) {
     CAPTURE(sp);
-    Parallelism par;
-    par.tp = 8;
-    par.sequence_parallel = sp;
-    int64_t hidden_behind = 0;  // what the overlap hides
-    int64_t exposed = sp ? 2 * ag : 0;
-    for (const Operator& op : layerOperators(model, config, par)) {
-      if (op.name != "qkv" && op.name != "mlp_up") continue;
-      const int64_t dgrad = compute.gradientGemmTime(op, config.precision, false).ps;
-      const int64_t wgrad = compute.gradientGemmTime(op, config.precision, true).ps;
-      CHECK(std::abs(dgrad + wgrad - compute.backwardTime(op, config.precision).ps) <= 1);  // rounded apart
-      exposed +=
-          sp ? std::max<int64_t>(0, ag - dgrad) + std::max<int64_t>(0, rs - wgrad) : std::max<int64_t>(0, ar - wgrad);
-      hidden_behind += sp ? std::min(ag, dgrad) + std::min(rs, wgrad) : std::min(ar, wgrad);
-    }
-    par.tp_comm_overlap = false;
-    const LayerPassTimes off = layerPassTimes(model, config, par, compute, po);
-    CHECK(off.tp_forward.ps == (sp ? 2 * (ag + rs) : 2 * ar));
-    CHECK(off.tp_backward == off.tp_forward);
-    par.tp_comm_overlap = true;
-    const LayerPassTimes on = layerPassTimes(model, config, par, compute, po);
-    CHECK(on.tp_forward == off.tp_forward);
-    CHECK(on.tp_backward.ps == exposed);
-    CHECK(hidden_behind > 0);
-    CHECK(on.backward_compute == off.backward_compute);
+    l.par.sequence_parallel = sp;
+    const int64_t forward = sp ? 2 * (l.ag + l.rs) : 2 * l.ar;
+    // Without overlap every backward collective waits: 2 all-reduces, or with SP the
+    // row-parallel linears' 2 all-gathers, and per column-parallel linear the input's
+    // all-gather again and the reduce-scatter.
+    const int64_t waiting = sp ? 4 * l.ag + 2 * l.rs : 2 * l.ar;
+    CHECK(l.passes(false).tp_forward.ps == forward);
+    CHECK(l.passes(false).tp_backward.ps == waiting);
+    // Long gradient GEMMs hide the column-parallel linears' collectives entirely.
+    CHECK(l.passes(true, long_gemm).tp_backward.ps == (sp ? 2 * l.ag : 0));
+    CHECK(l.passes(true, long_gemm).tp_forward.ps == forward);
+    // One-picosecond GEMMs hide one picosecond of each.
+    const int64_t tiny = 1;  // forward; each gradient GEMM is the backward's half, 1 ps
+    CHECK(l.passes(true, tiny).tp_backward.ps == waiting - (sp ? 4 : 2) * tiny);
     // Full recomputation reruns the forward's collectives, which nothing hides.
-    par.recompute = Recompute::kFull;
-    CHECK(layerPassTimes(model, config, par, compute, po).tp_backward.ps == exposed + on.tp_forward.ps);
+    l.par.recompute = Recompute::kFull;
+    CHECK(l.passes(true, long_gemm).tp_backward.ps == (sp ? 2 * l.ag : 0) + forward);
+    l.par.recompute = Recompute::kNone;
+    // MoE: the expert linears communicate through the dispatcher, so only QKV overlaps.
+    TpLayer moe;
+    moe.model.experts = 8;
+    moe.model.top_k = 2;
+    moe.par.sequence_parallel = sp;
+    CHECK(moe.passes(true, long_gemm).tp_backward.ps == (sp ? 3 * moe.ag + moe.rs : moe.ar));
+  }
+}
+
+TEST_CASE("overlapping the backward's TP collectives never makes a layer slower") {
+  TpLayer l;
+  for (const uint32_t hidden : {512u, 2048u, 6144u, 16384u}) {
+    for (const uint32_t micro : {1u, 4u}) {
+      for (const bool sp : {false, true}) {
+        CAPTURE(hidden, micro, sp);
+        l.model.hidden = hidden;
+        l.model.heads = hidden / 128;
+        l.config.micro_batch = micro;
+        l.par.sequence_parallel = sp;
+        const LayerPassTimes on = l.passes(true);
+        const LayerPassTimes off = l.passes(false);
+        CHECK(on.tp_backward <= off.tp_backward);
+        CHECK(on.backward_compute == off.backward_compute);
+        CHECK(on.forward() == off.forward());
+        // The two gradient GEMMs, each at its own shape, add up to the backward (rounded apart).
+        const ComputeModel compute(a100Compute());
+        for (const Operator& op : layerOperators(l.model, l.config, l.par)) {
+          if (op.kind != OpKind::kGemm) continue;
+          const int64_t both = compute.gradientGemmTime(op, l.config.precision, false).ps +
+                               compute.gradientGemmTime(op, l.config.precision, true).ps;
+          CHECK(std::abs(both - compute.backwardTime(op, l.config.precision).ps) <= 1);
+        }
+      }
+    }
   }
 }
 
