@@ -302,6 +302,7 @@ LayerPassTimes simulatedLayer(const LayerMeasurement& row, const CalibrationKnob
   ProgramOptions po;
   po.tp_model = makeCollectiveModel(gpu, x.cluster.intra);
   po.tp_bandwidth_factor = knobs.tp_bandwidth_factor;
+  po.overlap_slowdown = gemmOverlapSlowdown(x.cluster, gpu).toDouble();
   return layerPassTimes(x.model, x.training, x.parallelism, compute, po);
 }
 

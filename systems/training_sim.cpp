@@ -88,6 +88,7 @@ ProgramOptions programOptionsOf(const TrainingExperiment& x, const GpuSpec& gpu)
   po.tp_model = makeCollectiveModel(gpu, x.cluster.intra);
   po.tp_bandwidth_factor = x.cluster.tp_bandwidth_factor;
   po.host_copy_bytes_per_s = static_cast<double>(gpu.host_link.bps) / 8 * x.cluster.host_copy_efficiency;
+  po.overlap_slowdown = gemmOverlapSlowdown(x.cluster, gpu).toDouble();
   return po;
 }
 
@@ -143,8 +144,7 @@ Plan makePlan(const TrainingExperiment& x) {
   c.nics_per_server = x.cluster.nics_per_server;
   c.priority = x.collectives.priority;
   c.intra = po.tp_model;
-  c.overlap_ppm = x.cluster.overlap_slowdown > 0 ? slowdownFactor(x.cluster.overlap_slowdown).ppm
-                                                 : defaultOverlapSlowdown(gpu.architecture).gemm.ppm;
+  c.overlap_ppm = gemmOverlapSlowdown(x.cluster, gpu).ppm;
   c.jitter_ppm = static_cast<uint32_t>(std::llround(x.cluster.compute_jitter * kSlowdownOne));
   c.jitter_seed = mix64(x.seed ^ mix64(x.id));
   // Sends start step_latency after their cause and are seen by the NICs one step later:

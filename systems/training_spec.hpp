@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "analytical/collective_model.hpp"
+#include "analytical/overlap.hpp"
 #include "ecs/units.hpp"
 #include "network/components.hpp"
 #include "network/config.hpp"
@@ -98,6 +99,13 @@ struct ClusterSpec {
 /// an unknown name).
 inline GpuSpec clusterGpu(const ClusterSpec& cluster) {
   return withOverrides(gpuByName(cluster.gpu), cluster.gpu_overrides);
+}
+
+/// How much slower GEMMs run while a collective runs beside them on `gpu` (the cluster's
+/// `overlap_slowdown`, or the GPU generation's default).
+inline Slowdown gemmOverlapSlowdown(const ClusterSpec& cluster, const GpuSpec& gpu) {
+  return cluster.overlap_slowdown > 0 ? slowdownFactor(cluster.overlap_slowdown)
+                                      : defaultOverlapSlowdown(gpu.architecture).gemm;
 }
 
 /// One fully resolved experiment.

@@ -165,6 +165,12 @@ std::vector<ScheduleItem> pipelineOrder(uint32_t stage, uint32_t stages, uint32_
   return order;
 }
 
+int64_t overlapCost(int64_t collective, int64_t gemm, double slowdown) {
+  if (collective <= 0) return 0;
+  const auto slowed = static_cast<int64_t>(std::llround(static_cast<double>(collective) * (1.0 - 1.0 / slowdown)));
+  return std::max(collective - gemm, slowed);
+}
+
 LayerPassTimes layerPassTimes(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par,
                               const ComputeModel& compute, const ProgramOptions& options) {
   const LayerTimes lt = compute.layerTimes(model, config, par);
@@ -207,8 +213,9 @@ LayerPassTimes layerPassTimes(const ModelSpec& model, const TrainingConfig& conf
       }
       const int64_t dgrad = compute.gradientGemmTime(op, config.precision, false).ps;
       const int64_t wgrad = compute.gradientGemmTime(op, config.precision, true).ps;
-      backward += sp ? std::max<int64_t>(0, all_gather - dgrad) + std::max<int64_t>(0, reduce_scatter - wgrad)
-                     : std::max<int64_t>(0, all_reduce - wgrad);
+      backward += sp ? overlapCost(all_gather, dgrad, options.overlap_slowdown) +
+                           overlapCost(reduce_scatter, wgrad, options.overlap_slowdown)
+                     : overlapCost(all_reduce, wgrad, options.overlap_slowdown);
     }
   }
   out.tp_forward = Picoseconds{forward};

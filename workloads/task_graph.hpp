@@ -121,6 +121,9 @@ struct ProgramOptions {
   /// Bytes per second an activation offload copy moves in each direction (the GPU's host
   /// link × the copy efficiency).
   double host_copy_bytes_per_s = 0.8 * 63.015e9;
+  /// How much slower a GEMM runs while a TP collective runs beside it (the backward's
+  /// overlap, Parallelism::tp_comm_overlap): the GPU's overlap slowdown for GEMMs.
+  double overlap_slowdown = 1.0;
 };
 
 /// Every stage's program of one iteration.
@@ -178,6 +181,13 @@ struct TrainingProgram {
  */
 TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par,
                                      const ComputeModel& compute, const ProgramOptions& options);
+
+/**
+ * What a collective of `collective` ps adds to a GEMM of `gemm` ps that runs beside it while
+ * GEMMs run `slowdown` times slower: the collective's excess over the GEMM, or, when the
+ * slowed GEMM outlasts it, the work the GEMM lost during it, collective × (1 − 1/slowdown).
+ */
+int64_t overlapCost(int64_t collective, int64_t gemm, double slowdown);
 
 /// One transformer layer's passes on one GPU for one micro-batch, as the blocks charge
 /// them: compute (ComputeModel::layerTimes) plus the layer's TP collectives.

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -119,8 +120,24 @@ TEST_CASE("a layer's backward TP collectives: what waits, and what overlaps the 
   }
 }
 
+TEST_CASE("a collective beside a GEMM costs its excess, or the work the slowed GEMM loses") {
+  CHECK(overlapCost(100, 1000, 1.25) == 20);  // the GEMM runs at 1/1.25 for 100 ps: 20 ps lost
+  CHECK(overlapCost(100, 50, 1.25) == 50);    // the collective outlasts the GEMM
+  CHECK(overlapCost(100, 1000, 1.0) == 0);
+  CHECK(overlapCost(0, 10, 2.0) == 0);
+  // In a layer: long GEMMs hide the column-parallel collectives but lose their share.
+  TpLayer l;
+  l.po.overlap_slowdown = 1.25;
+  const int64_t long_gemm = 1'000'000'000'000;
+  const auto lost = [](int64_t c) { return static_cast<int64_t>(std::llround(static_cast<double>(c) * 0.2)); };
+  CHECK(l.passes(true, long_gemm).tp_backward.ps == 2 * lost(l.ar));
+  l.par.sequence_parallel = true;
+  CHECK(l.passes(true, long_gemm).tp_backward.ps == 2 * l.ag + 2 * lost(l.ag) + 2 * lost(l.rs));
+}
+
 TEST_CASE("overlapping the backward's TP collectives never makes a layer slower") {
   TpLayer l;
+  l.po.overlap_slowdown = 1.15;  // Ampere's default
   for (const uint32_t hidden : {512u, 2048u, 6144u, 16384u}) {
     for (const uint32_t micro : {1u, 4u}) {
       for (const bool sp : {false, true}) {
