@@ -297,13 +297,10 @@ LayerPassTimes simulatedLayer(const LayerMeasurement& row, const CalibrationKnob
   x.training.micro_batch = run.micro_batch;
   x.parallelism.recompute = row.recompute;
   x.parallelism.sequence_parallel = row.sequence_parallel;
+  x.cluster.tp_bandwidth_factor = knobs.tp_bandwidth_factor;
   const GpuSpec gpu = clusterGpu(x.cluster);
   const ComputeModel compute(computeSpecOf(gpu), knobs.compute, x.operator_times);
-  ProgramOptions po;
-  po.tp_model = makeCollectiveModel(gpu, x.cluster.intra);
-  po.tp_bandwidth_factor = knobs.tp_bandwidth_factor;
-  po.overlap_slowdown = gemmOverlapSlowdown(x.cluster, gpu).toDouble();
-  return layerPassTimes(x.model, x.training, x.parallelism, compute, po);
+  return layerPassTimes(x.model, x.training, x.parallelism, compute, programOptionsOf(x, gpu));
 }
 
 }  // namespace mv

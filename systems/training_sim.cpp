@@ -81,17 +81,6 @@ TrainingProgram chakraProgram(const TrainingExperiment& x, const ComputeModel& c
   return programFromRankTraces(trace_of, ranks, groups, compute, x.training.precision);
 }
 
-/// How experiment x's program is generated; its intra-server model is also the plan's.
-ProgramOptions programOptionsOf(const TrainingExperiment& x, const GpuSpec& gpu) {
-  ProgramOptions po;
-  po.dp_bucket = x.collectives.dp_bucket;
-  po.tp_model = makeCollectiveModel(gpu, x.cluster.intra);
-  po.tp_bandwidth_factor = x.cluster.tp_bandwidth_factor;
-  po.host_copy_bytes_per_s = static_cast<double>(gpu.host_link.bps) / 8 * x.cluster.host_copy_efficiency;
-  po.overlap_slowdown = gemmOverlapSlowdown(x.cluster, gpu).toDouble();
-  return po;
-}
-
 /// The program of experiment x generated with `po` or read from its traces.
 TrainingProgram programOf(const TrainingExperiment& x, const GpuSpec& gpu, const ProgramOptions& po) {
   const ComputeModel compute(computeSpecOf(gpu), x.cluster.compute, x.operator_times);
@@ -106,6 +95,17 @@ TrainingProgram trainingProgramOf(const TrainingExperiment& x) {
   const GpuSpec gpu = clusterGpu(x.cluster);
   return programOf(x, gpu, programOptionsOf(x, gpu));
 }
+
+ProgramOptions programOptionsOf(const TrainingExperiment& x, const GpuSpec& gpu) {
+  ProgramOptions po;
+  po.dp_bucket = x.collectives.dp_bucket;
+  po.tp_model = makeCollectiveModel(gpu, x.cluster.intra);
+  po.tp_bandwidth_factor = x.cluster.tp_bandwidth_factor;
+  po.host_copy_bytes_per_s = static_cast<double>(gpu.host_link.bps) / 8 * x.cluster.host_copy_efficiency;
+  po.overlap_slowdown = gemmOverlapSlowdown(x.cluster, gpu).toDouble();
+  return po;
+}
+
 
 namespace {
 

@@ -41,6 +41,10 @@ Picoseconds computeOnlyIteration(const TrainingExperiment& x);
 /// Chakra traces (docs/chakra.md). Throws WorkloadError for traces that cannot run.
 TrainingProgram trainingProgramOf(const TrainingExperiment& x);
 
+/// How experiment x's program is generated on `gpu`: its TP collective model and factor,
+/// DP bucket, offload copy rate and GEMM overlap slowdown.
+ProgramOptions programOptionsOf(const TrainingExperiment& x, const GpuSpec& gpu);
+
 /// Called once per experiment, as soon as its result is known (OOM ones first).
 using ResultCallback = std::function<void(std::size_t index, const TrainingResult& result)>;
 

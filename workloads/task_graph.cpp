@@ -205,9 +205,8 @@ LayerPassTimes layerPassTimes(const ModelSpec& model, const TrainingConfig& conf
     // through the token dispatcher instead, so only QKV overlaps there.
     backward = sp ? 2 * all_gather : 0;
     for (const Operator& op : layerOperators(model, config, par)) {
-      const bool column_parallel = op.name == "qkv" || (op.name == "mlp_up" && !model.isMoe());
-      if (!column_parallel && op.name != "mlp_up") continue;
-      if (!column_parallel) {
+      if (op.name != "qkv" && op.name != "mlp_up") continue;
+      if (op.name == "mlp_up" && model.isMoe()) {
         backward += sp ? all_gather + reduce_scatter : all_reduce;
         continue;
       }
