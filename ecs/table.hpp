@@ -77,8 +77,10 @@ enum TableStatus : uint32_t {
   kStatusStaticTable = 1u << 3,      ///< a row of a static (host-filled) table was destroyed
 };
 
-/// Rows per block of the compaction's prefix sums.
-inline constexpr int64_t kCommitBlockRows = 1024;
+/// Fewest rows per chunk of the commit's row passes (its prefix sums over rows): a chunk
+/// has ceil(rows / threads) rows, at least these, so the scratch stays small (two counters
+/// per chunk) and a chunk's walk stays longer than the loads that start it.
+inline constexpr int64_t kCommitChunkMinRows = 64;
 /// The experiment of a gap row: slack at the end of an experiment's region, not a row.
 inline constexpr ExpId kGapRow = UINT32_MAX;
 /// Slack a blocked run's layout gives each region beyond its rows (as many again, plus this).
@@ -103,6 +105,17 @@ MV_HD constexpr int ceilLog2(int64_t n) {
   int r = 0;
   while ((int64_t{1} << r) < n) ++r;
   return r;
+}
+
+MV_HD constexpr int64_t ceilDiv(int64_t n, int64_t d) {
+  return d > 0 ? (n + d - 1) / d : 0;
+}
+
+/// Smallest g with g * g >= n: the group size of a two-level scan over n items.
+MV_HD constexpr int64_t ceilSqrt(int64_t n) {
+  int64_t g = 0;
+  while (g * g < n) ++g;
+  return g;
 }
 
 template <class T>
@@ -159,8 +172,12 @@ struct TableView {
   /// with, so that a table sized exactly for them is not laid out again as it fills.
   int64_t* exp_reserve = nullptr;
   int64_t* exp_pending_before = nullptr;    ///< scratch: creations of experiments < e
-  int64_t* block_alive = nullptr;  ///< scratch: survivors per block, then their prefix
-  int64_t* block_dead = nullptr;   ///< scratch: destroyed rows per block, then their prefix
+  int64_t* exp_group_rows = nullptr;        ///< scratch: rows after the commit, per group of experiments
+  int64_t* exp_group_pending = nullptr;     ///< scratch: creations per group of experiments
+  int64_t* block_alive = nullptr;           ///< scratch: survivors per chunk, then their prefix within its group
+  int64_t* block_dead = nullptr;            ///< scratch: destroyed rows per chunk, then their prefix within its group
+  int64_t* group_alive = nullptr;           ///< scratch: survivors per group of chunks
+  int64_t* group_dead = nullptr;            ///< scratch: destroyed rows per group of chunks
   int64_t* alive_before = nullptr; ///< scratch: per row (and one past the end), survivors before it
 
   // --- sizes and counters ----------------------------------------------------------
@@ -181,6 +198,7 @@ struct TableView {
   uint32_t commit_in_place = 0;  ///< regions stay where they are (else the table is laid out again)
   uint32_t commit_slack = 0;     ///< a new layout gives regions slack (the run is blocked)
   int32_t commit_rounds = 0;     ///< merge rounds of the current commit, ceil(log2(pending rows))
+  int64_t commit_chunk = 0;      ///< rows per chunk of the current commit's row passes
 
   // --- row access ----------------------------------------------------------------
   template <class C>
@@ -303,7 +321,7 @@ struct TableView {
     if (phase <= rounds) {
       commitMergeRound(policy, phase - 1);
     } else if (phase == rounds + 1) {
-      if (policy.rank() == 0) commitScan();
+      commitScan(policy);
     } else if (phase == rounds + 2) {
       commitRankRows(policy);
     } else if (phase == rounds + 3) {
@@ -365,15 +383,21 @@ struct TableView {
     return plan;
   }
   MV_HD int64_t pendingCount() const { return pending < pending_capacity ? pending : pending_capacity; }
-  MV_HD static int64_t blockCount(int64_t first, int64_t end) {
-    return (end - first + kCommitBlockRows - 1) / kCommitBlockRows;
+  /// Chunks of the row passes over rows [first, end), `chunk` rows each (the last fewer).
+  MV_HD static int64_t chunkCount(int64_t first, int64_t end, int64_t chunk) {
+    return (end - first + chunk - 1) / chunk;
   }
-  MV_HD static int64_t blockEnd(int64_t first, int64_t end, int64_t b) {
-    return first + (b + 1) * kCommitBlockRows < end ? first + (b + 1) * kCommitBlockRows : end;
+  /// Rows per chunk when `threads` share [first, end): one chunk per thread, each of at
+  /// least kCommitChunkMinRows.
+  MV_HD static int64_t chunkRows(int64_t first, int64_t end, int64_t threads) {
+    const int64_t even = (end - first + threads - 1) / threads;
+    return even > kCommitChunkMinRows ? even : kCommitChunkMinRows;
   }
-  MV_HD int64_t blockCount() const { return blockCount(commit_first, commit_end); }
-  MV_HD int64_t blockBegin(int64_t b) const { return commit_first + b * kCommitBlockRows; }
-  MV_HD int64_t blockEnd(int64_t b) const { return blockEnd(commit_first, commit_end, b); }
+  MV_HD int64_t chunkCount() const { return chunkCount(commit_first, commit_end, commit_chunk); }
+  MV_HD int64_t chunkBegin(int64_t c) const { return commit_first + c * commit_chunk; }
+  MV_HD int64_t chunkEnd(int64_t c) const {
+    return commit_first + (c + 1) * commit_chunk < commit_end ? commit_first + (c + 1) * commit_chunk : commit_end;
+  }
   /// The permutation holding the sorted pending slots once all merge rounds ran.
   MV_HD uint32_t* sortedPending() const {
     return detail::ceilLog2(pendingCount()) % 2 == 0 ? sort_a : sort_b;
@@ -398,17 +422,20 @@ struct TableView {
       commit_in_place = plan.in_place ? 1u : 0u;
       commit_slack = plan.slack ? 1u : 0u;
     }
+    const int64_t chunk = chunkRows(first, end, policy.count());
+    if (policy.rank() == 0) commit_chunk = chunk;
     parallelFor(policy, pendingCount(), [&](int64_t i) { sort_a[i] = static_cast<uint32_t>(i); });
-    parallelFor(policy, blockCount(first, end), [&](int64_t b) {
+    parallelFor(policy, chunkCount(first, end, chunk), [&](int64_t c) {
       int64_t n_alive = 0;
       int64_t n_dead = 0;
-      for (int64_t r = first + b * kCommitBlockRows; r < blockEnd(first, end, b); ++r) {
+      const int64_t chunk_end = first + (c + 1) * chunk < end ? first + (c + 1) * chunk : end;
+      for (int64_t r = first + c * chunk; r < chunk_end; ++r) {
         if (exp[r] == kGapRow) continue;
         n_dead += dead[r];
         n_alive += 1 - dead[r];
       }
-      block_alive[b] = n_alive;
-      block_dead[b] = n_dead;
+      block_alive[c] = n_alive;
+      block_dead[c] = n_dead;
     });
   }
 
@@ -449,13 +476,64 @@ struct TableView {
     });
   }
 
+  /// Live rows once this commit is done, from the counters settled before it.
+  MV_HD int64_t liveAfterCommit() const { return live - destroyed + pendingCount(); }
+
+  /**
+   * The prefix sums' first level: each group of experiments and each group of chunks,
+   * about sqrt(n) of them, is scanned within itself by one thread, so that no thread walks
+   * more than about sqrt(n) items; commitRankRows adds the groups before. A blocked run's
+   * new layout, with slack, is laid out by one thread (it shares the room out in
+   * experiment order; only the CPU executor blocks runs, on a few threads).
+   */
+  MV_EXEC_CHECK_DISABLE
+  template <class Policy>
+  MV_HD void commitScan(const Policy& policy) {
+    if (commit_slack != 0u) {
+      if (policy.rank() == 0) commitLayoutWithSlack();
+    } else {
+      if (policy.rank() == 0 && liveAfterCommit() > capacity) status |= kStatusCapacityOverflow;
+      const int64_t group = detail::ceilSqrt(num_exps);
+      parallelFor(policy, detail::ceilDiv(num_exps, group), [&](int64_t g) {
+        int64_t rows_sum = 0;
+        int64_t pending_sum = 0;
+        const int64_t end = (g + 1) * group < num_exps ? (g + 1) * group : num_exps;
+        for (int64_t e = g * group; e < end; ++e) {
+          exp_rows_alt[e] = exp_rows[e] - exp_destroyed[e] + exp_pending[e];
+          exp_begin_alt[e] = rows_sum;
+          exp_pending_before[e] = pending_sum;
+          rows_sum += exp_rows_alt[e];
+          pending_sum += exp_pending[e];
+        }
+        exp_group_rows[g] = rows_sum;
+        exp_group_pending[g] = pending_sum;
+      });
+    }
+    const int64_t chunks = chunkCount();
+    const int64_t group = detail::ceilSqrt(chunks);
+    parallelFor(policy, detail::ceilDiv(chunks, group), [&](int64_t g) {
+      int64_t alive_sum = 0;
+      int64_t dead_sum = 0;
+      const int64_t end = (g + 1) * group < chunks ? (g + 1) * group : chunks;
+      for (int64_t c = g * group; c < end; ++c) {
+        const int64_t a = block_alive[c];
+        const int64_t d = block_dead[c];
+        block_alive[c] = alive_sum;
+        block_dead[c] = dead_sum;
+        alive_sum += a;
+        dead_sum += d;
+      }
+      group_alive[g] = alive_sum;
+      group_dead[g] = dead_sum;
+    });
+  }
+
   /// Rows experiment e's reserve asks for beyond its rows after this commit.
   MV_HD int64_t reserveBeyond(ExpId e) const {
     return exp_reserve[e] > exp_rows_alt[e] ? exp_reserve[e] - exp_rows_alt[e] : 0;
   }
-  /// Serial prefix sums over experiments and blocks, and the new regions (one thread; sizes
-  /// are small).
-  MV_HD void commitScan() {
+  /// A blocked run's prefix sums over experiments and its new regions (one thread).
+  MV_HD void commitLayoutWithSlack() {
     int64_t created = 0;
     int64_t next_live = 0;
     int64_t wanted = 0;  // slack every region would get
@@ -469,51 +547,77 @@ struct TableView {
     exp_pending_before[num_exps] = created;
     if (commit_in_place != 0u) {
       for (uint32_t e = 0; e <= num_exps; ++e) exp_begin_alt[e] = exp_begin[e];
-    } else if (next_live > capacity) {
+      return;
+    }
+    if (next_live > capacity) {
       status |= kStatusCapacityOverflow;
-    } else {
-      // Slack: first each region's reserve beyond its rows, when every reserve fits; then
-      // as much as its rows plus kCommitSlackRows, or else an even share of the room left,
-      // handed out in experiment order.
-      int64_t room = commit_slack != 0u ? capacity - next_live : 0;
-      int64_t reserved = 0;
-      for (uint32_t e = 0; e < num_exps; ++e) reserved += reserveBeyond(e);
-      const bool reserve = reserved <= room;
-      room -= reserve ? reserved : 0;
-      const bool all = wanted <= room;
-      int64_t begin = 0;
-      for (uint32_t e = 0; e < num_exps; ++e) {
-        const int64_t want = exp_rows_alt[e] + kCommitSlackRows;
-        const int64_t share = room / (num_exps - e);
-        const int64_t slack = all || want < share ? want : share;
-        room -= slack;
-        exp_begin_alt[e] = begin;
-        begin += exp_rows_alt[e] + slack + (reserve ? reserveBeyond(e) : 0);
-      }
-      exp_begin_alt[num_exps] = begin;
+      return;
     }
-    int64_t alive_prefix = 0;
-    int64_t dead_prefix = 0;
-    for (int64_t b = 0; b < blockCount(); ++b) {
-      const int64_t a = block_alive[b];
-      const int64_t d = block_dead[b];
-      block_alive[b] = alive_prefix;
-      block_dead[b] = dead_prefix;
-      alive_prefix += a;
-      dead_prefix += d;
+    // First each region's reserve beyond its rows, when every reserve fits; then as much
+    // slack as its rows plus kCommitSlackRows, or else an even share of the room left,
+    // handed out in experiment order.
+    int64_t room = capacity - next_live;
+    int64_t reserved = 0;
+    for (uint32_t e = 0; e < num_exps; ++e) reserved += reserveBeyond(e);
+    const bool reserve = reserved <= room;
+    room -= reserve ? reserved : 0;
+    const bool all = wanted <= room;
+    int64_t begin = 0;
+    for (uint32_t e = 0; e < num_exps; ++e) {
+      const int64_t want = exp_rows_alt[e] + kCommitSlackRows;
+      const int64_t share = room / (num_exps - e);
+      const int64_t slack = all || want < share ? want : share;
+      room -= slack;
+      exp_begin_alt[e] = begin;
+      begin += exp_rows_alt[e] + slack + (reserve ? reserveBeyond(e) : 0);
     }
-    alive_before[commit_end] = alive_prefix;
+    exp_begin_alt[num_exps] = begin;
   }
 
-  /// Per row: survivors before it; destroyed rows free their slot (FIFO, generation bumped).
+  /**
+   * The prefix sums' second level, then per row the survivors before it; destroyed rows
+   * free their slot (FIFO, generation bumped). Each experiment and each chunk adds the
+   * totals of the groups before its own.
+   */
+  MV_EXEC_CHECK_DISABLE
   template <class Policy>
   MV_HD void commitRankRows(const Policy& policy) {
     if (status & kStatusCapacityOverflow) return;
+    if (commit_slack == 0u) {
+      const int64_t group = detail::ceilSqrt(num_exps);
+      parallelFor(policy, num_exps, [&](int64_t e) {
+        int64_t rows_before = 0;
+        int64_t pending_before = 0;
+        for (int64_t g = 0; g < e / group; ++g) {
+          rows_before += exp_group_rows[g];
+          pending_before += exp_group_pending[g];
+        }
+        exp_begin_alt[e] += rows_before;
+        exp_pending_before[e] += pending_before;
+      });
+      if (policy.rank() == 0) {
+        int64_t rows_sum = 0;
+        int64_t pending_sum = 0;
+        for (int64_t g = 0; g < detail::ceilDiv(num_exps, group); ++g) {
+          rows_sum += exp_group_rows[g];
+          pending_sum += exp_group_pending[g];
+        }
+        exp_begin_alt[num_exps] = rows_sum;
+        exp_pending_before[num_exps] = pending_sum;
+      }
+    }
+    const int64_t chunks = chunkCount();
+    const int64_t group = detail::ceilSqrt(chunks);
     const int64_t free_tail = free_head + (capacity - live);
-    parallelFor(policy, blockCount(), [&](int64_t b) {
-      int64_t alive_rank = block_alive[b];
-      int64_t dead_rank = block_dead[b];
-      for (int64_t r = blockBegin(b); r < blockEnd(b); ++r) {
+    if (chunks == 0 && policy.rank() == 0) alive_before[commit_end] = 0;
+    parallelFor(policy, chunks, [&](int64_t c) {
+      int64_t alive_rank = block_alive[c];
+      int64_t dead_rank = block_dead[c];
+      for (int64_t g = 0; g < c / group; ++g) {
+        alive_rank += group_alive[g];
+        dead_rank += group_dead[g];
+      }
+      for (int64_t r = chunkBegin(c); r < chunkEnd(c); ++r) {
         alive_before[r] = alive_rank;
         if (exp[r] == kGapRow) continue;
         if (dead[r] != 0u) {
@@ -525,6 +629,7 @@ struct TableView {
           ++alive_rank;
         }
       }
+      if (c == chunks - 1) alive_before[commit_end] = alive_rank;
     });
   }
 

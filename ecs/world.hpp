@@ -346,7 +346,9 @@ class World {
     const int64_t exps = view_.num_exps;
     const int64_t moving = pend > 0 ? rows : 0;
     const int64_t handles = StaticArchetype<A> ? 0 : rows;
-    const int64_t blocks = (moving + kCommitBlockRows - 1) / kCommitBlockRows;
+    const int64_t chunks = detail::ceilDiv(moving, kCommitChunkMinRows);
+    const int64_t chunk_groups = pend > 0 ? detail::ceilSqrt(chunks) : 0;
+    const int64_t exp_groups = pend > 0 ? detail::ceilSqrt(exps) : 0;
     visitColumns(t, rows, moving, pend, f, typename A::Components{});
     f(t.entity, handles);
     f(t.entity_alt, moving);
@@ -373,8 +375,12 @@ class World {
     f(t.exp_layout, exps);
     f(t.exp_reserve, exps);
     f(t.exp_pending_before, exps + 1);
-    f(t.block_alive, blocks);
-    f(t.block_dead, blocks);
+    f(t.exp_group_rows, exp_groups);
+    f(t.exp_group_pending, exp_groups);
+    f(t.block_alive, chunks);
+    f(t.block_dead, chunks);
+    f(t.group_alive, chunk_groups);
+    f(t.group_dead, chunk_groups);
     f(t.alive_before, moving + 1);
   }
   template <class A, class F, class... Cs>

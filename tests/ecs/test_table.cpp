@@ -54,20 +54,27 @@ std::vector<int64_t> valuesOf(ItemWorld& w, ExpId e) {
   return out;
 }
 
+/// OpenMP threads as an execution policy: contiguous loop shares (the CPU's), or
+/// grid-stride ones (a CUDA grid's) when `kStride`.
+template <bool kStride>
+struct OmpPolicy {
+  static constexpr bool kGridStride = kStride;
+  int64_t rank() const { return omp_get_thread_num(); }
+  int64_t count() const { return omp_get_num_threads(); }
+  void barrier() const {
+#pragma omp barrier
+  }
+};
+
 /// Commits table Item with a policy of `threads` OpenMP threads, for a run that visits
 /// experiments [run_first, run_end) (a block of the CPU executor; by default all).
+template <bool kGridStride = false>
 void commitParallel(ItemWorld& w, int threads, uint32_t run_first = 0, uint32_t run_end = UINT32_MAX) {
   auto& t = w.table<Item>();
   const int phases = t.commitPhaseCount();
 #pragma omp parallel num_threads(threads)
   {
-    struct OmpPolicy {
-      int64_t rank() const { return omp_get_thread_num(); }
-      int64_t count() const { return omp_get_num_threads(); }
-      void barrier() const {
-#pragma omp barrier
-      }
-    } policy;
+    const OmpPolicy<kGridStride> policy;
     for (int p = 0; p < phases; ++p) {
       t.commitPhase(policy, p, run_first, run_end);
 #pragma omp barrier
@@ -171,6 +178,69 @@ TEST_CASE("concurrent creation and destruction lose and duplicate nothing, for a
       reference = per_exp;
     } else {
       CHECK(per_exp == reference);  // identical rows, identical order
+    }
+  }
+}
+
+TEST_CASE("a commit gives the same rows and handles at every width, grid-stride or contiguous", "[table]") {
+  // 13 experiments (groups of 4 in the scan over experiments, the last one short) and
+  // about 9,000 rows: 1 to 142 chunks of at least 64 rows, in groups of up to 12.
+  constexpr int kExps = 13;
+  constexpr int kPerExp = 700;
+  struct Snapshot {
+    std::vector<int64_t> values;
+    std::vector<Entity> handles;
+    std::vector<int64_t> begins;
+    bool operator==(const Snapshot&) const = default;
+  };
+  const auto run = [&](int threads, bool grid_stride) {
+    ItemWorld w(kExps, TableCapacity{kExps * kPerExp * 2, kExps * kPerExp});
+    for (int i = 0; i < kExps * kPerExp; ++i) {
+      w.createHost<Item>(static_cast<ExpId>(i % kExps), static_cast<uint64_t>(i), Value{i}, Tag{0});
+    }
+    w.commitAllHost();
+    auto& t = w.table<Item>();
+    // Two commits: destroy every fifth row and create one per seventh (none in experiment
+    // 4), then destroy all of experiment 9 and create in experiment 0 only.
+    for (int round = 0; round < 2; ++round) {
+      const int64_t rows = t.rows;
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t v = t.get<Value>(r).v;
+        if (round == 0 ? v % 5 == 0 : t.exp[r] == 9) t.destroyRow(r);
+        if (round == 0 && v % 7 == 0 && t.exp[r] != 4) {
+          t.create(t.exp[r], static_cast<uint64_t>(1'000'000 + v), Value{-v - 1}, Tag{1});
+        }
+        if (round == 1 && t.exp[r] == 0 && v > 0) {
+          t.create(0, static_cast<uint64_t>(2'000'000 + v), Value{v + 100'000}, Tag{2});
+        }
+      }
+      if (grid_stride) {
+        commitParallel<true>(w, threads);
+      } else {
+        commitParallel<false>(w, threads);
+      }
+      REQUIRE(t.status == kStatusOk);
+    }
+    Snapshot s;
+    int64_t rows_of_exps = 0;
+    for (ExpId e = 0; e <= kExps; ++e) s.begins.push_back(e < kExps ? t.expBegin(e) : t.rows);
+    for (ExpId e = 0; e < kExps; ++e) rows_of_exps += t.expRows(e);
+    CHECK(rows_of_exps == t.live);
+    CHECK(t.rows == t.live);
+    for (int64_t r = 0; r < t.rows; ++r) {
+      s.values.push_back(t.get<Value>(r).v);
+      s.handles.push_back(t.entity[r]);
+      CHECK(t.rowOf(t.entity[r]) == r);
+    }
+    return s;
+  };
+  const Snapshot reference = run(1, false);
+  CHECK(reference.begins[10] == reference.begins[9]);  // experiment 9 is empty
+  CHECK(static_cast<int64_t>(reference.values.size()) == reference.begins.back());
+  for (int threads : {2, 3, 64, 257}) {
+    for (bool grid_stride : {false, true}) {
+      INFO(threads << " threads, grid-stride " << grid_stride);
+      CHECK(run(threads, grid_stride) == reference);
     }
   }
 }
