@@ -307,15 +307,27 @@ std::vector<RingPhaseDef> ringPhases(CollectiveOp op, CollectiveAlgorithm algori
 }
 
 int64_t analyticalTime(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members, int64_t bytes,
-                       int64_t nic_rate_bps, int64_t step_ps) {
+                       const AnalyticalPath& path) {
   const int64_t n = members;
+  const int64_t g = path.per_server;
+  if (algorithm == CollectiveAlgorithm::kHierarchical && g > 1 && g < n && n % g == 0) {
+    const int64_t k = n / g;
+    const int64_t intra_steps =
+        (op != CollectiveOp::kAllGather ? g - 1 : 0) + (op != CollectiveOp::kReduceScatter ? g - 1 : 0);
+    const int64_t intra_step =
+        path.nvlink_step_ps + serializationTime(Bytes{(bytes + g - 1) / g}, BitsPerSecond{path.nvlink_bps}).ps;
+    const int64_t inter_steps = op == CollectiveOp::kAllReduce ? 2 * (k - 1) : k - 1;
+    const auto inter_sent = static_cast<int64_t>((static_cast<Int128>(bytes) * inter_steps + g * k - 1) / (g * k));
+    return intra_steps * intra_step + inter_steps * path.step_ps +
+           serializationTime(Bytes{inter_sent}, BitsPerSecond{path.nic_rate_bps}).ps;
+  }
   int64_t steps = op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1;
   if (algorithm == CollectiveAlgorithm::kHalvingDoubling) steps = (op == CollectiveOp::kAllReduce ? 2 : 1) * log2Of(members);
   if (algorithm == CollectiveAlgorithm::kTree) steps = 2 * log2Of(members + 1);
   if (algorithm == CollectiveAlgorithm::kDirect) steps = 1;
   const int64_t factor = op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1;
   const auto sent = static_cast<int64_t>((static_cast<Int128>(bytes) * factor + n - 1) / n);
-  return steps * step_ps + serializationTime(Bytes{sent}, BitsPerSecond{nic_rate_bps}).ps;
+  return steps * path.step_ps + serializationTime(Bytes{sent}, BitsPerSecond{path.nic_rate_bps}).ps;
 }
 
 const char* algorithmName(CollectiveAlgorithm algorithm) {

@@ -48,13 +48,27 @@ bool generatedRing(CollectiveAlgorithm algorithm);
 std::vector<RingPhaseDef> ringPhases(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members,
                                      uint32_t per_server = 1);
 
+/// What the α-β time of a collective between servers depends on besides its operation.
+struct AnalyticalPath {
+  int64_t nic_rate_bps = 0;    ///< each rank's NIC
+  int64_t step_ps = 0;         ///< per step between servers: the step latency and the one-way path latency
+  uint32_t per_server = 1;     ///< consecutive members on one server (the hierarchical algorithm's g)
+  int64_t nvlink_bps = 0;      ///< per direction: the hierarchical algorithm's steps inside a server
+  int64_t nvlink_step_ps = 0;  ///< per step inside a server: the step latency
+};
+
 /**
  * α-β time of the same algorithm between servers: per sequential step the step latency and
  * the one-way path latency, plus the bytes each rank sends at the NIC rate (ring all-reduce
- * 2(n−1)/n·S/B, all-gather and reduce-scatter (n−1)/n·S/B, all-to-all (n−1)/n·S/B).
+ * 2(n−1)/n·S/B, all-gather and reduce-scatter (n−1)/n·S/B, all-to-all (n−1)/n·S/B). The
+ * hierarchical algorithm over k servers of g members each (1 < g < n) is its three phases
+ * as its transfers run them: g − 1 NVLink steps of S/g inside each server, then a ring per
+ * rail across the servers on S/g (2(k−1) steps of S/(g·k) for all-reduce, k − 1 otherwise,
+ * every rail's NIC busy at once), then g − 1 NVLink steps again (all-reduce: both intra
+ * phases; reduce-scatter: the first; all-gather: the last). With g = 1 or g = n it is the ring.
  */
 int64_t analyticalTime(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members, int64_t bytes,
-                       int64_t nic_rate_bps, int64_t step_ps);
+                       const AnalyticalPath& path);
 
 /// "ring", "tree", "halving_doubling", "direct", "hierarchical".
 const char* algorithmName(CollectiveAlgorithm algorithm);

@@ -314,8 +314,13 @@ class CollectiveBuilder {
       info.mode = CollMode::kAnalytical;
       // As the transfers would: the first sends start one step latency after the last
       // arrival, and every step costs a step latency and a round trip.
-      info.analytical_ps = floor + analyticalTime(d.op, info.algorithm, info.members, d.bytes, plan_.cfg.nic_rate_bps,
-                                                  floor + plan_.cfg.path_latency_ps);
+      AnalyticalPath path;
+      path.nic_rate_bps = plan_.cfg.nic_rate_bps;
+      path.step_ps = floor + plan_.cfg.path_latency_ps;
+      path.per_server = membersPerServer(info);
+      path.nvlink_bps = plan_.cfg.nvlink_bps;
+      path.nvlink_step_ps = floor;
+      info.analytical_ps = floor + analyticalTime(d.op, info.algorithm, info.members, d.bytes, path);
     } else {
       info.mode = CollMode::kTransfers;
       live = addTransfers(info);

@@ -179,10 +179,35 @@ TEST_CASE("analytical times follow the algorithms' step counts and volumes") {
   const int64_t step = 1'000'000;
   const int64_t s = 100'000'000;
   // Ring: 2(n−1) steps + 2(n−1)/n·S at the rate (8 bits per byte, ps).
-  CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 4, s, rate, step) ==
+  const AnalyticalPath path{rate, step};
+  CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 4, s, path) ==
         6 * step + 150'000'000LL * 8 * 10);
-  CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kHalvingDoubling, 4, s, rate, step) ==
+  CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kHalvingDoubling, 4, s, path) ==
         4 * step + 150'000'000LL * 8 * 10);
+
+  // Hierarchical over 4 servers of 8 (n = 32): 7 NVLink steps of S/8 = 12.5 MB at 1.6 Tb/s
+  // (62.5 µs each plus a 2 µs step latency) on each side, and the rails' rings across the
+  // 4 servers: 6 steps of S/32, 18.75 MB in all at the NIC rate (1.5 ms).
+  AnalyticalPath rails = path;
+  rails.per_server = 8;
+  rails.nvlink_bps = 1'600'000'000'000;
+  rails.nvlink_step_ps = 2'000'000;
+  const int64_t intra = 7 * (2'000'000 + 62'500'000);
+  CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kHierarchical, 32, s, rails) ==
+        2 * intra + 6 * step + 18'750'000LL * 8 * 10);
+  // Reduce-scatter: the first intra phase and k − 1 = 3 inter steps; all-gather: the last.
+  CHECK(analyticalTime(CollectiveOp::kReduceScatter, CollectiveAlgorithm::kHierarchical, 32, s, rails) ==
+        intra + 3 * step + 9'375'000LL * 8 * 10);
+  CHECK(analyticalTime(CollectiveOp::kAllGather, CollectiveAlgorithm::kHierarchical, 32, s, rails) ==
+        intra + 3 * step + 9'375'000LL * 8 * 10);
+  // The rails carry 1/8 of what one ring's crossing NIC does: 8x less NIC time than the ring.
+  const int64_t ring = analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 32, s, rails);
+  CHECK(ring == 62 * step + 193'750'000LL * 8 * 10);
+  // One member per server, or all on one: the ring's time.
+  rails.per_server = 1;
+  CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kHierarchical, 32, s, rails) == ring);
+  rails.per_server = 32;
+  CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kHierarchical, 32, s, rails) == ring);
 }
 
 }  // namespace
