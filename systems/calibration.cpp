@@ -23,7 +23,9 @@ constexpr uint32_t kSeq = 2048;
 constexpr double kA100Peak = 312e12;
 
 /// A Megatron-LM run on Selene: A100 80GB, micro-batch 1 (callers change it), DGX servers with eight 200 Gb/s
-/// NICs on a rail-optimised fabric, analytical fidelity.
+/// NICs on a rail-optimised fabric, analytical fidelity. Collectives between servers are
+/// hierarchical: NCCL's rings on a DGX run one channel per NIC, so a group with several
+/// GPUs per server crosses between servers on every rail, not on one NIC as a single ring.
 TrainingExperiment seleneRun(const ModelSpec& model, uint32_t tp, uint32_t pp, uint32_t gpus, uint32_t global_batch) {
   TrainingExperiment x;
   x.name = model.name;
@@ -45,6 +47,9 @@ TrainingExperiment seleneRun(const ModelSpec& model, uint32_t tp, uint32_t pp, u
   rail.fabric_delay = microseconds(1);
   x.topology = makeRailOptimized(rail);
   x.fidelity = NetworkFidelity::kAnalytical;
+  x.collectives.all_reduce = CollectiveAlgorithm::kHierarchical;
+  x.collectives.reduce_scatter = CollectiveAlgorithm::kHierarchical;
+  x.collectives.all_gather = CollectiveAlgorithm::kHierarchical;
   return x;
 }
 
@@ -110,7 +115,8 @@ std::vector<Simulated> simulate(const std::vector<CalibrationRun>& runs, const s
 
 /// Largest |error| over the runs `use` of the surrogate (compute model with `k`, the TP
 /// time `tp` scaled by the factor it was simulated with over `k`'s, and each run's remainder
-/// `rest`), plus a small share of the root mean square to break ties. With the backward's TP
+/// `rest`) and over the per-layer passes of korthikantiLayerTable (simulated directly),
+/// plus a small share of the root mean square to break ties. With the backward's TP
 /// overlap the exposed TP time also depends on the GEMM knobs and is not exactly inverse in
 /// the factor; the surrogate only steers the search, and every reported error comes from a
 /// full simulation, which the next round's surrogate starts from.
@@ -127,7 +133,15 @@ double objective(const std::vector<CalibrationRun>& runs, const std::vector<size
     worst = std::max(worst, std::abs(e));
     squares += e * e;
   }
-  return worst + 0.1 * std::sqrt(squares / static_cast<double>(use.size()));
+  for (const LayerMeasurement& row : korthikantiLayerTable()) {
+    const LayerPassTimes layer = simulatedLayer(row, c);
+    for (const double e : {layer.forward().toSeconds() * 1e3 / row.forward_ms - 1,
+                           layer.backward().toSeconds() * 1e3 / row.backward_ms - 1}) {
+      worst = std::max(worst, std::abs(e));
+      squares += e * e;
+    }
+  }
+  return worst + 0.1 * std::sqrt(squares / static_cast<double>(use.size() + 2 * korthikantiLayerTable().size()));
 }
 
 /// Nelder–Mead from `x0` (steps `scale`), `iterations` iterations.

@@ -57,7 +57,9 @@ struct CalibrationFit {
 };
 
 /**
- * Fits the knobs, starting from `start`, to minimise the largest |error| over `runs`. Each
+ * Fits the knobs, starting from `start`, to minimise the largest |error| over `runs` and
+ * the per-layer measurements (korthikantiLayerTable, always in the fit: the leave-one-out
+ * leaves out iteration runs only). Each
  * round simulates every run once and splits its iteration into the compute model's own
  * iteration, the TP time on the critical path and the rest (other exposed communication,
  * overlap); the knobs are then searched on that sum, the compute part recomputed and the TP

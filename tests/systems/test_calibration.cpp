@@ -14,19 +14,19 @@
 namespace mv {
 namespace {
 
-TEST_CASE("simulated iterations reproduce the 14 published Megatron-LM runs within 5.5 %") {
+TEST_CASE("simulated iterations reproduce the 14 published Megatron-LM runs within 5 %") {
   const std::vector<CalibrationRun> runs = megatronCalibrationRuns();
   REQUIRE(runs.size() == 14);
   const std::vector<double> errors = simulatedErrors(runs, CalibrationKnobs{}, 2);
   for (size_t i = 0; i < runs.size(); ++i) {
     INFO(runs[i].experiment.name << " (" << runs[i].source << "): " << 100 * errors[i] << " %");
-    CHECK(std::abs(errors[i]) < 0.055);
+    CHECK(std::abs(errors[i]) < 0.05);
   }
 }
 
 TEST_CASE("one layer's forward and backward match Korthikanti et al.'s per-layer measurements within 4 %") {
-  // Table 4 of the paper, not used by the fit: an independent check of the compute model
-  // and of how TP collectives, their backward overlap and recomputation add up per layer.
+  // Table 4 of the paper, fitted jointly with the iteration runs: checks the compute model
+  // and how TP collectives, their backward overlap and recomputation add up per layer.
   const std::vector<LayerMeasurement> rows = korthikantiLayerTable();
   REQUIRE(rows.size() == 5);
   for (const LayerMeasurement& row : rows) {
