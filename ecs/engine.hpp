@@ -70,54 +70,73 @@ struct CommitAll {
  * Ends a step: each running experiment's clock moves to max(now + lookahead, earliest
  * reported event); an experiment with no reported event has drained and is done, one whose
  * clock reaches its end time stops there. Then decides, once for all threads, whether the
- * run goes on (some experiment running and no error raised).
+ * run goes on (some experiment running and no error raised). One phase: every thread that
+ * advanced a clock adds its running count and one arrival to the step parity's counter in
+ * one acquire-release add, and the last to arrive decides and readies the next step (the
+ * step's closing barrier then publishes it), so the decision needs no barrier of its own.
  */
 struct AdvanceClocks {
   static constexpr const char* kName = "advance_clocks";
   static constexpr const char* kWhy = "move each experiment to its next window, skipping idle time, and detect the end";
   static constexpr bool kEngine = true;
   using After = TypeList<>;
+  /// One arrival in the step counter; the running experiments are its low 32 bits.
+  static constexpr int64_t kArrival = int64_t{1} << 32;
 
   template <class WV>
   MV_HD static int phaseCount(const WV&) {
-    return 2;
+    return 1;
   }
   template <class WV>
   MV_HD static int maxPhaseCount(const WV&) {
-    return 2;
+    return 1;
   }
 
   MV_EXEC_CHECK_DISABLE
   template <class Policy, class WV>
-  MV_HD static void runPhase(const Policy& policy, WV& world, int phase) {
-    const int parity = static_cast<int>(world.steps_run & 1);
-    if (phase == 0) {
-      int64_t running = 0;
-      parallelFor(policy, world.num_exps, [&](int64_t e) {
-        ExperimentClock& c = world.clocks[e];
-        if (c.done()) return;
-        const int64_t next_window = c.now_ps + c.lookahead_ps;
-        c.steps += 1;
-        if (c.next_wake_ps == INT64_MAX) {
-          c.now_ps = next_window;  // the end of the last window it simulated
-          c.outcome = Outcome::kDrained;
-          return;
-        }
-        c.now_ps = c.next_wake_ps > next_window ? c.next_wake_ps : next_window;
-        if (c.now_ps >= c.end_ps) {
-          c.now_ps = c.end_ps;
-          c.outcome = Outcome::kTimeLimit;
-        } else {
-          ++running;
-        }
-        c.next_wake_ps = INT64_MAX;
-      });
-      if (running > 0) atomicFetchAdd<int64_t>(&world.active[parity], running);
-    } else if (policy.rank() == 0) {
-      world.stop[parity] = (world.active[parity] == 0 || world.allStatus() != 0) ? 1u : 0u;
-      world.active[parity ^ 1] = 0;
-      world.steps_run += 1;
+  MV_HD static void runPhase(const Policy& policy, WV& world, int) {
+    int64_t visited = 0;
+    int64_t running = 0;
+    parallelFor(policy, world.num_exps, [&](int64_t e) {
+      ++visited;
+      ExperimentClock& c = world.clocks[e];
+      if (c.done()) return;
+      const int64_t next_window = c.now_ps + c.lookahead_ps;
+      c.steps += 1;
+      if (c.next_wake_ps == INT64_MAX) {
+        c.now_ps = next_window;  // the end of the last window it simulated
+        c.outcome = Outcome::kDrained;
+        return;
+      }
+      c.now_ps = c.next_wake_ps > next_window ? c.next_wake_ps : next_window;
+      if (c.now_ps >= c.end_ps) {
+        c.now_ps = c.end_ps;
+        c.outcome = Outcome::kTimeLimit;
+      } else {
+        ++running;
+      }
+      c.next_wake_ps = INT64_MAX;
+    });
+    const int64_t arrivals = parallelForThreads(policy, world.num_exps);
+    if (arrivals == 0) {
+      if (policy.rank() == 0) decide(world, static_cast<int>(world.steps_run & 1), 0);
+      return;
     }
+    // Only arriving threads read steps_run: the last arrival changes it.
+    if (visited == 0) return;
+    const int parity = static_cast<int>(world.steps_run & 1);
+    const int64_t before = atomicFetchAddAcqRel<int64_t>(&world.active[parity], kArrival + running);
+    if (before / kArrival + 1 == arrivals) decide(world, parity, before % kArrival + running);
+  }
+
+ private:
+  /// The last arrival: stop when nothing runs or an error was raised; clear the other
+  /// parity's counter for the next step.
+  template <class WV>
+  MV_HD static void decide(WV& world, int parity, int64_t running) {
+    world.stop[parity] = (running == 0 || world.allStatus() != 0) ? 1u : 0u;
+    world.active[parity ^ 1] = 0;
+    world.steps_run += 1;
   }
 };
 

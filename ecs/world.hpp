@@ -82,7 +82,7 @@ struct WorldView {
   /// run_end at or past num_exps means "to the last experiment".
   uint32_t run_first = 0;
   uint32_t run_end = UINT32_MAX;
-  int64_t active[2] = {0, 0};  ///< experiments still running, per step parity
+  int64_t active[2] = {0, 0};  ///< per step parity: advance_clocks arrivals (from bit 32) and experiments still running
   uint32_t stop[2] = {0, 0};   ///< the run must stop after this step, per step parity
   int64_t steps_run = 0;       ///< steps run since the world was made
 

@@ -3,6 +3,8 @@
  * Queries (which archetypes a system runs on), graph levels and barriers, node order,
  * and the printable form.
  */
+#include <omp.h>
+
 #include <catch2/catch.hpp>
 
 #include "ecs/graph.hpp"
@@ -30,6 +32,19 @@ struct ArchC : Archetype<C> {
   static constexpr const char* kName = "C";
 };
 struct NoConfig {};
+
+/// One thread of a team as a policy without a barrier: contiguous loop shares (the CPU's),
+/// or grid-stride ones (a CUDA grid's).
+struct BlockedThread {
+  int64_t r;
+  int64_t n;
+  int64_t rank() const { return r; }
+  int64_t count() const { return n; }
+  void barrier() const {}
+};
+struct StridedThread : BlockedThread {
+  static constexpr bool kGridStride = true;
+};
 using View = WorldView<NoConfig, ArchAB, ArchABC, ArchC>;
 using Ctx = RowContext<View>;
 
@@ -135,6 +150,47 @@ TEST_CASE("an end time stops an experiment that still has events", "[graph]") {
   runSteps<TestGraph>(serial, w.view(), 100);
   CHECK(w.clock(0).outcome == Outcome::kTimeLimit);
   CHECK(w.clock(0).now_ps == 5);
+}
+
+TEST_CASE("advance_clocks decides once per step at any width: the last thread to arrive stops the run", "[graph]") {
+  // Experiment e reports an event every step until its end time, (e % 5 + 1) windows; the
+  // run must go on while one runs and stop in the step the last one ends.
+  for (const int64_t exps : {1, 5, 64, 100}) {
+    for (const int threads : {1, 3, 8, 64}) {
+      for (const bool grid_stride : {false, true}) {
+        INFO(exps << " experiments, " << threads << " threads, grid-stride " << grid_stride);
+        World<NoConfig, ArchC> w(static_cast<uint32_t>(exps), TableCapacity{4, 4});
+        for (ExpId e = 0; e < exps; ++e) {
+          w.clock(e).lookahead_ps = 10;
+          w.clock(e).end_ps = 10 * (e % 5 + 1);
+        }
+        auto view = w.view();
+        prepareRun(view);
+        int64_t steps = 0;
+        bool stopped = false;
+        while (!stopped && steps < 20) {
+          for (ExpId e = 0; e < exps; ++e) {
+            if (!w.clock(e).done()) w.clock(e).next_wake_ps = w.clock(e).now_ps + 1;
+          }
+#pragma omp parallel num_threads(threads)
+          {
+            const auto rank = static_cast<int64_t>(omp_get_thread_num());
+            const auto count = static_cast<int64_t>(omp_get_num_threads());
+            if (grid_stride) {
+              AdvanceClocks::runPhase(StridedThread{rank, count}, view, 0);
+            } else {
+              AdvanceClocks::runPhase(BlockedThread{rank, count}, view, 0);
+            }
+          }
+          ++steps;
+          CHECK(view.steps_run == steps);
+          stopped = view.stop[(view.steps_run - 1) & 1] != 0u;
+        }
+        CHECK(steps == (exps < 5 ? exps : 5));
+        for (ExpId e = 0; e < exps; ++e) CHECK(w.clock(e).outcome == Outcome::kTimeLimit);
+      }
+    }
+  }
 }
 
 TEST_CASE("the graph prints its nodes, levels, barriers and reasons", "[graph]") {
