@@ -476,6 +476,14 @@ struct TableView {
     });
   }
 
+  /// Adds the first `groups` totals of a two-level scan's two counts to `a` and `b`.
+  MV_HD static void addGroupTotals(const int64_t* totals_a, const int64_t* totals_b, int64_t groups, int64_t& a,
+                                   int64_t& b) {
+    for (int64_t g = 0; g < groups; ++g) {
+      a += totals_a[g];
+      b += totals_b[g];
+    }
+  }
   /// Live rows once this commit is done, from the counters settled before it.
   MV_HD int64_t liveAfterCommit() const { return live - destroyed + pendingCount(); }
 
@@ -586,24 +594,13 @@ struct TableView {
     if (commit_slack == 0u) {
       const int64_t group = detail::ceilSqrt(num_exps);
       parallelFor(policy, num_exps, [&](int64_t e) {
-        int64_t rows_before = 0;
-        int64_t pending_before = 0;
-        for (int64_t g = 0; g < e / group; ++g) {
-          rows_before += exp_group_rows[g];
-          pending_before += exp_group_pending[g];
-        }
-        exp_begin_alt[e] += rows_before;
-        exp_pending_before[e] += pending_before;
+        addGroupTotals(exp_group_rows, exp_group_pending, e / group, exp_begin_alt[e], exp_pending_before[e]);
       });
       if (policy.rank() == 0) {
-        int64_t rows_sum = 0;
-        int64_t pending_sum = 0;
-        for (int64_t g = 0; g < detail::ceilDiv(num_exps, group); ++g) {
-          rows_sum += exp_group_rows[g];
-          pending_sum += exp_group_pending[g];
-        }
-        exp_begin_alt[num_exps] = rows_sum;
-        exp_pending_before[num_exps] = pending_sum;
+        exp_begin_alt[num_exps] = 0;
+        exp_pending_before[num_exps] = 0;
+        addGroupTotals(exp_group_rows, exp_group_pending, detail::ceilDiv(num_exps, group), exp_begin_alt[num_exps],
+                       exp_pending_before[num_exps]);
       }
     }
     const int64_t chunks = chunkCount();
@@ -613,10 +610,7 @@ struct TableView {
     parallelFor(policy, chunks, [&](int64_t c) {
       int64_t alive_rank = block_alive[c];
       int64_t dead_rank = block_dead[c];
-      for (int64_t g = 0; g < c / group; ++g) {
-        alive_rank += group_alive[g];
-        dead_rank += group_dead[g];
-      }
+      addGroupTotals(group_alive, group_dead, c / group, alive_rank, dead_rank);
       for (int64_t r = chunkBegin(c); r < chunkEnd(c); ++r) {
         alive_before[r] = alive_rank;
         if (exp[r] == kGapRow) continue;
