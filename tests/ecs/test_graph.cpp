@@ -33,8 +33,8 @@ struct ArchC : Archetype<C> {
 };
 struct NoConfig {};
 
-/// One thread of a team as a policy without a barrier: contiguous loop shares (the CPU's),
-/// or grid-stride ones (a CUDA grid's).
+/// One thread of a team as a policy without a barrier (the test runs one phase): contiguous
+/// loop shares (the CPU's), or grid-stride ones (a CUDA grid's).
 struct BlockedThread {
   int64_t r;
   int64_t n;
@@ -172,15 +172,19 @@ TEST_CASE("advance_clocks decides once per step at any width: the last thread to
           for (ExpId e = 0; e < exps; ++e) {
             if (!w.clock(e).done()) w.clock(e).next_wake_ps = w.clock(e).now_ps + 1;
           }
-#pragma omp parallel num_threads(threads)
-          {
-            const auto rank = static_cast<int64_t>(omp_get_thread_num());
-            const auto count = static_cast<int64_t>(omp_get_num_threads());
+          const auto run = [&](int64_t rank, int64_t count) {
             if (grid_stride) {
               AdvanceClocks::runPhase(StridedThread{rank, count}, view, 0);
             } else {
               AdvanceClocks::runPhase(BlockedThread{rank, count}, view, 0);
             }
+          };
+          // Up to 3 threads run concurrently (OpenMP); wider teams, GPU-like, one by one.
+          if (threads <= 3) {
+#pragma omp parallel num_threads(threads)
+            run(omp_get_thread_num(), omp_get_num_threads());
+          } else {
+            for (int r = 0; r < threads; ++r) run(r, threads);
           }
           ++steps;
           CHECK(view.steps_run == steps);

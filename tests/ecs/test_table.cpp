@@ -66,8 +66,30 @@ struct OmpPolicy {
   }
 };
 
+/// Thread `r` of a team of `n` that runs one after another (a barrier is the end of a
+/// phase): a grid of any width on one host thread.
+template <bool kStride>
+struct VirtualThread {
+  static constexpr bool kGridStride = kStride;
+  int64_t r;
+  int64_t n;
+  int64_t rank() const { return r; }
+  int64_t count() const { return n; }
+  void barrier() const {}
+};
+
 /// Commits table Item with a policy of `threads` OpenMP threads, for a run that visits
 /// experiments [run_first, run_end) (a block of the CPU executor; by default all).
+/// Commits table Item as a team of `threads` virtual threads, each phase thread by thread.
+template <bool kGridStride>
+void commitVirtual(ItemWorld& w, int threads) {
+  auto& t = w.table<Item>();
+  const int phases = t.commitPhaseCount();
+  for (int p = 0; p < phases; ++p) {
+    for (int r = 0; r < threads; ++r) t.commitPhase(VirtualThread<kGridStride>{r, threads}, p);
+  }
+}
+
 template <bool kGridStride = false>
 void commitParallel(ItemWorld& w, int threads, uint32_t run_first = 0, uint32_t run_end = UINT32_MAX) {
   auto& t = w.table<Item>();
@@ -214,10 +236,11 @@ TEST_CASE("a commit gives the same rows and handles at every width, grid-stride 
           t.create(0, static_cast<uint64_t>(2'000'000 + v), Value{v + 100'000}, Tag{2});
         }
       }
-      if (grid_stride) {
-        commitParallel<true>(w, threads);
+      // Up to 3 threads run concurrently (OpenMP); wider teams, GPU-like, one by one.
+      if (threads <= 3) {
+        grid_stride ? commitParallel<true>(w, threads) : commitParallel<false>(w, threads);
       } else {
-        commitParallel<false>(w, threads);
+        grid_stride ? commitVirtual<true>(w, threads) : commitVirtual<false>(w, threads);
       }
       REQUIRE(t.status == kStatusOk);
     }
