@@ -393,11 +393,13 @@ struct TableView {
     const int64_t even = (end - first + threads - 1) / threads;
     return even > kCommitChunkMinRows ? even : kCommitChunkMinRows;
   }
+  /// One past the last row of chunk c.
+  MV_HD static int64_t chunkEnd(int64_t first, int64_t end, int64_t chunk, int64_t c) {
+    return first + (c + 1) * chunk < end ? first + (c + 1) * chunk : end;
+  }
   MV_HD int64_t chunkCount() const { return chunkCount(commit_first, commit_end, commit_chunk); }
   MV_HD int64_t chunkBegin(int64_t c) const { return commit_first + c * commit_chunk; }
-  MV_HD int64_t chunkEnd(int64_t c) const {
-    return commit_first + (c + 1) * commit_chunk < commit_end ? commit_first + (c + 1) * commit_chunk : commit_end;
-  }
+  MV_HD int64_t chunkEnd(int64_t c) const { return chunkEnd(commit_first, commit_end, commit_chunk, c); }
   /// The permutation holding the sorted pending slots once all merge rounds ran.
   MV_HD uint32_t* sortedPending() const {
     return detail::ceilLog2(pendingCount()) % 2 == 0 ? sort_a : sort_b;
@@ -428,8 +430,7 @@ struct TableView {
     parallelFor(policy, chunkCount(first, end, chunk), [&](int64_t c) {
       int64_t n_alive = 0;
       int64_t n_dead = 0;
-      const int64_t chunk_end = first + (c + 1) * chunk < end ? first + (c + 1) * chunk : end;
-      for (int64_t r = first + c * chunk; r < chunk_end; ++r) {
+      for (int64_t r = first + c * chunk; r < chunkEnd(first, end, chunk, c); ++r) {
         if (exp[r] == kGapRow) continue;
         n_dead += dead[r];
         n_alive += 1 - dead[r];

@@ -347,7 +347,7 @@ class World {
     const int64_t moving = pend > 0 ? rows : 0;
     const int64_t handles = StaticArchetype<A> ? 0 : rows;
     const int64_t chunks = detail::ceilDiv(moving, kCommitChunkMinRows);
-    const int64_t chunk_groups = pend > 0 ? detail::ceilSqrt(chunks) : 0;
+    const int64_t chunk_groups = detail::ceilSqrt(chunks);
     const int64_t exp_groups = pend > 0 ? detail::ceilSqrt(exps) : 0;
     visitColumns(t, rows, moving, pend, f, typename A::Components{});
     f(t.entity, handles);

@@ -215,6 +215,13 @@ CollectiveShape hierarchical(CollectiveOp op, uint32_t n, uint32_t g, uint32_t c
   return b.finish();
 }
 
+/// True when the hierarchical algorithm really has phases inside and across servers: some
+/// servers with g members each, 1 < g < n; otherwise it runs as the ring.
+bool splitsByServer(CollectiveAlgorithm algorithm, uint32_t members, uint32_t per_server) {
+  return algorithm == CollectiveAlgorithm::kHierarchical && per_server > 1 && per_server < members &&
+         members % per_server == 0;
+}
+
 }  // namespace
 
 bool algorithmSupports(CollectiveAlgorithm algorithm, CollectiveOp op, uint32_t members, uint32_t per_server) {
@@ -250,7 +257,7 @@ CollectiveShape makeShape(CollectiveOp op, CollectiveAlgorithm algorithm, uint32
     case CollectiveAlgorithm::kTree:
       return doubleBinaryTree(members, chunks);
     case CollectiveAlgorithm::kHierarchical:
-      if (per_server > 1 && per_server < members) return hierarchical(op, members, per_server, chunks);
+      if (splitsByServer(algorithm, members, per_server)) return hierarchical(op, members, per_server, chunks);
       return ring(op, members, chunks);
     case CollectiveAlgorithm::kRing:
       break;
@@ -280,7 +287,7 @@ std::vector<RingPhaseDef> ringPhases(CollectiveOp op, CollectiveAlgorithm algori
     p.parts = parts;
     phases.push_back(p);
   };
-  const bool hierarchical = algorithm == CollectiveAlgorithm::kHierarchical && per_server > 1 && per_server < n;
+  const bool hierarchical = splitsByServer(algorithm, n, per_server);
   if (!hierarchical) {
     add(1, n, true, op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1, n);
   } else {
@@ -310,7 +317,7 @@ int64_t analyticalTime(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t 
                        const AnalyticalPath& path) {
   const int64_t n = members;
   const int64_t g = path.per_server;
-  if (algorithm == CollectiveAlgorithm::kHierarchical && g > 1 && g < n && n % g == 0) {
+  if (splitsByServer(algorithm, members, path.per_server)) {
     const int64_t k = n / g;
     const int64_t intra_steps =
         (op != CollectiveOp::kAllGather ? g - 1 : 0) + (op != CollectiveOp::kReduceScatter ? g - 1 : 0);
