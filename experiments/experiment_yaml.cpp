@@ -345,8 +345,8 @@ class ExperimentReader {
   }
 
   void readCollectives(const ConfigReader& c) {
-    c.allowOnly(
-        {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "chunk", "step_latency", "dp_bucket", "priority"});
+    c.allowOnly({"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "channels", "chunk", "step_latency",
+                 "dp_bucket", "priority"});
     using A = CollectiveAlgorithm;
     CollectiveAlgorithms& co = t_.collectives;
     co.all_reduce = algorithm(c, "all_reduce",
@@ -359,10 +359,23 @@ class ExperimentReader {
     co.all_gather = algorithm(c, "all_gather", gather);
     co.reduce_scatter = algorithm(c, "reduce_scatter", gather);
     co.all_to_all = algorithm(c, "all_to_all", {{"direct", A::kDirect}, {"hierarchical", A::kHierarchical}});
+    co.channels = ringChannels(c);
     co.chunk = Bytes{c.sizeBytes("chunk", co.chunk.count, 1, kMaxInputBytes)};
     co.step_latency = Picoseconds{c.durationPs("step_latency", co.step_latency.ps, 1, kMaxLatencyPs)};
     co.dp_bucket = Bytes{c.sizeBytes("dp_bucket", co.dp_bucket.count, 1, kMaxInputBytes)};
     co.priority = static_cast<uint32_t>(c.integer("priority", co.priority, 1, 7));
+  }
+
+  /// `channels`: "auto" (0) or 1..kMaxRingChannels.
+  static uint32_t ringChannels(const ConfigReader& c) {
+    const std::string v = c.text("channels", "auto");
+    if (v == "auto") return 0;
+    if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos) {
+      c.error("channels",
+              "expected auto or a whole number from 1 to " + std::to_string(kMaxRingChannels) + ", got '" + v + "'");
+      return 0;
+    }
+    return static_cast<uint32_t>(c.integer("channels", 1, 1, kMaxRingChannels));
   }
 
   /// The algorithm at `key` among `choices`; the first choice when absent.

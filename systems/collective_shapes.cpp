@@ -75,16 +75,37 @@ std::vector<uint32_t> ringPhase(ShapeBuilder& b, const std::vector<uint32_t>& ri
   return last_in;
 }
 
-std::vector<uint32_t> iota(uint32_t n) {
-  std::vector<uint32_t> v(n);
-  for (uint32_t i = 0; i < n; ++i) v[i] = i;
-  return v;
+/// Members per server the channels of a ring rotate by (RingPhaseDef::rotate): g when
+/// there are several channels and the group is k > 1 servers of g > 1 members each, else 1.
+uint32_t ringRotation(uint32_t members, uint32_t per_server, uint32_t channels) {
+  return channels > 1 && per_server > 1 && per_server < members && members % per_server == 0 ? per_server : 1;
 }
 
-CollectiveShape ring(CollectiveOp op, uint32_t n, uint32_t chunks) {
+/// The members in the order channel q of a ring visits them: server by server, the even
+/// servers' g members from local index q up, the odd ones' from q − 1 down (each server is
+/// left on the rail the next is entered on; ringRotation gives g).
+std::vector<uint32_t> channelOrder(uint32_t n, uint32_t g, uint32_t q) {
+  std::vector<uint32_t> order;
+  for (uint32_t server = 0; server < n / g; ++server) {
+    uint32_t local = server % 2 == 0 ? q % g : (q + g - 1) % g;
+    for (uint32_t j = 0; j < g; ++j) {
+      order.push_back(server * g + local);
+      local = server % 2 == 0 ? (local + 1) % g : (local + g - 1) % g;
+    }
+  }
+  return order;
+}
+
+/// `channels` rings over all n members, each on 1/channels of the buffer (channelOrder).
+CollectiveShape ring(CollectiveOp op, uint32_t n, uint32_t chunks, uint32_t per_server, uint32_t channels) {
   ShapeBuilder b(chunks);
   const uint32_t steps = op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1;
-  for (uint32_t c = 0; c < chunks; ++c) ringPhase(b, iota(n), steps, n, std::vector<uint32_t>(n, kNone));
+  const uint32_t g = ringRotation(n, per_server, channels);
+  for (uint32_t c = 0; c < chunks; ++c) {
+    for (uint32_t q = 0; q < channels; ++q) {
+      ringPhase(b, channelOrder(n, g, q), steps, n * channels, std::vector<uint32_t>(n, kNone));
+    }
+  }
   return b.finish();
 }
 
@@ -243,8 +264,10 @@ bool algorithmSupports(CollectiveAlgorithm algorithm, CollectiveOp op, uint32_t 
 }
 
 CollectiveShape makeShape(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members, uint32_t chunks,
-                          uint32_t per_server) {
-  if (members < 2 || chunks < 1) throw std::invalid_argument("a collective shape needs two members and one chunk");
+                          uint32_t per_server, uint32_t channels) {
+  if (members < 2 || chunks < 1 || channels < 1) {
+    throw std::invalid_argument("a collective shape needs two members, one chunk and one channel");
+  }
   if (!algorithmSupports(algorithm, op, members, per_server)) {
     throw std::invalid_argument(std::string("the ") + algorithmName(algorithm) + " algorithm cannot run " +
                                 collectiveOpName(op) + " over " + std::to_string(members) + " ranks");
@@ -258,11 +281,11 @@ CollectiveShape makeShape(CollectiveOp op, CollectiveAlgorithm algorithm, uint32
       return doubleBinaryTree(members, chunks);
     case CollectiveAlgorithm::kHierarchical:
       if (splitsByServer(algorithm, members, per_server)) return hierarchical(op, members, per_server, chunks);
-      return ring(op, members, chunks);
+      return ring(op, members, chunks, per_server, 1);
     case CollectiveAlgorithm::kRing:
       break;
   }
-  return ring(op, members, chunks);
+  return ring(op, members, chunks, per_server, channels);
 }
 
 bool generatedRing(CollectiveAlgorithm algorithm) {
@@ -270,8 +293,9 @@ bool generatedRing(CollectiveAlgorithm algorithm) {
 }
 
 std::vector<RingPhaseDef> ringPhases(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members,
-                                     uint32_t per_server) {
-  if (members < 2 || !generatedRing(algorithm) || !algorithmSupports(algorithm, op, members, per_server)) {
+                                     uint32_t per_server, uint32_t channels) {
+  if (members < 2 || channels < 1 || !generatedRing(algorithm) ||
+      !algorithmSupports(algorithm, op, members, per_server)) {
     throw std::invalid_argument(std::string("the ") + algorithmName(algorithm) + " algorithm cannot run " +
                                 collectiveOpName(op) + " over " + std::to_string(members) + " ranks as rings");
   }
@@ -289,7 +313,12 @@ std::vector<RingPhaseDef> ringPhases(CollectiveOp op, CollectiveAlgorithm algori
   };
   const bool hierarchical = splitsByServer(algorithm, n, per_server);
   if (!hierarchical) {
-    add(1, n, true, op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1, n);
+    const uint32_t rings = algorithm == CollectiveAlgorithm::kRing ? channels : 1;
+    add(rings, n, true, op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1, n * rings);
+    if (rings > 1) {  // channels: every ring over all members (RingPhaseDef)
+      phases.back().ring_stride = 0;
+      phases.back().rotate = ringRotation(n, per_server, rings);
+    }
   } else {
     // Reduce-scatter inside each server, one ring per rail across the k servers on 1/g of
     // the buffer, all-gather inside each server (the order of `hierarchical` above).
@@ -329,6 +358,15 @@ int64_t analyticalTime(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t 
            serializationTime(Bytes{inter_sent}, BitsPerSecond{path.nic_rate_bps}).ps;
   }
   int64_t steps = op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1;
+  if (algorithm == CollectiveAlgorithm::kRing && path.channels > 1) {
+    // Each channel carries S/c; the busiest NIC is a server's exit member of ⌈c/g⌉ channels
+    // (all c when the channels do not rotate).
+    const int64_t c = path.channels;
+    const int64_t rotate = ringRotation(members, path.per_server, path.channels);
+    const int64_t exits = rotate > 1 ? (c + rotate - 1) / rotate : c;
+    const auto sent = static_cast<int64_t>((static_cast<Int128>(bytes) * steps * exits + n * c - 1) / (n * c));
+    return steps * path.step_ps + serializationTime(Bytes{sent}, BitsPerSecond{path.nic_rate_bps}).ps;
+  }
   if (algorithm == CollectiveAlgorithm::kHalvingDoubling) steps = (op == CollectiveOp::kAllReduce ? 2 : 1) * log2Of(members);
   if (algorithm == CollectiveAlgorithm::kTree) steps = 2 * log2Of(members + 1);
   if (algorithm == CollectiveAlgorithm::kDirect) steps = 1;

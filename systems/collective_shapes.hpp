@@ -31,10 +31,12 @@ struct CollectiveShape {
 bool algorithmSupports(CollectiveAlgorithm algorithm, CollectiveOp op, uint32_t members, uint32_t per_server = 1);
 
 /// The transfers of `op` over `members` ranks (`per_server` consecutive members per server)
-/// split into `chunks` pipelined chunks. Throws std::invalid_argument when the algorithm
-/// cannot run the op (algorithmSupports).
+/// split into `chunks` pipelined chunks; the ring runs `channels` rings, each on 1/channels
+/// of the buffer, rotated so that each leaves a server on a different member's NIC
+/// (RingPhaseDef). Throws std::invalid_argument when the algorithm cannot run the op
+/// (algorithmSupports).
 CollectiveShape makeShape(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members, uint32_t chunks,
-                          uint32_t per_server = 1);
+                          uint32_t per_server = 1, uint32_t channels = 1);
 
 /// Whether the run time generates `algorithm`'s transfers step by step (ring, hierarchical:
 /// ringPhases) rather than holding its DAG (makeShape).
@@ -46,7 +48,7 @@ bool generatedRing(CollectiveAlgorithm algorithm);
 /// algorithm cannot run the op, and std::length_error when one chunk would have 2^32
 /// transfers or more.
 std::vector<RingPhaseDef> ringPhases(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members,
-                                     uint32_t per_server = 1);
+                                     uint32_t per_server = 1, uint32_t channels = 1);
 
 /// What the α-β time of a collective between servers depends on besides its operation.
 struct AnalyticalPath {
@@ -55,6 +57,7 @@ struct AnalyticalPath {
   uint32_t per_server = 1;     ///< consecutive members on one server (the hierarchical algorithm's g)
   int64_t nvlink_bps = 0;      ///< per direction: the hierarchical algorithm's steps inside a server
   int64_t nvlink_step_ps = 0;  ///< per step inside a server: the step latency
+  uint32_t channels = 1;       ///< the ring algorithm's channels (makeShape)
 };
 
 /**
@@ -66,6 +69,9 @@ struct AnalyticalPath {
  * rail across the servers on S/g (2(k−1) steps of S/(g·k) for all-reduce, k − 1 otherwise,
  * every rail's NIC busy at once), then g − 1 NVLink steps again (all-reduce: both intra
  * phases; reduce-scatter: the first; all-gather: the last). With g = 1 or g = n it is the ring.
+ * The ring in c > 1 channels moves S/c per channel, and its busiest NIC is a server's exit
+ * member of ⌈c/g⌉ channels when they rotate (g members per server, k > 1 servers), of all
+ * c otherwise.
  */
 int64_t analyticalTime(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members, int64_t bytes,
                        const AnalyticalPath& path);

@@ -21,6 +21,14 @@ namespace mv::train {
 /// rings: one member per block). In each of `steps` steps every position sends
 /// 1/(parts·chunks) of the buffer to the next, after receiving the previous step; a
 /// member's first send waits for the last transfer it received in the previous phase.
+///
+/// A phase of channels (the ring algorithm's NCCL channels) is instead `rings` rings over
+/// the same n members, ring_stride = 0: with `rotate` = g > 1 members per server, ring q
+/// runs through even servers from local index q mod g up and through odd ones from
+/// q − 1 mod g down, so every hop between servers leaves and enters on one rail (but the
+/// wrap from the last server when their count is odd) and each member's NIC carries 1/g of
+/// the channels. Such a phase is always its collective's only one (a member is in every
+/// ring: firstSendOf does not apply).
 struct RingPhaseDef {
   uint32_t rings = 1;
   uint32_t size = 0;
@@ -30,6 +38,7 @@ struct RingPhaseDef {
   uint32_t parts = 1;
   uint32_t first = 0;  ///< index of the phase's first transfer within a chunk
   uint32_t count = 0;  ///< its transfers per chunk: rings · steps · size
+  uint32_t rotate = 1;  ///< channels: members per server the rings rotate by (1: none)
 };
 struct RingShape : Archetype<RingPhaseDef> {
   static constexpr const char* kName = "RingShape";
@@ -48,6 +57,12 @@ struct RingTransfer {
 
 /// Group member at position i of ring q of a phase.
 MV_HD inline uint32_t ringMember(const RingPhaseDef& p, uint32_t q, uint32_t i) {
+  if (p.rotate > 1) {
+    const uint32_t g = p.rotate;
+    const uint32_t local = i % g;
+    const uint32_t up = (i / g) % 2 == 0;
+    return i - local + (up ? (q + local) % g : (q % g + 2 * g - 1 - local) % g);
+  }
   return q * p.ring_stride + i * p.pos_stride;
 }
 

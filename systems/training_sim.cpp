@@ -320,6 +320,7 @@ class CollectiveBuilder {
       path.per_server = membersPerServer(info);
       path.nvlink_bps = plan_.cfg.nvlink_bps;
       path.nvlink_step_ps = floor;
+      path.channels = ringChannels(info);
       info.analytical_ps = floor + analyticalTime(d.op, info.algorithm, info.members, d.bytes, path);
     } else {
       info.mode = CollMode::kTransfers;
@@ -338,31 +339,40 @@ class CollectiveBuilder {
     return k;
   }
 
+  /// Channels of `info`'s algorithm (collectives.channels; auto: its members on one server);
+  /// 1 for every algorithm but the ring.
+  uint32_t ringChannels(const CollInfo& info) const {
+    if (info.algorithm != CollectiveAlgorithm::kRing) return 1;
+    return x_.collectives.channels != 0 ? x_.collectives.channels : membersPerServer(info);
+  }
+
   /// Decomposes `info` into transfers; returns the most it has in flight at once.
   int64_t addTransfers(CollInfo& info) {
-    const int64_t per_peer = info.bytes / info.members;
+    const uint32_t channels = ringChannels(info);
+    const int64_t per_peer = info.bytes / info.members / channels;
     const int64_t chunk = std::max<int64_t>(x_.collectives.chunk.count, 1);
     const auto chunks = static_cast<uint32_t>(std::clamp<int64_t>((per_peer + chunk - 1) / chunk, 1, 64));
     const uint32_t per_server = membersPerServer(info);
     if (generatedRing(info.algorithm)) {
-      addRing(info, chunks, per_server);
+      addRing(info, chunks, per_server, channels);
     } else {
       addShape(info, chunks, per_server);
     }
     max_transfers_ = std::max<uint64_t>(max_transfers_, info.shape_count);
-    // A ring chunk is n chains of transfers, one in flight each; a DAG is bounded by its size.
-    return info.mode == CollMode::kRing ? int64_t{chunks} * info.members : int64_t{info.shape_count};
+    // A ring chunk is n chains of transfers per channel, one in flight each; a DAG is
+    // bounded by its size.
+    return info.mode == CollMode::kRing ? int64_t{chunks} * info.members * channels : int64_t{info.shape_count};
   }
 
   /// A ring or hierarchical collective: its phases (shared by instances of one shape), no
   /// per-transfer rows.
-  void addRing(CollInfo& info, uint32_t chunks, uint32_t per_server) {
-    const auto key = std::make_tuple(info.op, info.algorithm, info.members, per_server);
+  void addRing(CollInfo& info, uint32_t chunks, uint32_t per_server, uint32_t channels) {
+    const auto key = std::make_tuple(info.op, info.algorithm, info.members, per_server, channels);
     auto it = ring_index_.find(key);
     if (it == ring_index_.end()) {
       std::vector<RingPhaseDef> phases;
       try {
-        phases = ringPhases(info.op, info.algorithm, info.members, per_server);
+        phases = ringPhases(info.op, info.algorithm, info.members, per_server, channels);
       } catch (const std::length_error& e) {
         throw TrainingError(std::string("parallelism: ") + e.what());
       }
@@ -427,7 +437,7 @@ class CollectiveBuilder {
   std::vector<RingPhaseDef> ring_phases_;
   std::map<std::tuple<CollectiveOp, CollectiveAlgorithm, uint32_t, uint32_t, uint32_t>, std::pair<uint32_t, uint32_t>>
       shape_index_;
-  std::map<std::tuple<CollectiveOp, CollectiveAlgorithm, uint32_t, uint32_t>, std::pair<uint32_t, uint32_t>>
+  std::map<std::tuple<CollectiveOp, CollectiveAlgorithm, uint32_t, uint32_t, uint32_t>, std::pair<uint32_t, uint32_t>>
       ring_index_;
   int64_t live_flows_ = 0;
   uint64_t max_transfers_ = 0;

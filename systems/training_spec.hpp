@@ -44,6 +44,9 @@ enum class CollectiveAlgorithm : uint8_t {
   kHierarchical,     ///< intra-server phase on the analytical model, inter-server phase per rail
 };
 
+/// Most channels a ring may have (collectives.channels), as NCCL's MAXCHANNELS.
+inline constexpr uint32_t kMaxRingChannels = 64;
+
 struct CollectiveAlgorithms {
   CollectiveAlgorithm all_reduce = CollectiveAlgorithm::kRing;
   CollectiveAlgorithm all_gather = CollectiveAlgorithm::kRing;
@@ -56,6 +59,10 @@ struct CollectiveAlgorithms {
   Picoseconds step_latency = microseconds(2);
   /// Megatron DP gradient bucket (all-reduce / reduce-scatter issued per bucket during backward).
   Bytes dp_bucket = mebibytes(40);
+  /// Channels of the ring algorithm between servers (NCCL's): rings over the whole group,
+  /// each on 1/channels of the buffer, each leaving a server on a different member's NIC.
+  /// 0 = auto: the group's members on one server (one channel per rail they have).
+  uint32_t channels = 0;
   /// Flow priority of collective traffic (1..7, network.md).
   uint32_t priority = 3;
 };

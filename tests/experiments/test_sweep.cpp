@@ -8,6 +8,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "experiments/estimate.hpp"
@@ -460,7 +461,8 @@ TEST_CASE("a full experiment round-trips into TrainingExperiment", "[sweep][expe
              link_delay: 500ns}
   network: {fidelity: analytical, cc: dctcp, load_balance: spray, payload: 4000}
   collectives: {all_reduce: halving_doubling, all_gather: ring, reduce_scatter: halving_doubling,
-                all_to_all: hierarchical, chunk: 1MiB, step_latency: 3us, dp_bucket: 20MiB, priority: 5}
+                all_to_all: hierarchical, channels: 4, chunk: 1MiB, step_latency: 3us, dp_bucket: 20MiB,
+                priority: 5}
   memory: {workspace: 2GiB, logits_bytes: 2}
 )",
                                 &xs);
@@ -514,6 +516,7 @@ TEST_CASE("a full experiment round-trips into TrainingExperiment", "[sweep][expe
   CHECK(x.collectives.all_gather == CollectiveAlgorithm::kRing);
   CHECK(x.collectives.reduce_scatter == CollectiveAlgorithm::kHalvingDoubling);
   CHECK(x.collectives.all_to_all == CollectiveAlgorithm::kHierarchical);
+  CHECK(x.collectives.channels == 4);
   CHECK(x.collectives.chunk == mebibytes(1));
   CHECK(x.collectives.step_latency == microseconds(3));
   CHECK(x.collectives.dp_bucket == mebibytes(20));
@@ -548,6 +551,7 @@ TEST_CASE("defaults: gpus from the parallelism, servers of 8, a rail fabric size
   }
   CHECK(x.collectives.all_reduce == CollectiveAlgorithm::kRing);
   CHECK(x.collectives.all_to_all == CollectiveAlgorithm::kDirect);
+  CHECK(x.collectives.channels == 0);  // auto
   CHECK(x.collectives.step_latency == microseconds(2));
   CHECK(x.memory.logits_bytes == 4);
 }
@@ -590,6 +594,16 @@ TEST_CASE("unknown keys, wrong types and out-of-range values", "[sweep][experime
   CHECK(has(d, 5, "collectives.priority", "9 is out of range [1, 7]"));
   CHECK(has(d, 5, "collectives.chunk", "bad size '4XB'"));
   CHECK(has(d, 6, "netwrk", "unknown key (did you mean 'network'?)"));
+  for (const auto& [value, message] : {std::pair<const char*, const char*>{"0", "0 is out of range [1, 64]"},
+                                       {"65", "65 is out of range [1, 64]"},
+                                       {"many", "expected auto or a whole number from 1 to 64, got 'many'"},
+                                       {"-2", "expected auto or a whole number from 1 to 64, got '-2'"}}) {
+    const Diagnostics channels =
+        readAll(std::string("base:\n  workload: {model: gpt3-13b, global_batch: 16}\n  collectives: {channels: ") +
+                value + "}\n");
+    INFO(channels.format());
+    CHECK(has(channels, 3, "collectives.channels", message));
+  }
 
   const Diagnostics compute = readAll(R"(base:
   workload: {model: gpt3-13b, global_batch: 16}

@@ -1,5 +1,5 @@
+#include <algorithm>
 #include <catch2/catch.hpp>
-
 #include <vector>
 
 #include "systems/collective_shapes.hpp"
@@ -117,6 +117,47 @@ TEST_CASE("hierarchical all-reduce: only 1/g of the buffer crosses servers per m
   CHECK(topological(rs).size() == rs.transfers.size());
 }
 
+TEST_CASE("ring channels: hops between servers stay on one rail, each NIC carries 1/g of the single ring's") {
+  const uint32_t g = 4;
+  for (uint32_t servers : {2u, 3u, 4u}) {
+    const uint32_t n = g * servers;
+    const CollectiveShape one = makeShape(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, n, 1, g);
+    const CollectiveShape four = makeShape(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, n, 1, g, g);
+    checkEveryoneInformed(four, n);
+    auto across = [&](const CollectiveShape& s, uint32_t m) {
+      double f = 0;
+      for (const TransferDef& t : s.transfers) {
+        if (t.src == m && t.src / g != t.dst / g) f += 1.0 / t.den;
+      }
+      return f;
+    };
+    const double ring_exit = 2.0 * (n - 1) / n;  // one member per server sends the ring's whole volume out
+    double most_one = 0;
+    for (uint32_t m = 0; m < n; ++m) {
+      INFO("servers " << servers << " member " << m);
+      most_one = std::max(most_one, across(one, m));
+      CHECK(sentBy(four, m) == Approx(ring_exit));
+      CHECK(across(four, m) == Approx(ring_exit / g));
+    }
+    CHECK(most_one == Approx(ring_exit));
+    // Per channel and step, a hop leaves every server; it changes rail only on the wrap
+    // from the last server to the first, when the servers are odd in number.
+    uint32_t off_rail = 0;
+    uint32_t between = 0;
+    for (const TransferDef& t : four.transfers) {
+      if (t.src / g == t.dst / g) continue;
+      ++between;
+      if (t.src % g != t.dst % g) {
+        ++off_rail;
+        CHECK(t.src / g == servers - 1);
+        CHECK(t.dst / g == 0);
+      }
+    }
+    CHECK(between == g * servers * 2 * (n - 1));
+    CHECK(off_rail == (servers % 2 == 1 ? g * 2 * (n - 1) : 0));
+  }
+}
+
 TEST_CASE("direct all-to-all: every ordered pair once, 1/n each") {
   const CollectiveShape s = makeShape(CollectiveOp::kAllToAll, CollectiveAlgorithm::kDirect, 5, 1);
   CHECK(s.transfers.size() == 20);
@@ -132,18 +173,22 @@ TEST_CASE("generated rings walk makeShape's DAG transfer by transfer") {
     CollectiveAlgorithm algorithm;
     uint32_t n;
     uint32_t per_server;
+    uint32_t channels = 1;
   };
-  const Case cases[] = {{CollectiveAlgorithm::kRing, 2, 1},          {CollectiveAlgorithm::kRing, 5, 1},
-                        {CollectiveAlgorithm::kRing, 8, 4},          {CollectiveAlgorithm::kHierarchical, 8, 2},
-                        {CollectiveAlgorithm::kHierarchical, 12, 4}, {CollectiveAlgorithm::kHierarchical, 6, 3},
-                        {CollectiveAlgorithm::kHierarchical, 6, 6},  {CollectiveAlgorithm::kHierarchical, 6, 1}};
+  const Case cases[] = {{CollectiveAlgorithm::kRing, 2, 1},         {CollectiveAlgorithm::kRing, 5, 1},
+                        {CollectiveAlgorithm::kRing, 8, 4},         {CollectiveAlgorithm::kRing, 8, 4, 4},
+                        {CollectiveAlgorithm::kRing, 12, 4, 2},     {CollectiveAlgorithm::kRing, 12, 4, 6},
+                        {CollectiveAlgorithm::kRing, 5, 1, 3},      {CollectiveAlgorithm::kRing, 8, 8, 2},
+                        {CollectiveAlgorithm::kHierarchical, 8, 2}, {CollectiveAlgorithm::kHierarchical, 12, 4},
+                        {CollectiveAlgorithm::kHierarchical, 6, 3}, {CollectiveAlgorithm::kHierarchical, 6, 6},
+                        {CollectiveAlgorithm::kHierarchical, 6, 1}};
   for (const Case& c : cases) {
     for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kAllGather, CollectiveOp::kReduceScatter}) {
       for (uint32_t chunks : {1u, 3u}) {
         INFO(algorithmName(c.algorithm) << " " << collectiveOpName(op) << " n " << c.n << " per server " << c.per_server
-                                        << " chunks " << chunks);
-        const CollectiveShape dag = makeShape(op, c.algorithm, c.n, chunks, c.per_server);
-        const std::vector<RingPhaseDef> phases = ringPhases(op, c.algorithm, c.n, c.per_server);
+                                        << " channels " << c.channels << " chunks " << chunks);
+        const CollectiveShape dag = makeShape(op, c.algorithm, c.n, chunks, c.per_server, c.channels);
+        const std::vector<RingPhaseDef> phases = ringPhases(op, c.algorithm, c.n, c.per_server, c.channels);
         const uint32_t per_chunk = phases.back().first + phases.back().count;
         REQUIRE(dag.transfers.size() == size_t{per_chunk} * chunks);
         // What arrive() starts: the first step of every ring of the first phase.
@@ -203,6 +248,19 @@ TEST_CASE("analytical times follow the algorithms' step counts and volumes") {
   // The rails carry 1/8 of what one ring's crossing NIC does: 8x less NIC time than the ring.
   const int64_t ring = analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 32, s, rails);
   CHECK(ring == 62 * step + 193'750'000LL * 8 * 10);
+  // Channels: 8 rings on S/8 each leave every server on 8 different NICs (8x less per NIC);
+  // 4 channels use 4 of the 8 NICs (4x), 16 use each twice (8x). One channel is the ring.
+  rails.channels = 8;
+  CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 32, s, rails) ==
+        62 * step + 24'218'750LL * 8 * 10);
+  rails.channels = 4;
+  CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 32, s, rails) ==
+        62 * step + 48'437'500LL * 8 * 10);
+  rails.channels = 16;
+  CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 32, s, rails) ==
+        62 * step + 24'218'750LL * 8 * 10);
+  rails.channels = 1;
+  CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 32, s, rails) == ring);
   // One member per server, or all on one: the ring's time.
   rails.per_server = 1;
   CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kHierarchical, 32, s, rails) == ring);

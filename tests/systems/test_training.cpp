@@ -317,6 +317,40 @@ TEST_CASE("every all-reduce algorithm runs at packet level; hierarchical wins wh
   CHECK(hier > 0.45 * ring);
 }
 
+TEST_CASE("the ring's channels leave each server on every NIC, at packet level as in the α-β time") {
+  // 8 data-parallel GPUs, 4 per server, each with its own NIC.
+  TrainingExperiment x = test::tinyExperiment(1, 1, 8, 1, 4);
+  x.model = test::tinyGpt(4, 512);
+  x.cluster.nics_per_server = 4;
+  x.topology = test::starTopology(8);
+  x.collectives.dp_bucket = mebibytes(1024);
+  std::vector<TrainingExperiment> batch;
+  for (NetworkFidelity f : {NetworkFidelity::kPacket, NetworkFidelity::kAnalytical}) {
+    for (uint32_t channels : {1u, 0u}) {  // one ring; auto: one per GPU of a server
+      x.fidelity = f;
+      x.collectives.channels = channels;
+      x.id += 1;
+      REQUIRE(checkTrainingExperiment(x).empty());
+      batch.push_back(x);
+    }
+  }
+  SimulationOptions o;
+  o.threads = 2;
+  const std::vector<TrainingResult> r = simulateTraining(batch, o);
+  for (const TrainingResult& t : r) CHECK(t.error.empty());
+  const double one = static_cast<double>(r[0].exposed_dp.ps);
+  const double four = static_cast<double>(r[1].exposed_dp.ps);
+  const double one_ab = static_cast<double>(r[2].exposed_dp.ps);
+  const double four_ab = static_cast<double>(r[3].exposed_dp.ps);
+  INFO("packet: 1 channel " << one << " ps, 4 channels " << four << " ps; α-β: " << one_ab << ", " << four_ab);
+  // One ring: 14 steps of S/8 through each server's exit NIC; four channels: a quarter of
+  // that through each of its four NICs, the same 14 step latencies.
+  CHECK(four < 0.45 * one);
+  CHECK(four > 0.25 * one);
+  CHECK(four_ab == Approx(four).epsilon(0.15));
+  CHECK(one_ab == Approx(one).epsilon(0.15));
+}
+
 }  // namespace
 }  // namespace mv
 
