@@ -6,7 +6,8 @@
  *   2. iteration simulation: GPT-3 13B on 128 GPUs (TP 4, PP 4, DP 8, 16 servers of 8 GPUs
  *      on a rail-optimised fabric of 100 Gb/s NICs) at analytical, flow and packet fidelity:
  *      simulated iteration, wall time, events per second.
- * `--quick` shrinks part 2 to 8 layers; `--fidelity` picks the fidelities to run.
+ * `--quick` shrinks part 2 to 8 layers; `--fidelity` picks the fidelities to run;
+ * `--channels` sets the DP ring's channels (collectives.channels; 0: auto).
  */
 #include <CLI/CLI.hpp>
 
@@ -62,9 +63,10 @@ void generation(uint32_t gpus) {
               static_cast<double>(f.total_bytes) / gpus / 1e3);
 }
 
-void iteration(NetworkFidelity fidelity, bool quick, int threads) {
+void iteration(NetworkFidelity fidelity, bool quick, int threads, uint32_t channels) {
   TrainingExperiment x = gptJob("gpt3-13b", 4, 4, 8, 256);
   if (quick) x.model.layers = 8;
+  x.collectives.channels = channels;
   x.fidelity = fidelity;
   const TrainingFootprint f = measureFootprint(x);
   SimulationOptions o;
@@ -90,8 +92,11 @@ int main(int argc, char** argv) {
   CLI::App app{"Training-side benchmark: workload generation and iteration simulation"};
   bool quick = false;
   int threads = 2;
+  uint32_t channels = 0;
   app.add_flag("--quick", quick, "GPT-3 13B with 8 layers in part 2 (seconds instead of minutes)");
   app.add_option("--threads", threads, "OpenMP threads")->check(CLI::Range(1, 256));
+  app.add_option("--channels", channels, "Ring channels of part 2's collectives (0: auto, the group's GPUs per server)")
+      ->check(CLI::Range(0u, mv::kMaxRingChannels));
   std::vector<std::string> fidelities{"analytical", "flow", "packet"};
   app.add_option("--fidelity", fidelities, "Fidelities of part 2 (analytical, flow, packet)")
       ->check(CLI::IsMember({"analytical", "flow", "packet"}));
@@ -99,14 +104,15 @@ int main(int argc, char** argv) {
   std::printf("1. workload generation: GPT-3 175B, TP 8, PP 16, global batch 1536, micro-batch 1\n");
   mv::generation(1024);
   mv::generation(8192);
-  std::printf("\n2. one iteration of GPT-3 13B%s on 128 GPUs (TP 4, PP 4, DP 8, SP, ZeRO-1, selective recompute, "
-              "batch 256), rail-optimised 100 Gb/s, DCQCN, %d threads\n",
-              quick ? " (8 layers)" : "", threads);
+  std::printf(
+      "\n2. one iteration of GPT-3 13B%s on 128 GPUs (TP 4, PP 4, DP 8, SP, ZeRO-1, selective recompute, "
+      "batch 256), rail-optimised 100 Gb/s, DCQCN, ring channels %s, %d threads\n",
+      quick ? " (8 layers)" : "", channels == 0 ? "auto" : std::to_string(channels).c_str(), threads);
   for (const std::string& f : fidelities) {
     mv::iteration(f == "packet" ? mv::NetworkFidelity::kPacket
                   : f == "flow" ? mv::NetworkFidelity::kFlow
                                 : mv::NetworkFidelity::kAnalytical,
-                  quick, threads);
+                  quick, threads, channels);
   }
   return 0;
 }
