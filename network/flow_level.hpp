@@ -396,11 +396,7 @@ struct FluidSystem {
 
     MV_HD void step() {
       const int64_t end = ctx.window_end.ps;
-      for (int64_t r = flow0; r < flow1; ++r) {  // rows moved since the last step
-        const FluidFlowState& f = state(r);
-        if (f.phase == kFluidActive) tables.block(f.block).flow = static_cast<uint32_t>(r - flow0);
-      }
-      buildEventQueue();
+      buildEventQueue(true);
       for (;;) {
         const int64_t t = nextEvent();
         if (t >= end) break;
@@ -420,9 +416,8 @@ struct FluidSystem {
         fillRates(t);
         st.events += 1;
       }
-      emitRecords(end);
+      const int64_t finish = emitRecords(end);
       const int64_t event = nextEvent();
-      const int64_t finish = nextFinish();
       const int64_t wake = event < finish ? event : finish;
       if (wake != INT64_MAX) ctx.wakeAt(Picoseconds{wake});
     }
@@ -473,11 +468,16 @@ struct FluidSystem {
       }
       place(i, x.row, x.time);
     }
-    /// Queues every waiting and active flow (the rows in order, then heapified).
-    MV_HD void buildEventQueue() {
+    /// Queues every waiting and active flow (the rows in order, then heapified); with
+    /// `rows_moved` (a new step: commits move rows), first points each active flow's path
+    /// block back at its row.
+    MV_HD void buildEventQueue(bool rows_moved) {
       queued = 0;
       for (int64_t r = flow0; r < flow1; ++r) {
-        if (state(r).phase != kFluidDrained) place(queued++, static_cast<uint32_t>(r - flow0), eventTime(r));
+        const FluidFlowState& f = state(r);
+        if (f.phase == kFluidDrained) continue;
+        if (rows_moved && f.phase == kFluidActive) tables.block(f.block).flow = static_cast<uint32_t>(r - flow0);
+        place(queued++, static_cast<uint32_t>(r - flow0), eventTime(r));
       }
       for (uint32_t i = queued / 2; i-- > 0;) siftEventDown(i);
     }
@@ -505,16 +505,6 @@ struct FluidSystem {
     }
     /// Earliest arrival or drain completion, or INT64_MAX.
     MV_HD int64_t nextEvent() const { return queued > 0 ? slot(0).time : INT64_MAX; }
-
-    /// Earliest finish of a drained flow whose record is still due, or INT64_MAX.
-    MV_HD int64_t nextFinish() const {
-      int64_t t = INT64_MAX;
-      for (int64_t r = flow0; r < flow1; ++r) {
-        const FluidFlowState& f = state(r);
-        if (f.phase == kFluidDrained && flows.dead[r] == 0u && f.drain_ps + f.latency_ps < t) t = f.drain_ps + f.latency_ps;
-      }
-      return t;
-    }
 
     // --- events -------------------------------------------------------------------------
     /// Flow r, if its last bit drains at `t`, releases its links and path block.
@@ -689,7 +679,7 @@ struct FluidSystem {
         }
         st.fill_rounds += 1;
       }
-      if (requeue_all) buildEventQueue();
+      if (requeue_all) buildEventQueue(false);
     }
 
     MV_HD bool shareLess(const FluidShareEntry& a, const FluidShareEntry& b) const {
@@ -798,19 +788,26 @@ struct FluidSystem {
     }
 
     // --- records -----------------------------------------------------------------------------
-    /// Drained flows whose finish falls before `end` become FlowRecord rows.
-    MV_HD void emitRecords(int64_t end) {
+    /// Drained flows whose finish falls before `end` become FlowRecord rows; returns the
+    /// earliest finish of those left for a later step, or INT64_MAX.
+    MV_HD int64_t emitRecords(int64_t end) {
       TableView<FlowRecord>& records = ctx.template table<FlowRecord>();
+      int64_t later = INT64_MAX;
       for (int64_t r = flow0; r < flow1; ++r) {
         const FluidFlowState& f = state(r);
+        if (f.phase != kFluidDrained || flows.dead[r] != 0u) continue;
         const int64_t finish = f.drain_ps + f.latency_ps;
-        if (f.phase != kFluidDrained || flows.dead[r] != 0u || finish >= end) continue;
+        if (finish >= end) {
+          later = finish < later ? finish : later;
+          continue;
+        }
         const FlowSpec& s = spec(r);
         records.create(ctx.exp, flows.key[r], FlowResult{s.id, s.src_nic, s.dst_nic, s.bytes, s.start_ps, finish, 0});
         ctx.wakeAt(Picoseconds{finish});  // the record's consumer runs next step, even if the network is idle
         flows.destroyRow(r);
         st.flows_done += 1;
       }
+      return later;
     }
   };
 };
