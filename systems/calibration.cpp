@@ -24,8 +24,8 @@ constexpr double kA100Peak = 312e12;
 
 /// A Megatron-LM run on Selene: A100 80GB, micro-batch 1 (callers change it), DGX servers with eight 200 Gb/s
 /// NICs on a rail-optimised fabric, analytical fidelity. Collectives between servers are
-/// hierarchical: NCCL's rings on a DGX run one channel per NIC, so a group with several
-/// GPUs per server crosses between servers on every rail, not on one NIC as a single ring.
+/// the default ring in NCCL's channels (one per GPU of the group on a server), so a group
+/// with several GPUs per server crosses between servers on every rail, as NCCL's does.
 TrainingExperiment seleneRun(const ModelSpec& model, uint32_t tp, uint32_t pp, uint32_t gpus, uint32_t global_batch) {
   TrainingExperiment x;
   x.name = model.name;
@@ -47,9 +47,6 @@ TrainingExperiment seleneRun(const ModelSpec& model, uint32_t tp, uint32_t pp, u
   rail.fabric_delay = microseconds(1);
   x.topology = makeRailOptimized(rail);
   x.fidelity = NetworkFidelity::kAnalytical;
-  x.collectives.all_reduce = CollectiveAlgorithm::kHierarchical;
-  x.collectives.reduce_scatter = CollectiveAlgorithm::kHierarchical;
-  x.collectives.all_gather = CollectiveAlgorithm::kHierarchical;
   return x;
 }
 

@@ -239,7 +239,7 @@ ComputeModelParams megatronA100Params() {
   p.gemm.ceiling = 0.714;
   p.gemm.small_tile = 1.0;
   p.gemm.quantization = true;
-  p.memory_efficiency = 0.579;
+  p.memory_efficiency = 0.580;
   p.kernel_overhead = Picoseconds{0};
   p.optimizer_bytes_per_param = 30;
   return p;
