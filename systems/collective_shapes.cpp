@@ -1,5 +1,6 @@
 #include "systems/collective_shapes.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "ecs/units.hpp"
@@ -73,12 +74,6 @@ std::vector<uint32_t> ringPhase(ShapeBuilder& b, const std::vector<uint32_t>& ri
     last_in = received;
   }
   return last_in;
-}
-
-/// Members per server the channels of a ring rotate by (RingPhaseDef::rotate): g when
-/// there are several channels and the group is k > 1 servers of g > 1 members each, else 1.
-uint32_t ringRotation(uint32_t members, uint32_t per_server, uint32_t channels) {
-  return channels > 1 && per_server > 1 && per_server < members && members % per_server == 0 ? per_server : 1;
 }
 
 /// The members in the order channel q of a ring visits them: server by server, the even
@@ -245,6 +240,10 @@ bool splitsByServer(CollectiveAlgorithm algorithm, uint32_t members, uint32_t pe
 
 }  // namespace
 
+uint32_t ringRotation(uint32_t members, uint32_t per_server, uint32_t channels) {
+  return channels > 1 && per_server > 1 && per_server < members && members % per_server == 0 ? per_server : 1;
+}
+
 bool algorithmSupports(CollectiveAlgorithm algorithm, CollectiveOp op, uint32_t members, uint32_t per_server) {
   const bool reduce_like =
       op == CollectiveOp::kAllReduce || op == CollectiveOp::kAllGather || op == CollectiveOp::kReduceScatter;
@@ -360,12 +359,22 @@ int64_t analyticalTime(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t 
   int64_t steps = op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1;
   if (algorithm == CollectiveAlgorithm::kRing && path.channels > 1) {
     // Each channel carries S/c; the busiest NIC is a server's exit member of ⌈c/g⌉ channels
-    // (all c when the channels do not rotate).
-    const int64_t c = path.channels;
-    const int64_t rotate = ringRotation(members, path.per_server, path.channels);
-    const int64_t exits = rotate > 1 ? (c + rotate - 1) / rotate : c;
-    const auto sent = static_cast<int64_t>((static_cast<Int128>(bytes) * steps * exits + n * c - 1) / (n * c));
-    return steps * path.step_ps + serializationTime(Bytes{sent}, BitsPerSecond{path.nic_rate_bps}).ps;
+    // (all c when the channels do not rotate), the busiest NVLink sends the hops of the
+    // channels its member does not exit (nvlinkSharing): the slower of the two sets the pace.
+    RingPhaseDef p;
+    p.rings = path.channels;
+    p.ring_stride = 0;
+    p.rotate = ringRotation(members, path.per_server, path.channels);
+    const int64_t c = p.rings;
+    const int64_t exits = p.rotate > 1 ? (c + p.rotate - 1) / p.rotate : c;
+    auto share = [&](int64_t of) {
+      return Bytes{static_cast<int64_t>((static_cast<Int128>(bytes) * steps * of + n * c - 1) / (n * c))};
+    };
+    int64_t busiest = serializationTime(share(exits), BitsPerSecond{path.nic_rate_bps}).ps;
+    if (path.per_server > 1 && path.nvlink_bps > 0) {
+      busiest = std::max(busiest, serializationTime(share(nvlinkSharing(p)), BitsPerSecond{path.nvlink_bps}).ps);
+    }
+    return steps * path.step_ps + busiest;
   }
   if (algorithm == CollectiveAlgorithm::kHalvingDoubling) steps = (op == CollectiveOp::kAllReduce ? 2 : 1) * log2Of(members);
   if (algorithm == CollectiveAlgorithm::kTree) steps = 2 * log2Of(members + 1);

@@ -38,6 +38,10 @@ bool algorithmSupports(CollectiveAlgorithm algorithm, CollectiveOp op, uint32_t 
 CollectiveShape makeShape(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members, uint32_t chunks,
                           uint32_t per_server = 1, uint32_t channels = 1);
 
+/// Members per server the channels of a ring rotate by (RingPhaseDef::rotate): g when
+/// there are several channels and the group is k > 1 servers of g > 1 members each, else 1.
+uint32_t ringRotation(uint32_t members, uint32_t per_server, uint32_t channels);
+
 /// Whether the run time generates `algorithm`'s transfers step by step (ring, hierarchical:
 /// ringPhases) rather than holding its DAG (makeShape).
 bool generatedRing(CollectiveAlgorithm algorithm);
@@ -71,7 +75,8 @@ struct AnalyticalPath {
  * phases; reduce-scatter: the first; all-gather: the last). With g = 1 or g = n it is the ring.
  * The ring in c > 1 channels moves S/c per channel, and its busiest NIC is a server's exit
  * member of ⌈c/g⌉ channels when they rotate (g members per server, k > 1 servers), of all
- * c otherwise.
+ * c otherwise; its busiest NVLink carries the other c − ⌊c/g⌋ channels' hops side by side
+ * (nvlinkSharing), and the bytes term is the slower of the two.
  */
 int64_t analyticalTime(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members, int64_t bytes,
                        const AnalyticalPath& path);

@@ -55,6 +55,14 @@ struct RingTransfer {
   uint32_t next = kNoTransfer;  ///< the transfer its arrival releases
 };
 
+/// Hops a member of phase p sends over NVLink side by side: a channel phase's rings run at
+/// once, and its busiest member leaves its server (on its NIC) in ⌊rings/rotate⌋ of them
+/// and sends every other channel's hop to a GPU of its own server. 1 for other phases.
+MV_HD inline uint32_t nvlinkSharing(const RingPhaseDef& p) {
+  if (p.ring_stride != 0) return 1;
+  return p.rotate > 1 ? p.rings - p.rings / p.rotate : p.rings;
+}
+
 /// Group member at position i of ring q of a phase.
 MV_HD inline uint32_t ringMember(const RingPhaseDef& p, uint32_t q, uint32_t i) {
   if (p.rotate > 1) {

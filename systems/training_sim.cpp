@@ -227,8 +227,9 @@ class CollectiveBuilder {
       throw TrainingError("collectives.chunk: " + std::to_string(infos_.size()) + " collectives of up to " +
                           std::to_string(max_transfers_) +
                           " transfers each cannot be numbered in 39-bit flow ids; "
-                          "raise the chunk size or dp_bucket (with parallelism.zero 3: one gather per layer, "
-                          "pass and micro-batch, so fewer micro-batches or layers per stage)");
+                          "raise the chunk size or dp_bucket, or lower collectives.channels (with "
+                          "parallelism.zero 3: one gather per layer, pass and micro-batch, so fewer micro-batches "
+                          "or layers per stage)");
     }
     return bits;
   }
@@ -317,7 +318,7 @@ class CollectiveBuilder {
       AnalyticalPath path;
       path.nic_rate_bps = plan_.cfg.nic_rate_bps;
       path.step_ps = floor + plan_.cfg.path_latency_ps;
-      path.per_server = membersPerServer(info);
+      path.per_server = serverBlock(info);
       path.nvlink_bps = plan_.cfg.nvlink_bps;
       path.nvlink_step_ps = floor;
       path.channels = ringChannels(info);
@@ -339,11 +340,28 @@ class CollectiveBuilder {
     return k;
   }
 
-  /// Channels of `info`'s algorithm (collectives.channels; auto: its members on one server);
-  /// 1 for every algorithm but the ring.
+  /// The members per server an algorithm arranges `info`'s group by: the hierarchical
+  /// algorithm the first server's (membersPerServer); the ring's channels g only when the
+  /// group is whole servers of g consecutive members each, else 1 (no rotation).
+  uint32_t serverBlock(const CollInfo& info) const {
+    const uint32_t g = membersPerServer(info);
+    if (info.algorithm != CollectiveAlgorithm::kRing) return g;
+    if (info.members % g != 0) return 1;
+    auto server = [&](uint32_t i) { return serverOf(members_[info.member_base + i].rank); };
+    for (uint32_t i = g; i < info.members; ++i) {
+      const bool same = server(i) == server(i - 1);
+      if (same == (i % g == 0)) return 1;
+    }
+    return g;
+  }
+
+  /// Channels of `info`'s algorithm (collectives.channels; auto: one per member on a server
+  /// when the group is whole servers, serverBlock, else 1); 1 for every algorithm but the ring.
   uint32_t ringChannels(const CollInfo& info) const {
     if (info.algorithm != CollectiveAlgorithm::kRing) return 1;
-    return x_.collectives.channels != 0 ? x_.collectives.channels : membersPerServer(info);
+    if (x_.collectives.channels != 0) return x_.collectives.channels;
+    const uint32_t g = serverBlock(info);
+    return ringRotation(info.members, g, g);
   }
 
   /// Decomposes `info` into transfers; returns the most it has in flight at once.
@@ -352,7 +370,7 @@ class CollectiveBuilder {
     const int64_t per_peer = info.bytes / info.members / channels;
     const int64_t chunk = std::max<int64_t>(x_.collectives.chunk.count, 1);
     const auto chunks = static_cast<uint32_t>(std::clamp<int64_t>((per_peer + chunk - 1) / chunk, 1, 64));
-    const uint32_t per_server = membersPerServer(info);
+    const uint32_t per_server = serverBlock(info);
     if (generatedRing(info.algorithm)) {
       addRing(info, chunks, per_server, channels);
     } else {
@@ -374,7 +392,7 @@ class CollectiveBuilder {
       try {
         phases = ringPhases(info.op, info.algorithm, info.members, per_server, channels);
       } catch (const std::length_error& e) {
-        throw TrainingError(std::string("parallelism: ") + e.what());
+        throw TrainingError(std::string(channels > 1 ? "collectives.channels: " : "parallelism: ") + e.what());
       }
       const auto base = static_cast<uint32_t>(ring_phases_.size());
       ring_phases_.insert(ring_phases_.end(), phases.begin(), phases.end());
@@ -388,7 +406,8 @@ class CollectiveBuilder {
     const uint64_t total = uint64_t{info.chunk_transfers} * chunks;
     if (total >= (uint64_t{1} << 32)) {
       throw TrainingError("collectives.chunk: a collective over " + std::to_string(info.members) + " ranks in " +
-                          std::to_string(chunks) + " chunks would have 2^32 transfers or more; raise the chunk size");
+                          std::to_string(chunks) + " chunks would have 2^32 transfers or more; raise the chunk size" +
+                          (channels > 1 ? " or lower collectives.channels" : ""));
     }
     info.chunks = chunks;
     info.shape_count = static_cast<uint32_t>(total);
@@ -925,6 +944,9 @@ std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
     out.push_back("network.link_bin: links are recorded at packet fidelity only (network.fidelity: packet)");
   }
   if (x.collectives.step_latency.ps <= 0) out.push_back("collectives.step_latency: must be positive");
+  if (x.collectives.channels > kMaxRingChannels) {
+    out.push_back("collectives.channels: must be 1.." + std::to_string(kMaxRingChannels) + " (0 = auto)");
+  }
   if (x.cluster.overlap_slowdown != 0 && (x.cluster.overlap_slowdown < 1 || x.cluster.overlap_slowdown > 4)) {
     out.push_back("cluster.overlap_slowdown: must be 1..4 (0 = the GPU's default)");
   }

@@ -197,7 +197,8 @@ struct TrainOps {
     const uint32_t dst = member(c, d.dst);
     const int64_t bytes = (c.bytes + d.den - 1) / d.den;
     if (serverOf(src) == serverOf(dst) || bytes == 0) {
-      finishTransfer(coll, k, t + nvlinkTime(bytes));
+      const uint32_t sharing = c.mode == CollMode::kRing ? nvlinkSharing(ringPhase(c, 0)) : 1;
+      finishTransfer(coll, k, t + nvlinkTime(bytes * sharing));
       return;
     }
     createFlow(nicOf(src), nicOf(dst), bytes, t, transferFlowId(coll, k, cfg().transfer_bits));

@@ -158,6 +158,37 @@ TEST_CASE("ring channels: hops between servers stay on one rail, each NIC carrie
   }
 }
 
+TEST_CASE("ring channels: the busiest member's NVLink carries every channel it does not exit") {
+  // Per channel a member sends steps/(n·c) of the buffer; counted in channels, the intra-
+  // server share of the busiest member is what nvlinkSharing charges side by side.
+  struct Case {
+    uint32_t n, g, c, sharing;
+  };
+  for (const Case& k : {Case{16, 8, 8, 7}, Case{16, 8, 4, 4}, Case{16, 8, 12, 11}, Case{16, 8, 16, 14},
+                        Case{12, 4, 6, 5}, Case{10, 4, 3, 3}}) {
+    INFO("n " << k.n << " g " << k.g << " channels " << k.c);
+    const CollectiveShape s = makeShape(CollectiveOp::kAllGather, CollectiveAlgorithm::kRing, k.n, 1, k.g, k.c);
+    double busiest = 0;
+    for (uint32_t m = 0; m < k.n; ++m) {
+      double intra = 0;
+      for (const TransferDef& t : s.transfers) {
+        if (t.src == m && t.src / k.g == t.dst / k.g) intra += 1.0 / t.den;
+      }
+      busiest = std::max(busiest, intra * k.n * k.c / (k.n - 1));
+    }
+    CHECK(busiest == Approx(k.sharing));
+    const std::vector<RingPhaseDef> phases =
+        ringPhases(CollectiveOp::kAllGather, CollectiveAlgorithm::kRing, k.n, k.g, k.c);
+    REQUIRE(phases.size() == 1);
+    CHECK(nvlinkSharing(phases[0]) == k.sharing);
+  }
+  // A single ring and the hierarchical phases send one hop at a time.
+  CHECK(nvlinkSharing(ringPhases(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 16, 8)[0]) == 1);
+  for (const RingPhaseDef& p : ringPhases(CollectiveOp::kAllReduce, CollectiveAlgorithm::kHierarchical, 16, 8)) {
+    CHECK(nvlinkSharing(p) == 1);
+  }
+}
+
 TEST_CASE("direct all-to-all: every ordered pair once, 1/n each") {
   const CollectiveShape s = makeShape(CollectiveOp::kAllToAll, CollectiveAlgorithm::kDirect, 5, 1);
   CHECK(s.transfers.size() == 20);
@@ -259,6 +290,13 @@ TEST_CASE("analytical times follow the algorithms' step counts and volumes") {
   rails.channels = 16;
   CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 32, s, rails) ==
         62 * step + 24'218'750LL * 8 * 10);
+  // Behind a slow NVLink (400 Gb/s) the busiest GPU's 7 channel hops inside its server,
+  // 7·62/256 of S, set the pace instead.
+  rails.channels = 8;
+  rails.nvlink_bps = 400'000'000'000;
+  CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 32, s, rails) ==
+        62 * step + 169'531'250LL * 20);
+  rails.nvlink_bps = 1'600'000'000'000;
   rails.channels = 1;
   CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 32, s, rails) == ring);
   // One member per server, or all on one: the ring's time.

@@ -280,6 +280,31 @@ TEST_CASE("invalid experiments are refused with the key at fault") {
   x.cluster.gpus = 16;
   problems = checkTrainingExperiment(x);
   REQUIRE_FALSE(problems.empty());
+  x = test::tinyExperiment(2, 2, 2, 4, 2);
+  x.collectives.channels = kMaxRingChannels + 1;
+  problems = checkTrainingExperiment(x);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems.front().rfind("collectives.channels:", 0) == 0);
+}
+
+TEST_CASE("auto channels: one per GPU of the group on a server, one ring where the group does not split by server") {
+  // DP 4 over 2 servers of 2 GPUs: auto is 2 channels, so twice the flows in flight of one.
+  TrainingExperiment x = test::tinyExperiment(1, 1, 4, 1, 2);
+  x.fidelity = NetworkFidelity::kFlow;
+  auto flows = [&](uint32_t channels) {
+    x.collectives.channels = channels;
+    return measureFootprint(x).flows_per_step;
+  };
+  const int64_t one = flows(1);
+  CHECK(flows(0) > one);
+  CHECK(flows(0) == flows(2));
+  // PP 2 × DP 6 on servers of 4: stage 0's group is 4 + 2 GPUs, stage 1's 2 + 4, not whole
+  // servers of equal share, so auto is the one ring.
+  x = test::tinyExperiment(1, 2, 6, 2, 4);
+  x.fidelity = NetworkFidelity::kFlow;
+  REQUIRE(checkTrainingExperiment(x).empty());
+  CHECK(flows(0) == flows(1));
+  CHECK(flows(4) > flows(1));
 }
 
 }  // namespace
