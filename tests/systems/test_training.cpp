@@ -313,6 +313,22 @@ TEST_CASE("auto channels: one per GPU of the group on a server, one ring where t
 namespace mv {
 namespace {
 
+/// Adds `x` to `batch` under a new id; it must pass the experiment check.
+void addChecked(std::vector<TrainingExperiment>& batch, TrainingExperiment& x) {
+  x.id += 1;
+  REQUIRE(checkTrainingExperiment(x).empty());
+  batch.push_back(x);
+}
+
+/// Simulates `batch` on 2 threads; every experiment must run without error.
+std::vector<TrainingResult> runBatch(const std::vector<TrainingExperiment>& batch) {
+  SimulationOptions o;
+  o.threads = 2;
+  std::vector<TrainingResult> r = simulateTraining(batch, o);
+  for (const TrainingResult& t : r) CHECK(t.error.empty());
+  return r;
+}
+
 TEST_CASE("every all-reduce algorithm runs at packet level; hierarchical wins when GPUs share a NIC") {
   // 8 data-parallel GPUs, 4 per server behind one NIC: two servers.
   TrainingExperiment x = test::tinyExperiment(1, 1, 8, 1, 4);
@@ -322,19 +338,13 @@ TEST_CASE("every all-reduce algorithm runs at packet level; hierarchical wins wh
   for (CollectiveAlgorithm a : {CollectiveAlgorithm::kRing, CollectiveAlgorithm::kTree,
                                 CollectiveAlgorithm::kHalvingDoubling, CollectiveAlgorithm::kHierarchical}) {
     x.collectives.all_reduce = a;
-    x.id += 1;
-    REQUIRE(checkTrainingExperiment(x).empty());
-    batch.push_back(x);
+    addChecked(batch, x);
   }
-  SimulationOptions o;
-  o.threads = 2;
-  const std::vector<TrainingResult> r = simulateTraining(batch, o);
-  for (const TrainingResult& t : r) {
-    CHECK(t.error.empty());
-    CHECK(t.exposed_dp.ps > 0);
-  }
-  // Ring: 14 steps of S/8, the two server-crossing hops each carrying one of them per step:
-  // 14/8 S/B at the NIC. Hierarchical: 4 rails × 2 steps × S/8 through each NIC = S/B.
+  const std::vector<TrainingResult> r = runBatch(batch);
+  for (const TrainingResult& t : r) CHECK(t.exposed_dp.ps > 0);
+  // Ring (4 channels, all through the server's one NIC): 14 steps of S/8, the two
+  // server-crossing hops each carrying one of them per step: 14/8 S/B at the NIC. Hierarchical: 4 rails × 2 steps × S/8
+  // through each NIC = S/B.
   const double ring = static_cast<double>(r[0].exposed_dp.ps);
   const double hier = static_cast<double>(r[3].exposed_dp.ps);
   INFO("ring " << ring << " ps, hierarchical " << hier << " ps");
@@ -354,15 +364,10 @@ TEST_CASE("the ring's channels leave each server on every NIC, at packet level a
     for (uint32_t channels : {1u, 0u}) {  // one ring; auto: one per GPU of a server
       x.fidelity = f;
       x.collectives.channels = channels;
-      x.id += 1;
-      REQUIRE(checkTrainingExperiment(x).empty());
-      batch.push_back(x);
+      addChecked(batch, x);
     }
   }
-  SimulationOptions o;
-  o.threads = 2;
-  const std::vector<TrainingResult> r = simulateTraining(batch, o);
-  for (const TrainingResult& t : r) CHECK(t.error.empty());
+  const std::vector<TrainingResult> r = runBatch(batch);
   const double one = static_cast<double>(r[0].exposed_dp.ps);
   const double four = static_cast<double>(r[1].exposed_dp.ps);
   const double one_ab = static_cast<double>(r[2].exposed_dp.ps);
