@@ -407,13 +407,23 @@ NetCounters experimentCounters(WorldT& world, ExpId e) {
   return total;
 }
 
+static_assert(kMaxInputBytes < (int64_t{1} << (kSeqBits - 1)), "a flow's sequence numbers fit a packet's field");
+
+/// Throws std::invalid_argument unless a flow of `bytes` with `id` and priority `prio` can be
+/// added: 1 to kMaxInputBytes bytes, an id below 2^kFlowIdBits, priority 1..7.
+inline void checkFlowArguments(int64_t bytes, uint64_t id, uint32_t prio) {
+  if (bytes <= 0) throw std::invalid_argument("a flow carries at least one byte");
+  if (bytes > kMaxInputBytes) throw std::invalid_argument("a flow carries at most 16 TiB");
+  if (id >= (uint64_t{1} << kFlowIdBits)) throw std::invalid_argument("a flow id must be below 2^40");
+  if (prio == kControlPriority || prio >= kPriorities) throw std::invalid_argument("flow priority must be 1..7");
+}
+
 /// Adds a flow of experiment `e` from the host. `id` must be unique among the flows of
-/// its source NIC; bytes > 0.
+/// its source NIC (checkFlowArguments).
 template <class WorldT>
 void addFlow(WorldT& world, ExpId e, uint32_t src, uint32_t dst, int64_t bytes, int64_t start_ps, uint64_t id,
              uint32_t prio = 3) {
-  if (bytes <= 0) throw std::invalid_argument("a flow carries at least one byte");
-  if (prio == kControlPriority || prio >= kPriorities) throw std::invalid_argument("flow priority must be 1..7");
+  checkFlowArguments(bytes, id, prio);
   world.template createHost<Flow>(e, flowKey(src, id), FlowSpec{src, dst, bytes, start_ps, id, prio, 0}, FlowSend{},
                                   FlowCc{}, FlowRecv{});
 }

@@ -21,7 +21,7 @@ namespace mv::net {
 inline constexpr uint32_t kNone32 = 0xFFFFFFFFu;
 /// Flow creation keys are (source NIC << kFlowKeyShift) | id, so a NIC finds its flows by
 /// binary search (rows are sorted by key within an experiment).
-inline constexpr int kFlowKeyShift = 40;
+inline constexpr int kFlowKeyShift = kFlowIdBits;
 MV_HD constexpr uint64_t flowKey(uint32_t src_nic, uint64_t id) { return (uint64_t{src_nic} << kFlowKeyShift) | id; }
 
 /// Counters of one NIC or switch (its own component, written without atomics); the

@@ -159,13 +159,12 @@ void buildFluidNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, cons
 }
 
 /// Adds a fluid flow of experiment `e` from the host. `id` must be unique among the flows of
-/// its source NIC; bytes > 0. `prio` is kept in the spec (the fluid model shares links
-/// max-min fairly over all priorities).
+/// its source NIC (checkFlowArguments). `prio` is kept in the spec (the fluid model shares
+/// links max-min fairly over all priorities).
 template <class WorldT>
 void addFluidFlow(WorldT& world, ExpId e, uint32_t src, uint32_t dst, int64_t bytes, int64_t start_ps, uint64_t id,
                   uint32_t prio = 3) {
-  if (bytes <= 0) throw std::invalid_argument("a flow carries at least one byte");
-  if (prio == kControlPriority || prio >= kPriorities) throw std::invalid_argument("flow priority must be 1..7");
+  checkFlowArguments(bytes, id, prio);
   world.template createHost<FluidFlow>(e, flowKey(src, id), FlowSpec{src, dst, bytes, start_ps, id, prio, 0},
                                        FluidFlowState{}, FluidEventSlot{});
 }

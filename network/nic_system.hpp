@@ -314,7 +314,7 @@ struct NicSystem {
         p.dst_nic = spec.dst_nic;
         p.payload = static_cast<uint16_t>(payload);
         p.prio = static_cast<uint8_t>(spec.prio);
-        p.wire_bytes = static_cast<uint32_t>(dataWireBytes(payload, cfg.cc));
+        p.wire_bytes = static_cast<uint16_t>(dataWireBytes(payload, cfg.cc));
         if (s.next_seq < s.max_sent) {
           p.flags |= kFlagRetransmit;
           s.retransmits += 1;
@@ -431,7 +431,7 @@ struct NicSystem {
       a.flags = static_cast<uint8_t>((p.flags & kFlagCe) != 0u ? uint32_t{kFlagEcnEcho} : 0u);
       a.hops = p.hops;
       for (int i = 0; i < p.hops; ++i) a.ints.hop[i] = ints.hop[i];
-      a.wire_bytes = static_cast<uint32_t>(cfg.cc == CcKind::kHpcc ? kAckIntBytes : kAckBytes);
+      a.wire_bytes = static_cast<uint16_t>(cfg.cc == CcKind::kHpcc ? kAckIntBytes : kAckBytes);
       return a;
     }
 

@@ -228,9 +228,9 @@ expect 0 "backend cpu (2 workers of 1 thread); 2 batches;" --experiments "$tmp/t
 if ! diff <(stable "$tmp/full.csv" | sort) <(stable "$tmp/two/summary.csv" | sort) >/dev/null; then
   echo "FAIL: two CPU workers give other results than one"; fail=1
 fi
-# The largest of these experiments takes 5.8 MiB: a 10 MiB budget holds one at a time, so
+# The largest of these experiments takes 4.9 MiB: an 8 MiB budget holds one at a time, so
 # auto runs one worker (with both threads), 16 MiB holds two.
-expect 0 "backend cpu; " --experiments "$tmp/tiny.yaml" --out "$tmp/mem10" --threads 2 --max-memory 10MiB
+expect 0 "backend cpu; " --experiments "$tmp/tiny.yaml" --out "$tmp/mem8" --threads 2 --max-memory 8MiB
 expect 0 "backend cpu (2 workers of 1 thread)" --experiments "$tmp/tiny.yaml" --out "$tmp/mem16" --threads 2 --max-memory 16MiB
 expect 2 "--cpu-workers 3 needs at least as many CPU threads, but there are 2" --experiments "$tmp/tiny.yaml" --threads 2 --cpu-workers 3
 expect 2 "--cpu-workers: must be auto or a whole number of workers from 1 to 1024" --experiments "$tmp/tiny.yaml" --cpu-workers 0

@@ -15,6 +15,7 @@
 #include "experiments/experiment_yaml.hpp"
 #include "experiments/results.hpp"
 #include "experiments/sweep.hpp"
+#include "network/packet.hpp"
 #include "systems/training_components.hpp"
 #include "systems/training_sim.hpp"
 
@@ -1001,7 +1002,7 @@ TEST_CASE("the memory estimate is measured once per configuration and follows th
   // Only HPCC packets carry INT records (80 B), in rows of their own (and a 4-byte
   // experiment id each in a static table): at least one per slot of the switches' shared pool.
   CHECK(hpcc.network - dcqcn.network >= int64_t{65536} * (80 + 4));
-  CHECK(dcqcn.network > int64_t{65536} * (56 + 4));
+  CHECK(dcqcn.network > int64_t{65536} * static_cast<int64_t>(sizeof(net::PacketHeader) + 4));
   CHECK(at(1, 0, 0).network > 0);
   // The analytical fidelity leaves the network tables empty (a few bytes of buffers each).
   CHECK(at(2, 0, 0).network < 64 * 1024);
