@@ -113,6 +113,60 @@ TEST_CASE("a run stops at the engine's time horizon instead of overflowing its c
   CHECK(b.world->view().table<net::FlowRecord>().rows == 0);
 }
 
+TEST_CASE("a packet header holds every value a flow can give it, and flows beyond are refused", "[network][limits]") {
+  // Each bounded field at its largest value, stored in a pool slot and loaded back.
+  net::PacketHeader h;
+  h.time_ps = kTimeHorizonPs;
+  h.seq = kMaxInputBytes;
+  h.flow_id = (uint64_t{1} << net::kFlowIdBits) - 1;
+  h.wire_bytes = static_cast<uint16_t>(net::dataWireBytes(9000, net::CcKind::kHpcc));
+  h.payload = 9000;
+  h.flags = net::kFlagCe | net::kFlagEcnEcho | net::kFlagRetransmit;
+  h.hops = net::kMaxIntHops;
+  h.src_nic = 0xFFFFFFFEu;
+  h.next = 0xFFFFFFFFu;
+  h.in_port = 0xFFFFu;
+  h.kind = net::PacketKind::kResume;
+  h.prio = net::kPriorities - 1;
+  std::vector<net::PacketHeader> headers(2);
+  std::vector<net::IntStack> ints(2);
+  const net::PacketSlots slots{headers.data(), ints.data()};
+  slots.put(1, h, net::IntStack{});
+  net::Packet p;
+  slots.get(1, p);
+  CHECK(p.time_ps == kTimeHorizonPs);
+  CHECK(p.seq == kMaxInputBytes);
+  CHECK(p.flow_id == (uint64_t{1} << 40) - 1);
+  CHECK(p.wire_bytes == 9000 + net::kDataHeaderBytes + net::kIntHeaderBytes);
+  CHECK(p.payload == 9000);
+  CHECK(p.flags == 7);
+  CHECK(p.hops == 5);
+  CHECK(p.src_nic == 0xFFFFFFFEu);
+  CHECK(p.next == 0xFFFFFFFFu);
+  CHECK(p.in_port == 0xFFFFu);
+  CHECK(p.kind == net::PacketKind::kResume);
+  CHECK(p.prio == 7);
+  CHECK(headers[0].seq == 0);  // the neighbouring slot is untouched
+
+  // A flow whose id takes all 40 bits runs to its end and is recorded under that id.
+  const Topology star = makeStar(2, BitsPerSecond{kRate}, Picoseconds{1'000'000});
+  const net::NetworkConfig cfg;
+  Built b = build(star, cfg);
+  const uint64_t top_id = (uint64_t{1} << 40) - 1;
+  net::addFlow(*b.world, 0, 0, 1, 100'000, 0, top_id);
+  b.world->commitAllHost();
+  b.world->grow<net::FlowRecord>(TableCapacity{16, 16});
+  const RunReport r = CpuExecutor(1, 0).runToEnd<net::NetGraph>(b.world->view());
+  CHECK(r.status == 0u);
+  REQUIRE(b.world->view().table<net::FlowRecord>().rows == 1);
+  CHECK(b.world->table<net::FlowRecord>().get<net::FlowResult>(0).id == top_id);
+
+  // Beyond the fields' range a flow is refused when it is added, never truncated.
+  CHECK_THROWS_WITH(net::addFlow(*b.world, 0, 0, 1, 1000, 0, top_id + 1), "a flow id must be below 2^40");
+  CHECK_THROWS_WITH(net::addFlow(*b.world, 0, 0, 1, kMaxInputBytes + 1, 0, 7), "a flow carries at most 16 TiB");
+  CHECK_NOTHROW(net::checkFlowArguments(kMaxInputBytes, top_id, 1));
+}
+
 TEST_CASE("a link ring runs through pooled chunks: order kept, chunks returned, exhaustion reported",
           "[network][limits]") {
   // One link whose ring starts with chunk 0 and may take chunks 1 and 2 from the pool.
