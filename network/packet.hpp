@@ -77,8 +77,9 @@ struct IntStack {
   IntHop hop[kMaxIntHops];
 };
 
-/// Bits of a packet's sequence number: it counts bytes of one flow, and a flow carries at
-/// most 2^44 bytes (kMaxInputBytes, checked where flows are added).
+/// Bits of a packet's sequence number (signed): it counts bytes of one flow, and a flow
+/// carries at most 2^44 bytes (kMaxInputBytes: checked by checkFlowArguments for flows added
+/// from the host, and for training flows when an experiment is filled).
 inline constexpr int kSeqBits = 48;
 /// Bits of a flow id (the low bits of a flow's key, flowKey).
 inline constexpr int kFlowIdBits = 40;

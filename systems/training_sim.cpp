@@ -773,6 +773,13 @@ Filled fillExperiment(TrainWorld& world, ExpId e, const TrainingExperiment& x, c
   for (const StageProgram& s : plan.program.stages) {
     if (s.tasks.size() >= kMaxFlowTasks)
       throw TrainingError("experiment '" + x.name + "': more than 2^20 tasks per stage");
+    for (const TaskDef& t : s.tasks) {
+      if ((t.kind == TaskKind::kSend || t.kind == TaskKind::kCollective) && t.bytes > kMaxInputBytes) {
+        throw TrainingError("experiment '" + x.name + "': a " +
+                            (t.kind == TaskKind::kSend ? "pipeline message" : "collective") + " of " +
+                            formatBytes(t.bytes) + " per rank is more than 16 TiB, the most one flow carries");
+      }
+    }
   }
   if (plan.program.templateTasks() >= (int64_t{1} << 32)) {
     throw TrainingError("experiment '" + x.name + "': more than 2^32 tasks over its programs");
