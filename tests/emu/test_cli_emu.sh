@@ -82,13 +82,14 @@ MV_CUDA_SPREAD_ROWS=2 "$emu" netsim "$src/examples/netsim/incast.yaml" --backend
 grep -q "MV_CUDA_SPREAD_ROWS='2': expected a whole number from 0 to 1" "$tmp/nbad.log" ||
   { echo "FAIL: MV_CUDA_SPREAD_ROWS=2 was not refused by name"; cat "$tmp/nbad.log"; fail=1; }
 
-# netsim on a GPU of 28 MiB: its three variants' worlds (HPCC's the largest; 22-29 MiB
-# together) do not fit 90 % of it together, so they run in two batches, results unchanged;
+# netsim on a GPU of 24 MiB: its three variants' worlds (HPCC's the largest) do not fit
+# 90 % of it together (they do on 28 MiB; on 20 MiB they take 3 batches), so they run in
+# two batches, results unchanged;
 # on 1 MiB none fits: each variant fails alone with its bytes, exit 1.
-if MV_EMU_MEMORY=29360128 run netsim-small-gpu "$emu" netsim "$src/examples/netsim/incast.yaml" --backend cuda \
+if MV_EMU_MEMORY=25165824 run netsim-small-gpu "$emu" netsim "$src/examples/netsim/incast.yaml" --backend cuda \
     --out "$tmp/nsmall" --threads 2; then
   grep -q "; 2 batches to fit the GPU's memory" "$tmp/netsim-small-gpu.log" ||
-    { echo "FAIL: a 28 MiB GPU did not cut netsim in 2 batches"; head -1 "$tmp/netsim-small-gpu.log"; fail=1; }
+    { echo "FAIL: a 24 MiB GPU did not cut netsim in 2 batches"; head -1 "$tmp/netsim-small-gpu.log"; fail=1; }
   pairs=("$tmp/ncpu-incast/summary.csv" "$tmp/nsmall/summary.csv")
   for f in "$tmp/ncpu-incast"/*/*.csv; do pairs+=("$f" "$tmp/nsmall/${f#"$tmp/ncpu-incast"/}"); done
   $compare "${pairs[@]}" > "$tmp/netsim-small-diff.log" || { cat "$tmp/netsim-small-diff.log"; fail=1; }
@@ -103,14 +104,14 @@ else
   echo "ok: netsim batches cut to the GPU's memory; a variant that does not fit fails alone, with its bytes"
 fi
 ls "$tmp/nemu-incast_bins"/*/links.csv > /dev/null 2>&1 || { echo "FAIL: netsim with link_bin wrote no links.csv"; fail=1; }
-# Device memory: a GPU of 15 MiB (90 % of it for a batch) takes the 6 experiments (14.7 MiB
+# Device memory: a GPU of 14 MiB (90 % of it for a batch) takes the 6 experiments (13.3 MiB
 # by the estimates) in two batches, results unchanged (the device world holds what the
 # estimates count: its buffers share one allocation); on a GPU of 1 MiB the packet- and
 # flow-level experiments fit in no batch, and each fails with the bytes it needed while the
 # worker goes on with the next: the two analytical ones (a few hundred KB) run.
-MV_EMU_MEMORY=15728640 run small-gpu "$emu" --backend cuda --experiments "$src/tests/emu/data/sweep.yaml" \
+MV_EMU_MEMORY=14680064 run small-gpu "$emu" --backend cuda --experiments "$src/tests/emu/data/sweep.yaml" \
   --out "$tmp/small" --threads 2
-grep -q "; 2 batches;" "$tmp/small-gpu.log" || { echo "FAIL: a 15 MiB GPU did not cut the sweep in 2 batches"; head -1 "$tmp/small-gpu.log"; fail=1; }
+grep -q "; 2 batches;" "$tmp/small-gpu.log" || { echo "FAIL: a 14 MiB GPU did not cut the sweep in 2 batches"; head -1 "$tmp/small-gpu.log"; fail=1; }
 [ -f "$tmp/small/summary.csv" ] && { $compare "$tmp/cpu/summary.csv" "$tmp/small/summary.csv" || fail=1; }
 MV_EMU_MEMORY=1048576 "$emu" --backend cuda --experiments "$src/tests/emu/data/sweep.yaml" --out "$tmp/tiny" --threads 2 \
   > "$tmp/tiny.log" 2>&1
