@@ -998,6 +998,19 @@ std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
   checkAlgo("all_gather", x.collectives.all_gather, CollectiveOp::kAllGather, par.cp, per_server);
   checkAlgo("reduce_scatter", x.collectives.reduce_scatter, CollectiveOp::kReduceScatter, par.cp, per_server);
   if (x.model.isMoe()) checkAlgo("all_to_all", x.collectives.all_to_all, CollectiveOp::kAllToAll, par.ep, per_server);
+  if (out.empty() && x.chakra.empty() && x.simai.empty()) {
+    // A generated program's compute must stay inside the horizon, or its sums would not fit
+    // 64-bit picoseconds (ComputeModel::iterationComputePs).
+    const ComputeModel compute(computeSpecOf(clusterGpu(c)), c.compute, x.operator_times);
+    const double ps = compute.iterationComputePs(x.model, x.training, par);
+    if (!(ps < static_cast<double>(kTimeHorizonPs))) {
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%.3g", ps * 1e-12);
+      out.push_back(std::string("workload: one iteration's compute would take longer than the engine's horizon of "
+                                "100,000 s of simulated time (estimated ") +
+                    seconds + " s): a smaller model, sequence or batch, or more GPUs");
+    }
+  }
   return out;
 }
 

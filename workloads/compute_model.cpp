@@ -16,9 +16,18 @@ namespace mv {
 
 namespace {
 
-/// Seconds to picoseconds, rounded up so that no kernel takes zero time.
+/// Seconds to picoseconds, rounded up so that no kernel takes zero time, and held at the
+/// engine's horizon: an experiment with a kernel that long is refused
+/// (iterationComputePs), and a layer's few dozen kernels, each at most the horizon, add up
+/// far inside int64.
 Picoseconds fromSeconds(double seconds) {
-  return Picoseconds{static_cast<int64_t>(std::ceil(seconds * 1e12))};
+  const double ps = seconds * 1e12;
+  return Picoseconds{ps < static_cast<double>(kTimeHorizonPs) ? static_cast<int64_t>(std::ceil(ps)) : kTimeHorizonPs};
+}
+
+/// `count` kernels of `t` each, held at the horizon as fromSeconds is.
+Picoseconds times(Picoseconds t, uint32_t count) {
+  return Picoseconds{static_cast<int64_t>(std::min<Int128>(Int128{t.ps} * count, kTimeHorizonPs))};
 }
 
 /// A GEMM of m×k by k×n, `batch` times in one kernel, `e` bytes per element.
@@ -291,40 +300,40 @@ Picoseconds ComputeModel::opaqueKernelTime(double flops, double bytes, TrainingP
 }
 
 Picoseconds ComputeModel::forwardTime(const Operator& op, TrainingPrecision precision) const {
-  if (const auto it = overrides_.find(op.name); it != overrides_.end()) return it->second * op.count;
-  return (fromSeconds(rooflineSeconds(op.kind, op.shape, op.flops, op.bytes, precision)) + params_.kernel_overhead) *
-         op.count;
+  if (const auto it = overrides_.find(op.name); it != overrides_.end()) return times(it->second, op.count);
+  return times(fromSeconds(rooflineSeconds(op.kind, op.shape, op.flops, op.bytes, precision)) + params_.kernel_overhead,
+               op.count);
 }
 
 Picoseconds ComputeModel::backwardTime(const Operator& op, TrainingPrecision precision) const {
   std::string key(op.name);
   key += ".backward";
-  if (const auto it = overrides_.find(key); it != overrides_.end()) return it->second * op.count;
+  if (const auto it = overrides_.find(key); it != overrides_.end()) return times(it->second, op.count);
   if (const auto it = overrides_.find(op.name); it != overrides_.end()) {
     const double ps = std::ceil(static_cast<double>(it->second.ps) * op.backward_factor);
-    return Picoseconds{static_cast<int64_t>(ps)} * op.count;
+    return times(Picoseconds{static_cast<int64_t>(ps)}, op.count);
   }
   if (op.kind == OpKind::kGemm && op.backward_factor == 2 && op.flops == op.shape.flops()) {
     // The input- and weight-gradient GEMMs, each at its own shape's efficiency.
     const double seconds = rooflineSeconds(op.kind, op.shape.inputGradient(), op.flops, op.bytes, precision) +
                            rooflineSeconds(op.kind, op.shape.weightGradient(), op.flops, op.bytes, precision);
-    return (fromSeconds(seconds) + params_.kernel_overhead * 2) * op.count;
+    return times(fromSeconds(seconds) + params_.kernel_overhead * 2, op.count);
   }
   if (op.kind == OpKind::kGemm) {
     // A fused kernel (FlashAttention): backward_factor × the forward work at its efficiency.
     const double seconds = op.backward_factor * rooflineSeconds(op.kind, op.shape, op.flops, op.bytes, precision);
     const auto kernels = static_cast<int64_t>(std::ceil(op.backward_factor));
-    return (fromSeconds(seconds) + params_.kernel_overhead * kernels) * op.count;
+    return times(fromSeconds(seconds) + params_.kernel_overhead * kernels, op.count);
   }
-  return kernelTime(op.kind, GemmShape{}, op.bytes * op.backward_factor, precision) * op.count;
+  return times(kernelTime(op.kind, GemmShape{}, op.bytes * op.backward_factor, precision), op.count);
 }
 
 Picoseconds ComputeModel::gradientGemmTime(const Operator& op, TrainingPrecision precision, bool weight) const {
   const bool overridden = overrides_.contains(op.name) || overrides_.contains(std::string(op.name) + ".backward");
   if (!overridden && op.kind == OpKind::kGemm && op.backward_factor == 2 && op.flops == op.shape.flops()) {
     const GemmShape shape = weight ? op.shape.weightGradient() : op.shape.inputGradient();
-    return (fromSeconds(rooflineSeconds(op.kind, shape, op.flops, op.bytes, precision)) + params_.kernel_overhead) *
-           op.count;
+    return times(fromSeconds(rooflineSeconds(op.kind, shape, op.flops, op.bytes, precision)) + params_.kernel_overhead,
+                 op.count);
   }
   return Picoseconds{backwardTime(op, precision).ps / 2};
 }
@@ -372,6 +381,32 @@ StageTimes ComputeModel::stageTimes(const ModelSpec& model, const TrainingConfig
                               config.precision);
   }
   return st;
+}
+
+double ComputeModel::iterationComputePs(const ModelSpec& model, const TrainingConfig& config,
+                                        const Parallelism& par) const {
+  const LayerTimes lt = layerTimes(model, config, par);
+  const double layer =
+      static_cast<double>(lt.forward.ps) + static_cast<double>(lt.backward.ps) + static_cast<double>(lt.recompute.ps);
+  auto passes = [&](const std::vector<Operator>& ops) {
+    double sum = 0;
+    for (const Operator& op : ops) {
+      sum += static_cast<double>(forwardTime(op, config.precision).ps) +
+             static_cast<double>(backwardTime(op, config.precision).ps);
+    }
+    return sum;
+  };
+  const uint32_t p = std::max<uint32_t>(par.pp, 1);
+  const double first = passes(firstStageOperators(model, config, par));
+  const double last = passes(lastStageOperators(model, config, par));
+  double sum = 0;
+  double slowest = 0;
+  for (uint32_t stage = 0; stage < p; ++stage) {
+    const double t = stageLayers(model, par, stage) * layer + (stage == 0 ? first : 0) + (stage + 1 == p ? last : 0);
+    sum += t;
+    slowest = std::max(slowest, t);
+  }
+  return sum + static_cast<double>(microBatchCount(config, par)) * slowest;
 }
 
 IterationTime ComputeModel::iterationTime(const ModelSpec& model, const TrainingConfig& config,

@@ -255,6 +255,15 @@ class ComputeModel {
 
   /// One layer, one micro-batch, with `par.recompute`.
   LayerTimes layerTimes(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par) const;
+  /**
+   * An upper bound, in picoseconds and in floating point, of every compute time an
+   * iteration's programs add up: the slowest stage's micro-batches plus every other stage's
+   * one (its layers' forward, backward and recomputation, and the first and last stages'
+   * embedding and loss). Kernel times are held at the engine's horizon, so this reaches it
+   * when one kernel does; an experiment is refused when it does (checkTrainingExperiment),
+   * before any of those sums is formed in 64-bit picoseconds.
+   */
+  double iterationComputePs(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par) const;
   /// One micro-batch through pipeline stage `stage` (its layers, and embedding / logits on the ends).
   StageTimes stageTimes(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par,
                         uint32_t stage) const;

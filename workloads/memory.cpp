@@ -11,8 +11,11 @@ namespace mv {
 
 namespace {
 
+/// Bytes rounded up and held at 2^60 (1 EiB, far beyond any GPU): a breakdown's six parts
+/// then add up inside int64, and a shape that large is simply out of memory.
 Bytes ceilBytes(double b) {
-  return Bytes{static_cast<int64_t>(std::ceil(b))};
+  constexpr int64_t kMost = int64_t{1} << 60;
+  return Bytes{b < static_cast<double>(kMost) ? static_cast<int64_t>(std::ceil(b)) : kMost};
 }
 
 }  // namespace

@@ -39,6 +39,71 @@ TEST_CASE("1F1B with near-free communication: iteration and bubble follow the pi
   CHECK(r.mfu < 0.7);
 }
 
+TEST_CASE("a pipeline message beyond what one flow carries (16 TiB) is refused when the experiment is built") {
+  // 2^24 tokens of 2^20 bf16 values: a 32 TiB message between the two stages, on GPUs
+  // given the memory to hold the model and the speed to compute it inside the horizon (a
+  // packet's sequence number covers 16 TiB).
+  TrainingExperiment x = test::tinyExperiment(1, 2, 1, 2, 1);
+  x.model = test::tinyGpt(2, 1u << 20);
+  x.model.seq = 1u << 24;
+  x.training.flash_attention = true;
+  x.fidelity = NetworkFidelity::kAnalytical;
+  x.cluster.gpu_overrides.hbm_capacity = Bytes{int64_t{1} << 62};
+  x.cluster.gpu_overrides.hbm_bandwidth = BitsPerSecond{int64_t{1} << 62};
+  x.cluster.gpu_overrides.bf16_tflops = 1e9;
+  REQUIRE(checkTrainingExperiment(x).empty());
+  CHECK_THROWS_WITH(runOne(x), Catch::Contains("a pipeline message of 32.0 TiB per rank is more than 16 TiB"));
+}
+
+TEST_CASE("an iteration whose compute passes the horizon is refused before any time is summed") {
+  // A kernel far beyond the horizon (one layer of 2^24 tokens at hidden 2^20 on an A100:
+  // about 10^6 s), and kernels of about 60 µs added up past it (2^20 layers of hidden 1,024,
+  // 2^16 micro-batches: about 10^7 s, beyond int64 picoseconds).
+  TrainingExperiment huge = test::tinyExperiment(1, 1, 1, 1, 1);
+  huge.model = test::tinyGpt(1, 1u << 20);
+  huge.model.seq = 1u << 24;
+  huge.training.flash_attention = true;
+  TrainingExperiment many = test::tinyExperiment(1, 1, 1, 1u << 16, 1);
+  many.model = test::tinyGpt(1u << 20);
+  for (TrainingExperiment* x : {&huge, &many}) {
+    x->cluster.gpu_overrides.hbm_capacity = Bytes{int64_t{1} << 62};
+    const std::vector<std::string> problems = checkTrainingExperiment(*x);
+    INFO(x->model.layers << " layers");
+    REQUIRE(problems.size() == 1);
+    CHECK_THAT(problems.front(), Catch::StartsWith("workload: one iteration's compute would take longer than the "
+                                                   "engine's horizon of 100,000 s"));
+    CHECK_THROWS_WITH(runOne(*x), Catch::Contains("horizon"));
+  }
+  // The memory model holds each part at 1 EiB, so such a shape is out of memory, not a wrap.
+  TrainingExperiment wide = huge;
+  wide.model.hidden = 1u << 24;
+  wide.model.layers = 1u << 20;
+  const MemoryBreakdown mb = peakStageMemory(wide);
+  CHECK(mb.weights.count == int64_t{1} << 60);
+  CHECK(mb.total().count > 0);
+  CHECK_FALSE(mb.fits(Bytes{int64_t{1} << 62}));
+}
+
+TEST_CASE("the compute bound covers the iteration the compute model gives") {
+  for (const MegatronRow& row : megatronSc21Table()) {
+    Parallelism par;
+    par.tp = row.tp;
+    par.pp = row.pp;
+    par.dp = row.gpus / (row.tp * row.pp);
+    par.recompute = Recompute::kFull;
+    TrainingConfig config;
+    config.global_batch = row.global_batch;
+    config.micro_batch = 1;
+    config.seq = 2048;
+    const ComputeModel cm(a100Compute(), ComputeModelParams{});
+    const IterationTime it = cm.iterationTime(row.model, config, par);
+    const double bound = cm.iterationComputePs(row.model, config, par);
+    INFO(row.model.name);
+    CHECK(bound >= static_cast<double>((it.total - it.optimizer).ps));
+    CHECK(bound < 2.0 * static_cast<double>(it.total.ps));
+  }
+}
+
 TEST_CASE("host overhead adds once per iteration, data loading once per micro-batch where data is loaded") {
   // One stage, one replica: nothing overlaps the host time.
   TrainingExperiment x = test::tinyExperiment(1, 1, 1, 4, 1);
