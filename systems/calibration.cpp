@@ -236,6 +236,10 @@ std::vector<CalibrationRun> megatronCalibrationRuns() {
     CalibrationRun r{"SC'21 Table 1", seleneRun(row.model, row.tp, row.pp, row.gpus, row.global_batch), {}};
     r.experiment.parallelism.recompute = Recompute::kFull;
     r.experiment.parallelism.tp_comm_overlap = false;  // Megatron-LM of 2021
+    r.experiment.training.micro_batch = row.micro_batch;
+    r.experiment.parallelism.vpp = row.vpp;
+    if (row.vpp > 1) r.experiment.parallelism.schedule = PipelineSchedule::kInterleaved;
+    r.experiment.parallelism.dp_comm_overlap = row.dp_overlap;
     const double flops = megatronFormulaFlops(row.model, row.global_batch, kSeq, true);
     r.measured = fromSeconds(flops / (row.gpus * row.tflops_per_gpu * 1e12));
     runs.push_back(r);

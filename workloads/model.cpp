@@ -58,17 +58,19 @@ ModelSpec megatronModel(std::string name, uint32_t layers, uint32_t hidden, uint
 const std::vector<MegatronRow>& megatronRows() {
   // Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters Using
   // Megatron-LM", SC'21, Table 1 (A100 80GB, seq 2048, vocab 51,200, full recomputation).
+  // Micro-batch, layers per model chunk and DDP as in NVIDIA/Megatron-LM
+  // examples/sc21/run_table_1.sh (MBS, --num-layers-per-virtual-pipeline-stage, DDP).
   static const std::vector<MegatronRow> rows = {
-      {megatronModel("megatron-1.7b", 24, 2304, 24), 1.7e9, 1, 1, 32, 512, 137},
-      {megatronModel("megatron-3.6b", 30, 3072, 32), 3.6e9, 2, 1, 64, 512, 138},
-      {megatronModel("megatron-7.5b", 36, 4096, 32), 7.5e9, 4, 1, 128, 512, 142},
-      {megatronModel("megatron-18.4b", 40, 6144, 48), 18.4e9, 8, 1, 256, 1024, 135},
-      {megatronModel("megatron-39.1b", 48, 8192, 64), 39.1e9, 8, 2, 512, 1536, 138},
-      {megatronModel("megatron-76.1b", 60, 10240, 80), 76.1e9, 8, 4, 1024, 1792, 140},
-      {megatronModel("megatron-145.6b", 80, 12288, 96), 145.6e9, 8, 8, 1536, 2304, 148},
-      {megatronModel("megatron-310.1b", 96, 16384, 128), 310.1e9, 8, 16, 1920, 2160, 155},
-      {megatronModel("megatron-529.6b", 105, 20480, 128), 529.6e9, 8, 35, 2520, 2520, 163},
-      {megatronModel("megatron-1008b", 128, 25600, 160), 1008.0e9, 8, 64, 3072, 3072, 163},
+      {megatronModel("megatron-1.7b", 24, 2304, 24), 1.7e9, 1, 1, 32, 512, 137, 16, 1, true},
+      {megatronModel("megatron-3.6b", 30, 3072, 32), 3.6e9, 2, 1, 64, 512, 138, 16, 1, true},
+      {megatronModel("megatron-7.5b", 36, 4096, 32), 7.5e9, 4, 1, 128, 512, 142, 16, 1, true},
+      {megatronModel("megatron-18.4b", 40, 6144, 48), 18.4e9, 8, 1, 256, 1024, 135, 8, 1, true},
+      {megatronModel("megatron-39.1b", 48, 8192, 64), 39.1e9, 8, 2, 512, 1536, 138, 4, 1, false},
+      {megatronModel("megatron-76.1b", 60, 10240, 80), 76.1e9, 8, 4, 1024, 1792, 140, 2, 3, false},
+      {megatronModel("megatron-145.6b", 80, 12288, 96), 145.6e9, 8, 8, 1536, 2304, 148, 2, 2, false},
+      {megatronModel("megatron-310.1b", 96, 16384, 128), 310.1e9, 8, 16, 1920, 2160, 155, 1, 2, false},
+      {megatronModel("megatron-529.6b", 105, 20480, 128), 529.6e9, 8, 35, 2520, 2520, 163, 1, 3, false},
+      {megatronModel("megatron-1008b", 128, 25600, 160), 1008.0e9, 8, 64, 3072, 3072, 163, 1, 1, false},
   };
   return rows;
 }

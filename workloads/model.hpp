@@ -128,8 +128,16 @@ struct MegatronRow {
   uint32_t global_batch = 0;
   /// Achieved TFLOP/s per GPU reported by the paper (A100 80GB, Selene).
   double tflops_per_gpu = 0;
+  /// How the run was launched (NVIDIA/Megatron-LM examples/sc21/run_table_1.sh): its
+  /// micro-batch, its model chunks per GPU (> 1: the interleaved schedule) and whether its
+  /// data-parallel gradient all-reduce overlapped the backward (PyTorch DDP, used without
+  /// pipelining) or ran after it (Megatron's "local" DDP, used with pipelining).
+  uint32_t micro_batch = 1;
+  uint32_t vpp = 1;
+  bool dp_overlap = true;
 };
-/// Narayanan et al., SC'21, Table 1 (as in shared/reference/calibration.md).
+/// Narayanan et al., SC'21, Table 1 (as in shared/reference/calibration.md), with each
+/// run's launch settings.
 std::span<const MegatronRow> megatronSc21Table();
 
 /// A Megatron-LM benchmark with selective recomputation and sequence parallelism, TP 8,

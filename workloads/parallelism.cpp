@@ -182,6 +182,9 @@ std::vector<ConfigProblem> validateParallelism(const ModelSpec& model, const Tra
   } else if (par.vpp > 1) {
     add("parallelism.vpp", "vpp = " + num(par.vpp) + " needs schedule: interleaved (1f1b runs one chunk per GPU)");
   }
+  if (!par.dp_comm_overlap && par.zero >= Zero::kGradients) {
+    add("parallelism.dp_comm_overlap", "false needs zero 0 or 1 (ZeRO-2 and -3 reduce gradients after every backward)");
+  }
   if (model.isMoe()) {
     if (model.experts % par.ep != 0) {
       add("parallelism.ep", "experts (" + num(model.experts) + ") must be divisible by ep (" + num(par.ep) + ")");

@@ -104,6 +104,11 @@ struct Parallelism {
   /// reduce-scatter beside the weight-gradient GEMM). false: every TP collective waits,
   /// as in Megatron-LM of SC'21.
   bool tp_comm_overlap = true;
+  /// The data-parallel gradient reduction runs bucket by bucket beside the last
+  /// micro-batch's backward (PyTorch DDP, Megatron-LM's overlap_grad_reduce). false: it
+  /// starts when the stage's whole backward is done (Megatron-LM's "local" DDP of SC'21).
+  /// Only without ZeRO or with ZeRO-1: ZeRO-2 and -3 reduce after every backward.
+  bool dp_comm_overlap = true;
   /// Activation offload: the stored activations of the first n layers of every model chunk
   /// go to host memory after their forward pass and come back, one layer ahead, during the
   /// backward pass (Megatron-core's `cpu_offloading_num_layers`); 0 = none.
@@ -158,6 +163,7 @@ struct ConfigProblem {
  *  - global_batch % (micro_batch · dp) == 0;
  *  - vpp > 1 needs the interleaved schedule and vice versa; the interleaved schedule needs
  *    pp > 1 and the micro-batch count divisible by pp;
+ *  - dp_comm_overlap: false needs ZeRO 0 or 1;
  *  - activation offload: offload_layers < the layers of a model chunk (the backward of a
  *    layer kept on the GPU hides the first reload);
  *  - context parallelism (cp > 1) needs fused attention (`flash_attention`: Megatron-core

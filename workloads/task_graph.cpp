@@ -494,7 +494,7 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
     for (size_t i = 0; i < order.size(); ++i) {
       const ScheduleItem& it = order[i];
       Block& bl = blocks[i];
-      bl.reduced = !it.forward && (zero >= Zero::kGradients || it.micro_batch + 1 == m);
+      bl.reduced = !it.forward && (zero >= Zero::kGradients || (it.micro_batch + 1 == m && par.dp_comm_overlap));
       bl.gathered = zero >= Zero::kParameters;
       bl.first_forward = it.forward && !seen_forward[it.chunk] && sharded && !bl.gathered;
       if (it.forward) seen_forward[it.chunk] = true;
@@ -665,6 +665,21 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
         const uint32_t send = b.add(snd);
         b.edge(last, send);
         index[s].slot(false, it.forward, it.micro_batch, it.chunk) = send;
+      }
+    }
+    if (!par.dp_comm_overlap && zero < Zero::kGradients) {
+      // Megatron-LM's "local" DDP: every chunk's gradients are reduced once the whole
+      // backward is done.
+      const uint32_t backward_done = b.lastOn(kComputeStream);
+      for (uint32_t c = 0; c < v; ++c) {
+        for (const BucketFamily& f : families(c, grad_element, true)) {
+          for (int64_t j = 0; j < f.count; ++j) {
+            const uint32_t red =
+                b.add(commTask(TaskKind::kCollective, f.comm, kDpStream, reduce_op, f.bucketBytes(j), kNoTask, c));
+            b.edge(backward_done, red);
+            dp_tasks.push_back(red);
+          }
+        }
       }
     }
     TaskDef opt;

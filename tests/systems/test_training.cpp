@@ -93,7 +93,7 @@ TEST_CASE("the compute bound covers the iteration the compute model gives") {
     par.recompute = Recompute::kFull;
     TrainingConfig config;
     config.global_batch = row.global_batch;
-    config.micro_batch = 1;
+    config.micro_batch = row.micro_batch;
     config.seq = 2048;
     const ComputeModel cm(a100Compute(), ComputeModelParams{});
     const IterationTime it = cm.iterationTime(row.model, config, par);
@@ -156,6 +156,35 @@ TEST_CASE("compute jitter: seeded, bounded, and costlier the larger the synchron
   CHECK(std::abs(alone - 1) < 0.05);
   CHECK(group > 1.0);
   CHECK(group > alone);
+}
+
+TEST_CASE("without DP overlap every gradient bucket waits for the whole backward") {
+  TrainingExperiment x = test::tinyExperiment(1, 1, 4, 2, 1);
+  // About 400 MB of bf16 gradients (ten 40 MiB buckets, about 50 ms of ring all-reduce),
+  // and a last backward long enough (sequences of 16,384) to hide most of them.
+  x.model = test::tinyGpt(4, 2048);
+  x.model.seq = 16384;
+  x.training.flash_attention = true;
+  x.fidelity = NetworkFidelity::kAnalytical;
+  const TrainingResult overlapped = runOne(x);
+  x.parallelism.dp_comm_overlap = false;
+  const TrainingResult waiting = runOne(x);
+  // The same reduction as one bucket, which cannot start before the backward ends either.
+  x.parallelism.dp_comm_overlap = true;
+  x.collectives.dp_bucket = mebibytes(1024);
+  const TrainingResult one_bucket = runOne(x);
+  INFO("exposed DP: overlapped " << overlapped.exposed_dp.ps << ", waiting " << waiting.exposed_dp.ps << ", one bucket "
+                                 << one_bucket.exposed_dp.ps << " ps");
+  CHECK(waiting.exposed_dp.ps > 2 * overlapped.exposed_dp.ps);
+  CHECK(waiting.iteration > overlapped.iteration);
+  CHECK(rel(static_cast<double>(waiting.exposed_dp.ps), static_cast<double>(one_bucket.exposed_dp.ps)) < 0.05);
+  CHECK(rel(static_cast<double>(waiting.iteration.ps), static_cast<double>(one_bucket.iteration.ps)) < 0.01);
+  // ZeRO-2 reduces after every backward: it cannot wait for the last one.
+  x.parallelism.dp_comm_overlap = false;
+  x.parallelism.zero = Zero::kGradients;
+  const std::vector<std::string> problems = checkTrainingExperiment(x);
+  REQUIRE(problems.size() == 1);
+  CHECK_THAT(problems.front(), Catch::StartsWith("parallelism.dp_comm_overlap: false needs zero 0 or 1"));
 }
 
 TEST_CASE("ring all-reduce over the packet network takes 2(n-1)/n S/B plus its latency terms") {
