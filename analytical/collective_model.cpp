@@ -4,6 +4,7 @@
  */
 #include "analytical/collective_model.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <numeric>
@@ -55,6 +56,27 @@ constexpr Fraction kRingVsNvls{370, 480};
 Fraction reduced(int64_t num, int64_t den) {
   const int64_t g = std::gcd(num, den);
   return Fraction{num / g, den / g};
+}
+
+/// num / den exactly when both reduce to at most kMaxScaleTerm, else the nearest fraction
+/// whose terms are (the segments' exact 128-bit arithmetic needs small terms). `num / den`
+/// must lie within [1 / kMaxScaleTerm, kMaxScaleTerm].
+constexpr int64_t kMaxScaleTerm = 1000;
+Fraction smallFraction(int64_t num, int64_t den) {
+  const Fraction exact = reduced(num, den);
+  if (exact.num <= kMaxScaleTerm && exact.den <= kMaxScaleTerm) return exact;
+  const double x = static_cast<double>(num) / static_cast<double>(den);
+  Fraction best{1, kMaxScaleTerm};
+  double best_error = std::abs(1.0 / kMaxScaleTerm - x);
+  for (int64_t d = 1; d <= kMaxScaleTerm; ++d) {
+    const int64_t n = std::clamp<int64_t>(std::llround(x * static_cast<double>(d)), 1, kMaxScaleTerm);
+    const double error = std::abs(static_cast<double>(n) / static_cast<double>(d) - x);
+    if (error < best_error) {
+      best = Fraction{n, d};
+      best_error = error;
+    }
+  }
+  return reduced(best.num, best.den);
 }
 
 /// The reference curve of an R-GPU all-reduce from a bus-bandwidth table:
@@ -157,9 +179,13 @@ CollectiveModel makeCollectiveModel(const GpuSpec& gpu, const CollectiveModelCon
                                : std::span<const BusBandwidthSample>(kA100AllReduce));
   checkCurve(model);
   const BitsPerSecond reference = nvls_fabric ? kH200Nvlink : kA100Nvlink;
-  model.bandwidth_scale = reduced(gpu.nvlink_bandwidth.bps, reference.bps);
-  MV_ASSERT(model.bandwidth_scale.num > 0 && model.bandwidth_scale.num <= 1000 && model.bandwidth_scale.den <= 1000,
-            "catalogue NVLink bandwidth is not a simple multiple of the reference");
+  if (gpu.nvlink_bandwidth.bps * kMaxScaleTerm < reference.bps ||
+      gpu.nvlink_bandwidth.bps > reference.bps * kMaxScaleTerm) {
+    throw AnalyticalError("NVLink bandwidth " + std::to_string(gpu.nvlink_bandwidth.toGbps() / 8) +
+                          " GB/s is outside 1/1000 .. 1000 times the " + std::to_string(reference.toGbps() / 8) +
+                          " GB/s the collective curves were measured at");
+  }
+  model.bandwidth_scale = smallFraction(gpu.nvlink_bandwidth.bps, reference.bps);
   if (nvls_fabric) {
     model.other_efficiency = reduced(kRingVsNvls.num, kRingVsNvls.den);
     if (!config.nvls_all_reduce) model.all_reduce_efficiency = model.other_efficiency;

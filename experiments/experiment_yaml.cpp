@@ -284,16 +284,17 @@ class ExperimentReader {
     tflops("fp8_tflops", o.fp8_tflops, 0.0);
     tflops("tf32_tflops", o.tf32_tflops, 0.001);
     if (g.has("hbm")) o.hbm_capacity = Bytes{g.sizeBytes("hbm", 1, mebibytes(1).count, int64_t{1} << 50)};
-    // GB/s, within the engine's rate range (kMinRateBps..kMaxRateBps: 0.001..12,500 GB/s).
-    auto gbPerSecond = [&](const char* key, std::optional<BitsPerSecond>& field) {
-      constexpr double kBitsPerGB = 8e9;
-      const double lo = static_cast<double>(kMinRateBps) / kBitsPerGB;
+    // GB/s, within the engine's rate range (kMinRateBps..kMaxRateBps: 0.000125..12,500 GB/s).
+    constexpr double kBitsPerGB = 8e9;
+    auto gbPerSecond = [&](const char* key, std::optional<BitsPerSecond>& field, double lo) {
       const double hi = static_cast<double>(kMaxRateBps) / kBitsPerGB;
       if (g.has(key)) field = BitsPerSecond{static_cast<int64_t>(std::llround(g.real(key, 1, lo, hi) * kBitsPerGB))};
     };
-    gbPerSecond("hbm_gb_per_s", o.hbm_bandwidth);
-    gbPerSecond("nvlink_gb_per_s", o.nvlink_bandwidth);
-    gbPerSecond("host_link_gb_per_s", o.host_link);
+    const double slowest = static_cast<double>(kMinRateBps) / kBitsPerGB;
+    gbPerSecond("hbm_gb_per_s", o.hbm_bandwidth, slowest);
+    // NVLink from 1 GB/s: the intra-server curves scale by at most 1,000 either way.
+    gbPerSecond("nvlink_gb_per_s", o.nvlink_bandwidth, 1.0);
+    gbPerSecond("host_link_gb_per_s", o.host_link, slowest);
     if (g.has("sms")) o.sms = static_cast<uint32_t>(g.integer("sms", 1, 1, 4096));
   }
 

@@ -29,8 +29,10 @@ struct CalibrationRun {
  * Megatron-LM SC'21 Table 1 (ten runs, full recomputation; iteration = formula FLOPs with
  * recomputation / (GPUs · achieved TFLOP/s)) and the Megatron-LM README's MFU table (four
  * runs, selective recomputation and sequence parallelism, DP 1; iteration = model FLOPs /
- * (GPUs · MFU · 312 TFLOP/s)): A100 80GB, micro-batch 1 (the README's 22B: 4), 1F1B, eight 200 Gb/s NICs per
- * server on a rail-optimised fabric, analytical fidelity, default knobs.
+ * (GPUs · MFU · 312 TFLOP/s)): A100 80GB, each SC'21 run with the micro-batch, schedule and
+ * DP overlap it was launched with (MegatronRow), the README's runs with their micro-batch and
+ * 1F1B, eight 200 Gb/s NICs per server on a rail-optimised fabric, analytical fidelity,
+ * default knobs.
  */
 std::vector<CalibrationRun> megatronCalibrationRuns();
 

@@ -911,6 +911,56 @@ MemoryBreakdown peakStageMemory(const TrainingExperiment& x) {
 
 bool fitsGpuMemory(const TrainingExperiment& x) { return peakStageMemory(x).fits(hbmOf(x)); }
 
+namespace {
+
+std::string formatSeconds(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", seconds);
+  return text;
+}
+
+/**
+ * Why the generated program of `x` cannot be built ("" when it can): a tensor-parallel
+ * collective beyond what one flow carries, or an iteration whose compute, TP collectives and
+ * offload copies would pass the engine's horizon, where their sums would no longer fit
+ * 64-bit picoseconds. Estimated in floating point before anything is summed: the compute
+ * model's bound (ComputeModel::iterationComputePs), plus each layer's TP and copy time over
+ * as many passes of the largest stage.
+ */
+std::string programLimitProblem(const TrainingExperiment& x, const GpuSpec& gpu) {
+  const Parallelism& par = x.parallelism;
+  const double tp_bytes = static_cast<double>(x.training.micro_batch) * localSequence(x.model, x.training, par) *
+                          x.model.hidden * activationBytes(x.training.precision);
+  if (par.tp > 1 && tp_bytes > static_cast<double>(kMaxInputBytes)) {
+    char tib[32];
+    std::snprintf(tib, sizeof tib, "%.3g", tp_bytes / static_cast<double>(int64_t{1} << 40));
+    return std::string("workload: a tensor-parallel collective would move ") + tib +
+           " TiB per rank (micro_batch × seq / cp × hidden × element bytes), more than 16 TiB, the most one flow "
+           "carries";
+  }
+  const ComputeModel compute(computeSpecOf(gpu), x.cluster.compute, x.operator_times);
+  double ps = compute.iterationComputePs(x.model, x.training, par);
+  const auto horizon = static_cast<double>(kTimeHorizonPs);
+  if (ps < horizon) {
+    const ProgramOptions po = programOptionsOf(x, gpu);
+    const LayerPassTimes layer = layerPassTimes(x.model, x.training, par, compute, po);
+    double per_layer = static_cast<double>(layer.tp_forward.ps) + static_cast<double>(layer.tp_backward.ps);
+    if (par.offload_layers > 0) {
+      const auto stored = static_cast<double>(layerActivationBytes(x.model, x.training, par, par.recompute).count);
+      per_layer += 2 * stored / po.host_copy_bytes_per_s * 1e12;  // out and back
+    }
+    const double passes = microBatchCount(x.training, par) + std::max<uint32_t>(par.pp, 1);
+    ps += per_layer * stageLayers(x.model, par, 0) * passes;
+  }
+  if (ps < horizon) return "";
+  return "workload: one iteration's compute and tensor-parallel communication would take longer than the engine's "
+         "horizon of " +
+         std::to_string(kTimeHorizonPs / 1'000'000'000'000) + " s of simulated time (estimated " +
+         formatSeconds(ps * 1e-12) + " s): a smaller model, sequence or batch, or more GPUs";
+}
+
+}  // namespace
+
 std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
   std::vector<std::string> out;
   for (const ConfigProblem& p : validateParallelism(x.model, x.training, x.parallelism, x.cluster.gpus)) {
@@ -999,17 +1049,8 @@ std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
   checkAlgo("reduce_scatter", x.collectives.reduce_scatter, CollectiveOp::kReduceScatter, par.cp, per_server);
   if (x.model.isMoe()) checkAlgo("all_to_all", x.collectives.all_to_all, CollectiveOp::kAllToAll, par.ep, per_server);
   if (out.empty() && x.chakra.empty() && x.simai.empty()) {
-    // A generated program's compute must stay inside the horizon, or its sums would not fit
-    // 64-bit picoseconds (ComputeModel::iterationComputePs).
-    const ComputeModel compute(computeSpecOf(clusterGpu(c)), c.compute, x.operator_times);
-    const double ps = compute.iterationComputePs(x.model, x.training, par);
-    if (!(ps < static_cast<double>(kTimeHorizonPs))) {
-      char seconds[32];
-      std::snprintf(seconds, sizeof seconds, "%.3g", ps * 1e-12);
-      out.push_back(std::string("workload: one iteration's compute would take longer than the engine's horizon of "
-                                "100,000 s of simulated time (estimated ") +
-                    seconds + " s): a smaller model, sequence or batch, or more GPUs");
-    }
+    const std::string problem = programLimitProblem(x, clusterGpu(c));
+    if (!problem.empty()) out.push_back(problem);
   }
   return out;
 }

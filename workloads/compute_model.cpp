@@ -289,14 +289,10 @@ Picoseconds ComputeModel::kernelTime(OpKind kind, const GemmShape& shape, double
   return fromSeconds(rooflineSeconds(kind, shape, shape.flops(), bytes, precision)) + params_.kernel_overhead;
 }
 
-/// Longest time opaqueKernelTime returns (more than any task may take).
-constexpr double kMaxOpaqueSeconds = 1e6;
-
 Picoseconds ComputeModel::opaqueKernelTime(double flops, double bytes, TrainingPrecision precision) const {
   const double seconds = std::max(bytes / (gpu_.hbm_bandwidth * params_.memory_efficiency),
                                   flops / (gpu_.peakFlops(precision) * params_.gemm.ceiling));
-  // Held below 10^6 s so that picoseconds fit in 64 bits (a task's limit is 1,000 s).
-  return fromSeconds(std::min(seconds, kMaxOpaqueSeconds)) + params_.kernel_overhead;
+  return fromSeconds(seconds) + params_.kernel_overhead;
 }
 
 Picoseconds ComputeModel::forwardTime(const Operator& op, TrainingPrecision precision) const {
@@ -406,7 +402,7 @@ double ComputeModel::iterationComputePs(const ModelSpec& model, const TrainingCo
     sum += t;
     slowest = std::max(slowest, t);
   }
-  return sum + static_cast<double>(microBatchCount(config, par)) * slowest;
+  return sum - slowest + static_cast<double>(microBatchCount(config, par)) * slowest;
 }
 
 IterationTime ComputeModel::iterationTime(const ModelSpec& model, const TrainingConfig& config,

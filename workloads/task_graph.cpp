@@ -467,6 +467,13 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
       return f;
     };
     auto piecesOf = [](const Families& f) { return std::max<int64_t>({1, f[0].count, f[1].count}); };
+    // The reduction of bucket j of chunk `chunk`'s family f, after task `after`.
+    auto reduceBucket = [&](const BucketFamily& f, int64_t j, uint32_t chunk, uint32_t after) {
+      const uint32_t red =
+          b.add(commTask(TaskKind::kCollective, f.comm, kDpStream, reduce_op, f.bucketBytes(j), kNoTask, chunk));
+      b.edge(after, red);
+      dp_tasks.push_back(red);
+    };
     const bool sharded = zero >= Zero::kOptimizer;
     const Families first_gathers = families(0, element, sharded && zero < Zero::kParameters);
     const int64_t gather_pieces = piecesOf(first_gathers);
@@ -647,10 +654,7 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
         for (const BucketFamily& f : grads) {
           for (int64_t j = 0; j < f.count; ++j) {
             if (f.readyAfter(j, bl.pieces) != k) continue;
-            const uint32_t red = b.add(
-                commTask(TaskKind::kCollective, f.comm, kDpStream, reduce_op, f.bucketBytes(j), kNoTask, it.chunk));
-            b.edge(last, red);
-            dp_tasks.push_back(red);
+            reduceBucket(f, j, it.chunk, last);
           }
         }
       }
@@ -674,10 +678,7 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
       for (uint32_t c = 0; c < v; ++c) {
         for (const BucketFamily& f : families(c, grad_element, true)) {
           for (int64_t j = 0; j < f.count; ++j) {
-            const uint32_t red =
-                b.add(commTask(TaskKind::kCollective, f.comm, kDpStream, reduce_op, f.bucketBytes(j), kNoTask, c));
-            b.edge(backward_done, red);
-            dp_tasks.push_back(red);
+            reduceBucket(f, j, c, backward_done);
           }
         }
       }

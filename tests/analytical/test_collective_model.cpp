@@ -290,6 +290,24 @@ TEST_CASE("H800 and B200 scale the H200 fabric by NVLink bandwidth at equal late
       Approx(static_cast<double>(collectiveTime(h200, CollectiveOp::kAllReduce, 8, Bytes{9 * kMiB}).ps)).epsilon(1e-9));
 }
 
+TEST_CASE("any NVLink bandwidth within 1/1000..1000 of the reference scales the curves", "[analytical][collective]") {
+  // 123.4 GB/s is 617/3000 of the A100's 600 GB/s: terms beyond the segments' exact
+  // arithmetic, so the scale is the nearest fraction of terms up to 1,000.
+  GpuSpec odd = gpuByName("a100-80gb");
+  odd.nvlink_bandwidth = BitsPerSecond{1234LL * 800'000'000};
+  const CollectiveModel a100 = makeCollectiveModel(gpuByName("a100-80gb"));
+  const CollectiveModel scaled = makeCollectiveModel(odd);
+  CHECK(scaled.bandwidth_scale.num <= 1000);
+  CHECK(scaled.bandwidth_scale.den <= 1000);
+  const auto bw = [](const CollectiveModel& m, int64_t s) {
+    return busbw(CollectiveOp::kAllReduce, 8, s, collectiveTime(m, CollectiveOp::kAllReduce, 8, Bytes{s}));
+  };
+  const int64_t big = 65536 * kMiB;
+  CHECK(bw(scaled, big) == Approx(bw(a100, big) * 123.4 / 600.0).epsilon(0.001));
+  odd.nvlink_bandwidth = BitsPerSecond{int64_t{500'000'000}};  // 0.0625 GB/s: below 1/1000
+  CHECK_THROWS_AS(makeCollectiveModel(odd), AnalyticalError);
+}
+
 TEST_CASE("PCIe servers: ring α-β with the stated defaults, slower than NVLink", "[analytical][collective]") {
   CollectiveModelConfig pcie;
   pcie.fabric = ServerFabric::kPcie;

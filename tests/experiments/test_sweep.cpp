@@ -676,6 +676,23 @@ TEST_CASE("cluster.gpu as a mapping changes its base catalogue entry", "[sweep][
   CHECK(computeSpecOf(gpu).sms == 144);
   CHECK(computeSpecOf(gpu).peak_flops == Approx(1200e12));
 
+  const Diagnostics slow_nvlink = readAll(R"(base:
+  workload: {model: gpt3-13b, global_batch: 16}
+  cluster:
+    gpu: {base: h100, nvlink_gb_per_s: 0.5}
+)");
+  CHECK(has(slow_nvlink, 4, "cluster.gpu.nvlink_gb_per_s", "out of range"));
+  xs.clear();
+  const Diagnostics odd_nvlink = readAll(R"(base:
+  workload: {model: gpt3-13b, global_batch: 16}
+  parallelism: {tp: 8}
+  cluster: {gpu: {base: h100, nvlink_gb_per_s: 123.4}}
+)",
+                                         &xs);
+  INFO(odd_nvlink.format());
+  CHECK(odd_nvlink.empty());
+  CHECK(xs.size() == 1);
+
   const Diagnostics unknown = readAll(R"(base:
   workload: {model: gpt3-13b, global_batch: 16}
   cluster:

@@ -70,10 +70,20 @@ TEST_CASE("an iteration whose compute passes the horizon is refused before any t
     const std::vector<std::string> problems = checkTrainingExperiment(*x);
     INFO(x->model.layers << " layers");
     REQUIRE(problems.size() == 1);
-    CHECK_THAT(problems.front(), Catch::StartsWith("workload: one iteration's compute would take longer than the "
-                                                   "engine's horizon of 100,000 s"));
+    CHECK_THAT(problems.front(), Catch::StartsWith("workload: one iteration's compute and tensor-parallel "
+                                                   "communication would take longer than the engine's horizon of "
+                                                   "100000 s"));
     CHECK_THROWS_WITH(runOne(*x), Catch::Contains("horizon"));
   }
+  // A tensor-parallel all-reduce of 32 TiB (2^24 tokens of 2^20 bf16 values) is refused
+  // before the intra-server model is asked for its time.
+  TrainingExperiment tp_wide = test::tinyExperiment(2, 1, 1, 1, 2);
+  tp_wide.model = test::tinyGpt(1, 1u << 20);
+  tp_wide.model.seq = 1u << 24;
+  const std::vector<std::string> tp_problems = checkTrainingExperiment(tp_wide);
+  REQUIRE(tp_problems.size() == 1);
+  CHECK_THAT(tp_problems.front(),
+             Catch::StartsWith("workload: a tensor-parallel collective would move 32 TiB per rank"));
   // The memory model holds each part at 1 EiB, so such a shape is out of memory, not a wrap.
   TrainingExperiment wide = huge;
   wide.model.hidden = 1u << 24;
