@@ -116,7 +116,7 @@ MV_HD constexpr BitsPerSecond gigabitsPerSecond(int64_t v) {
 }
 
 /// Link and NIC rates an input may give: 1 Mb/s to 100 Tb/s (a packet takes at least a
-/// few picoseconds on the wire, and a 16 TiB flow at the slowest rate ends inside int64).
+/// few picoseconds on the wire; a 16 TiB transfer's time fits int64 from 16 Mb/s up).
 inline constexpr int64_t kMinRateBps = 1000LL * 1000;
 inline constexpr int64_t kMaxRateBps = 100LL * 1000 * 1000 * 1000 * 1000;
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "network/nic_system.hpp"
+#include "systems/calibration.hpp"
 #include "systems/training_sim.hpp"
 #include "tests/systems/training_fixture.hpp"
 #include "workloads/compute_model.hpp"
@@ -94,23 +95,21 @@ TEST_CASE("an iteration whose compute passes the horizon is refused before any t
   CHECK_FALSE(mb.fits(Bytes{int64_t{1} << 62}));
 }
 
-TEST_CASE("the compute bound covers the iteration the compute model gives") {
-  for (const MegatronRow& row : megatronSc21Table()) {
-    Parallelism par;
-    par.tp = row.tp;
-    par.pp = row.pp;
-    par.dp = row.gpus / (row.tp * row.pp);
-    par.recompute = Recompute::kFull;
-    TrainingConfig config;
-    config.global_batch = row.global_batch;
-    config.micro_batch = row.micro_batch;
-    config.seq = 2048;
-    const ComputeModel cm(a100Compute(), ComputeModelParams{});
-    const IterationTime it = cm.iterationTime(row.model, config, par);
-    const double bound = cm.iterationComputePs(row.model, config, par);
-    INFO(row.model.name);
-    CHECK(bound >= static_cast<double>((it.total - it.optimizer).ps));
+TEST_CASE("the compute bound covers every stage program's compute and the compute model's iteration") {
+  // The calibration runs: 1F1B and interleaved, micro-batches of 1 to 16, pp 1 to 64.
+  for (const CalibrationRun& run : megatronCalibrationRuns()) {
+    const TrainingExperiment& x = run.experiment;
+    const ComputeModel cm(computeSpecOf(clusterGpu(x.cluster)), x.cluster.compute, x.operator_times);
+    const double bound = cm.iterationComputePs(x.model, x.training, x.parallelism);
+    const IterationTime it = cm.iterationTime(x.model, x.training, x.parallelism);
+    INFO(x.name);
+    CHECK(bound >= static_cast<double>((it.busy + it.bubble).ps));
     CHECK(bound < 2.0 * static_cast<double>(it.total.ps));
+    const TrainingProgram program = trainingProgramOf(x);
+    for (const StageProgram& stage : program.stages) {
+      const Picoseconds optimizer = cm.stageTimes(x.model, x.training, x.parallelism, stage.stage).optimizer;
+      CHECK(static_cast<double>(stage.computePs() - optimizer.ps) <= bound);
+    }
   }
 }
 
