@@ -945,7 +945,7 @@ std::string programLimitProblem(const TrainingExperiment& x, const GpuSpec& gpu)
     const ProgramOptions po = programOptionsOf(x, gpu);
     const LayerPassTimes layer = layerPassTimes(x.model, x.training, par, compute, po);
     double per_layer = static_cast<double>(layer.tp_forward.ps) + static_cast<double>(layer.tp_backward.ps);
-    if (par.offload_layers > 0) {
+    if (par.offload_layers > 0 && po.host_copy_bytes_per_s > 0) {  // no host link: the copies take no time
       const auto stored = static_cast<double>(layerActivationBytes(x.model, x.training, par, par.recompute).count);
       per_layer += 2 * stored / po.host_copy_bytes_per_s * 1e12;  // out and back
     }

@@ -257,11 +257,12 @@ class ComputeModel {
   LayerTimes layerTimes(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par) const;
   /**
    * An upper bound, in picoseconds and in floating point, of every compute time an
-   * iteration's programs add up: the slowest stage's micro-batches plus every other stage's
-   * one (its layers' forward, backward and recomputation, and the first and last stages'
-   * embedding and loss), the 1F1B iteration's compute without the optimizer step. Kernel times are held at the engine's
-   * horizon, so this reaches it when one kernel does; an experiment is refused when it does (checkTrainingExperiment),
-   * before any of those sums is formed in 64-bit picoseconds.
+   * iteration's programs add up: the slowest stage's micro-batches plus every other
+   * stage's one (its layers' forward, backward and recomputation, and the first and last
+   * stages' embedding and loss), the 1F1B iteration's compute without the optimizer step.
+   * Kernel times are held at the engine's horizon, so this reaches it when one kernel
+   * does; an experiment is refused when it does (checkTrainingExperiment), before any of
+   * those sums is formed in 64-bit picoseconds.
    */
   double iterationComputePs(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par) const;
   /// One micro-batch through pipeline stage `stage` (its layers, and embedding / logits on the ends).
