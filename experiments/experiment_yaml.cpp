@@ -198,8 +198,8 @@ class ExperimentReader {
   }
 
   void readParallelism(const ConfigReader& p) {
-    p.allowOnly({"tp", "cp", "pp", "dp", "ep", "vpp", "sp", "tp_comm_overlap", "dp_comm_overlap", "recompute",
-                 "distributed_optimizer", "zero", "schedule", "offload_layers"});
+    p.allowOnly({"tp", "cp", "pp", "dp", "ep", "vpp", "sp", "tp_comm_overlap", "dp_comm_overlap", "pp_comm_overlap",
+                 "recompute", "distributed_optimizer", "zero", "schedule", "offload_layers"});
     Parallelism& par = t_.parallelism;
     par.tp = static_cast<uint32_t>(p.integer("tp", 1, 1, kMaxCount));
     par.cp = static_cast<uint32_t>(p.integer("cp", 1, 1, kMaxCount));
@@ -210,6 +210,7 @@ class ExperimentReader {
     par.sequence_parallel = p.boolean("sp", false);
     par.tp_comm_overlap = p.boolean("tp_comm_overlap", true);
     par.dp_comm_overlap = p.boolean("dp_comm_overlap", true);
+    par.pp_comm_overlap = p.boolean("pp_comm_overlap", true);
     par.offload_layers = static_cast<uint32_t>(p.integer("offload_layers", 0, 0, kMaxShape));
     static const std::vector<std::string> kRecompute{"none", "selective", "full"};
     par.recompute = parseRecompute(kRecompute[static_cast<size_t>(p.choice("recompute", 0, kRecompute))]);

@@ -240,6 +240,7 @@ std::vector<CalibrationRun> megatronCalibrationRuns() {
     r.experiment.parallelism.vpp = row.vpp;
     if (row.vpp > 1) r.experiment.parallelism.schedule = PipelineSchedule::kInterleaved;
     r.experiment.parallelism.dp_comm_overlap = row.dp_overlap;
+    r.experiment.parallelism.pp_comm_overlap = false;  // batched p2p, waited on
     const double flops = megatronFormulaFlops(row.model, row.global_batch, kSeq, true);
     r.measured = fromSeconds(flops / (row.gpus * row.tflops_per_gpu * 1e12));
     runs.push_back(r);
@@ -249,6 +250,7 @@ std::vector<CalibrationRun> megatronCalibrationRuns() {
     r.experiment.training.micro_batch = row.micro_batch;
     r.experiment.parallelism.recompute = Recompute::kSelective;
     r.experiment.parallelism.sequence_parallel = true;
+    r.experiment.parallelism.pp_comm_overlap = false;
     const double flops = megatronFormulaFlops(row.model, row.global_batch, kSeq, false);
     r.measured = fromSeconds(flops / (row.gpus * row.mfu * kA100Peak));
     runs.push_back(r);

@@ -109,6 +109,12 @@ struct Parallelism {
   /// starts when the stage's whole backward is done (Megatron-LM's "local" DDP of SC'21).
   /// Only without ZeRO or with ZeRO-1: ZeRO-2 and -3 reduce after every backward.
   bool dp_comm_overlap = true;
+  /// Pipeline messages go out as each block ends and the next block does not wait for them
+  /// (Megatron-core's overlap_p2p_comm). false: Megatron-LM's batched p2p, waited on: the
+  /// schedule runs in steps (a block; with the interleaved schedule's steady state, a forward
+  /// and a backward), whose messages go out together when the step ends and which wait for
+  /// the previous step's messages to arrive and their own to be in.
+  bool pp_comm_overlap = true;
   /// Activation offload: the stored activations of the first n layers of every model chunk
   /// go to host memory after their forward pass and come back, one layer ahead, during the
   /// backward pass (Megatron-core's `cpu_offloading_num_layers`); 0 = none.

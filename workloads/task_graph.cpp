@@ -159,7 +159,9 @@ std::vector<ScheduleItem> pipelineOrder(uint32_t stage, uint32_t stages, uint32_
   for (uint32_t k = 0; k < warmup; ++k) order.push_back(at(k, true));
   for (uint32_t i = 0; i + warmup < total; ++i) {
     order.push_back(at(warmup + i, true));
-    order.push_back(at(i, false));
+    ScheduleItem backward = at(i, false);
+    backward.paired = v > 1;
+    order.push_back(backward);
   }
   for (uint32_t k = total - warmup; k < total; ++k) order.push_back(at(k, false));
   return order;
@@ -543,22 +545,40 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
       return b.add(h);
     };
     if (config.host_overhead_ps > 0) hostTask(config.host_overhead_ps, kNoTask, 0);
+    // Pipeline messages. Overlapped: each block's message goes out when the block ends and the
+    // next block does not wait for it. Synchronous (Megatron-LM's batched p2p, waited on): the
+    // schedule runs in steps (one block, or a forward and a backward in the interleaved steady
+    // state); a step's messages go out when it ends and the next step waits for them.
+    const bool overlapped = par.pp_comm_overlap;
+    auto postRecv = [&](const ScheduleItem& item) {
+      const Peer from = item.forward ? prevVirtual(s, item.chunk, p) : nextVirtual(s, item.chunk, p, v);
+      if (!from.exists) return kNoTask;
+      TaskDef r = commTask(TaskKind::kRecv, CommKind::kPp, kRecvStream, CollectiveOp::kAllReduce, p2p_bytes,
+                           item.micro_batch, item.chunk, item.forward);
+      r.peer_stage = from.stage;
+      const uint32_t recv = b.add(r);
+      index[s].slot(true, item.forward, item.micro_batch, item.chunk) = recv;
+      return recv;
+    };
+    std::vector<uint32_t> recvs(order.size(), kNoTask);
+    std::vector<ScheduleItem> unsent;  // blocks of the current step whose message is not yet sent
+    std::vector<uint32_t> step_sends;  // the previous synchronous step's sends
     for (size_t i = 0; i < order.size(); ++i) {
       const ScheduleItem& it = order[i];
       const Block& bl = blocks[i];
       const bool loads = (s == 0 && it.chunk == 0) || (s + 1 == p && it.chunk + 1 == v);
       if (config.data_loading_ps > 0 && it.forward && loads) hostTask(config.data_loading_ps, it.micro_batch, it.chunk);
       const BlockTimes& bt = times[it.chunk];
-      const Peer from = it.forward ? prevVirtual(s, it.chunk, p) : nextVirtual(s, it.chunk, p, v);
       const Peer to = it.forward ? nextVirtual(s, it.chunk, p, v) : prevVirtual(s, it.chunk, p);
-      uint32_t recv = kNoTask;
-      if (from.exists) {
-        TaskDef r = commTask(TaskKind::kRecv, CommKind::kPp, kRecvStream, CollectiveOp::kAllReduce, p2p_bytes,
-                             it.micro_batch, it.chunk, it.forward);
-        r.peer_stage = from.stage;
-        recv = b.add(r);
-        index[s].slot(true, it.forward, it.micro_batch, it.chunk) = recv;
+      // A step's receives are posted together when it starts (one per block before the first
+      // block of a synchronous step).
+      const bool step_start = overlapped || !it.paired;
+      if (step_start) {
+        for (size_t j = i; j < order.size() && (j == i || (!overlapped && order[j].paired)); ++j) {
+          recvs[j] = postRecv(order[j]);
+        }
       }
+      const uint32_t recv = recvs[i];
       // Ring attention: the block's attention kernels, and the CP exchange beside them.
       const int64_t cp_bytes = cp_layer * layersIn(it.chunk);
       const int64_t attention = cp_bytes > 0 ? (it.forward ? bt.attention_forward : bt.attention_backward) : 0;
@@ -592,6 +612,13 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
         queueGathers();
         std::vector<uint32_t> gate = waits;
         if (k == 0) gate.push_back(recv);
+        if (k == 0 && step_start) {
+          // A synchronous step starts once the previous step's messages arrived and all of its
+          // own are in.
+          gate.insert(gate.end(), step_sends.begin(), step_sends.end());
+          for (size_t j = i + 1; j < order.size() && !overlapped && order[j].paired; ++j) gate.push_back(recvs[j]);
+          step_sends.clear();
+        }
         if (bl.first_forward) {
           const auto& g = gathers[it.chunk][static_cast<size_t>(k)];
           gate.insert(gate.end(), g.begin(), g.end());
@@ -662,13 +689,19 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
         last = b.add(commTask(TaskKind::kCollective, CommKind::kEp, kComputeStream, CollectiveOp::kAllToAll,
                               a2a_layer * layersIn(it.chunk), it.micro_batch, it.chunk, it.forward));
       }
-      if (to.exists) {
-        TaskDef snd = commTask(TaskKind::kSend, CommKind::kPp, kSendStream, CollectiveOp::kAllReduce, p2p_bytes,
-                               it.micro_batch, it.chunk, it.forward);
-        snd.peer_stage = to.stage;
-        const uint32_t send = b.add(snd);
-        b.edge(last, send);
-        index[s].slot(false, it.forward, it.micro_batch, it.chunk) = send;
+      if (to.exists) unsent.push_back(ScheduleItem{it.forward, it.micro_batch, it.chunk});
+      // A synchronous step sends its blocks' messages after its last block.
+      if (overlapped || i + 1 == order.size() || !order[i + 1].paired) {
+        for (const ScheduleItem& u : unsent) {
+          TaskDef snd = commTask(TaskKind::kSend, CommKind::kPp, kSendStream, CollectiveOp::kAllReduce, p2p_bytes,
+                                 u.micro_batch, u.chunk, u.forward);
+          snd.peer_stage = (u.forward ? nextVirtual(s, u.chunk, p, v) : prevVirtual(s, u.chunk, p)).stage;
+          const uint32_t send = b.add(snd);
+          b.edge(last, send);
+          index[s].slot(false, u.forward, u.micro_batch, u.chunk) = send;
+          if (!overlapped) step_sends.push_back(send);
+        }
+        unsent.clear();
       }
     }
     if (!par.dp_comm_overlap && zero < Zero::kGradients) {

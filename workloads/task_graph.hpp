@@ -237,6 +237,9 @@ struct ScheduleItem {
   bool forward = true;
   uint32_t micro_batch = 0;
   uint32_t chunk = 0;
+  /// A backward of the interleaved schedule's steady state: Megatron-LM runs it right after
+  /// the forward before it and exchanges both blocks' pipeline messages in one step.
+  bool paired = false;
 };
 std::vector<ScheduleItem> pipelineOrder(uint32_t stage, uint32_t stages, uint32_t micro_batches, uint32_t chunks);
 

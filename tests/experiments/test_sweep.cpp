@@ -454,7 +454,7 @@ TEST_CASE("a full experiment round-trips into TrainingExperiment", "[sweep][expe
     flash_attention: true
     grad_clip: false
   parallelism: {tp: 4, pp: 2, dp: 2, ep: 1, vpp: 2, sp: true, tp_comm_overlap: false, dp_comm_overlap: false,
-                recompute: full, distributed_optimizer: true, schedule: interleaved}
+                pp_comm_overlap: false, recompute: full, distributed_optimizer: true, schedule: interleaved}
   cluster: {gpu: h100, gpus: 16, gpus_per_server: 4, nics_per_server: 2, fabric: nvlink, nvls_all_reduce: false,
             tp_bandwidth_factor: 1.5, compute: {gemm_ceiling: 0.8, gemm_small_tile: 0.85,
                                                 gemm_quantization: false, memory_efficiency: 0.75, kernel_overhead: 2us}}
@@ -493,6 +493,7 @@ TEST_CASE("a full experiment round-trips into TrainingExperiment", "[sweep][expe
   CHECK(x.parallelism.sequence_parallel);
   CHECK_FALSE(x.parallelism.tp_comm_overlap);
   CHECK_FALSE(x.parallelism.dp_comm_overlap);
+  CHECK_FALSE(x.parallelism.pp_comm_overlap);
   CHECK(x.parallelism.recompute == Recompute::kFull);
   CHECK(x.parallelism.zero == mv::Zero::kOptimizer);
   CHECK(x.parallelism.schedule == PipelineSchedule::kInterleaved);

@@ -51,6 +51,15 @@ TEST_CASE("interleaved 1F1B visits every chunk of every micro-batch once, forwar
   CHECK(order[3].chunk == 0);
   CHECK(order[4].chunk == 1);
   CHECK(order[4].micro_batch == 0);
+  // Stage 0 warms up with (p - 1) * 2 + (v - 1) * p = 10 forwards; each steady-state
+  // backward is paired with the forward before it (Megatron-LM exchanges both at once), the
+  // cool-down's are not.
+  for (size_t i = 0; i < order.size(); ++i) {
+    const bool steady_backward = i >= 10 && i < 2 * 16 - 10 && (i - 10) % 2 == 1;
+    CHECK(order[i].paired == steady_backward);
+    if (order[i].paired) CHECK(order[i - 1].forward);
+  }
+  for (const ScheduleItem& it : pipelineOrder(0, 4, 8, 1)) CHECK_FALSE(it.paired);
 }
 
 /// A GPT-3-like layer at TP 8 on A100s (h 6144, micro-batch 4, seq 2048).

@@ -196,6 +196,94 @@ TEST_CASE("without DP overlap every gradient bucket waits for the whole backward
   CHECK_THAT(problems.front(), Catch::StartsWith("parallelism.dp_comm_overlap: false needs zero 0 or 1"));
 }
 
+/// Duration in ps of the traced task `name` of rank `pid` (1-based) in `r`'s Chrome trace.
+int64_t tracedPs(const TrainingResult& r, uint32_t pid, const std::string& name) {
+  const nlohmann::json trace = nlohmann::json::parse(r.chrome_trace);
+  for (const nlohmann::json& ev : trace.at("traceEvents")) {
+    if (ev.at("ph") == "X" && ev.at("pid") == pid && ev.at("name") == name) {
+      return std::llround(ev.at("dur").get<double>() * 1e6);
+    }
+  }
+  FAIL("no task " << name << " on rank " << pid);
+  return 0;
+}
+
+TEST_CASE("synchronous pipeline messages: two stages and two micro-batches pay one message more") {
+  // 1F1B over two stages: the second forward of stage 0 waits for the first one's message,
+  // the second backward of stage 1 for the first one's, and the pipeline's last message
+  // arrives one message time c later than when sends overlap compute (the schedule worked
+  // through with stage times f0, b0, f1, b1: the overlapped iteration ends at f0 + 2c +
+  // 2(f1 + b1) + b0, the synchronous one at f0 + 3c + 2(f1 + b1) + b0).
+  TrainingExperiment x = test::tinyExperiment(1, 2, 1, 2, 1);
+  x.fidelity = NetworkFidelity::kAnalytical;
+  x.training.host_overhead_ps = 0;
+  x.training.data_loading_ps = 0;
+  SimulationOptions o;
+  o.trace = true;
+  auto run = [&]() { return simulateTraining(std::vector<TrainingExperiment>{x}, o).front(); };
+  const TrainingResult overlapped = run();
+  x.parallelism.pp_comm_overlap = false;
+  const TrainingResult synchronous = run();
+  const int64_t c = tracedPs(overlapped, 1, "send fwd mb0 chunk0");
+  CHECK(tracedPs(overlapped, 2, "send bwd mb0 chunk0") == c);
+  INFO("message " << c << " ps; overlapped " << overlapped.iteration.ps << ", synchronous "
+                  << synchronous.iteration.ps);
+  CHECK(c > 0);
+  CHECK(synchronous.iteration.ps - overlapped.iteration.ps == c);
+  // The waits are exposed pipeline communication, not bubble.
+  CHECK(synchronous.exposed_pp.ps > overlapped.exposed_pp.ps);
+}
+
+TEST_CASE(
+    "synchronous interleaved pipeline: a steady step's forward is sent with its backward, and the next step "
+    "waits for both") {
+  TrainingExperiment x = test::tinyExperiment(1, 4, 1, 8, 1);
+  x.parallelism.vpp = 2;
+  x.parallelism.schedule = PipelineSchedule::kInterleaved;
+  x.parallelism.pp_comm_overlap = false;
+  const TrainingProgram program = trainingProgramOf(x);
+  size_t paired_sends = 0;
+  for (const StageProgram& stage : program.stages) {
+    std::vector<std::vector<uint32_t>> preds(stage.tasks.size());
+    for (uint32_t t = 0; t < stage.tasks.size(); ++t) {
+      const TaskDef& d = stage.tasks[t];
+      for (uint32_t k = 0; k < d.succ_count; ++k) preds[stage.succs[d.succ_begin + k]].push_back(t);
+    }
+    const std::vector<ScheduleItem> order = pipelineOrder(stage.stage, 4, 8, 2);
+    for (size_t i = 0; i + 1 < order.size(); ++i) {
+      if (!order[i].forward || !order[i + 1].paired) continue;
+      // The forward's send follows the backward's last compute task.
+      for (uint32_t t = 0; t < stage.tasks.size(); ++t) {
+        const TaskDef& d = stage.tasks[t];
+        if (d.kind != TaskKind::kSend || !d.forward || d.micro_batch != order[i].micro_batch ||
+            d.chunk != order[i].chunk) {
+          continue;
+        }
+        REQUIRE(preds[t].size() == 1);
+        const TaskDef& before = stage.tasks[preds[t].front()];
+        CHECK(before.kind == TaskKind::kCompute);
+        CHECK_FALSE(before.forward);
+        CHECK(before.micro_batch == order[i + 1].micro_batch);
+        // The next step's first compute task waits for it.
+        bool gates = false;
+        for (uint32_t k = 0; k < d.succ_count; ++k) {
+          gates = gates || stage.tasks[stage.succs[d.succ_begin + k]].kind == TaskKind::kCompute;
+        }
+        CHECK(gates == (i + 2 < order.size()));
+        ++paired_sends;
+      }
+    }
+  }
+  CHECK(paired_sends > 0);
+  // Waiting costs time, the same at 1 and 2 threads.
+  x.parallelism.pp_comm_overlap = true;
+  const TrainingResult overlapped = runOne(x);
+  x.parallelism.pp_comm_overlap = false;
+  const TrainingResult synchronous = runOne(x);
+  CHECK(synchronous.iteration > overlapped.iteration);
+  CHECK(runOne(x, 1).iteration == synchronous.iteration);
+}
+
 TEST_CASE("ring all-reduce over the packet network takes 2(n-1)/n S/B plus its latency terms") {
   TrainingExperiment x = test::tinyExperiment(1, 1, 4, 1, 1);
   x.model = test::tinyGpt(4, 512);
