@@ -115,9 +115,10 @@ MV_HD constexpr BitsPerSecond gigabitsPerSecond(int64_t v) {
   return BitsPerSecond{v * 1000 * 1000 * 1000};
 }
 
-/// Link and NIC rates an input may give: 1 Mb/s to 100 Tb/s (a packet takes at least a
-/// few picoseconds on the wire; a 16 TiB transfer's time fits int64 from 16 Mb/s up).
-inline constexpr int64_t kMinRateBps = 1000LL * 1000;
+/// Link and NIC rates an input may give: 100 Mb/s to 100 Tb/s. A packet takes at least a
+/// few picoseconds on the wire, and the longest serialisation the engine computes (a ring's
+/// busiest NIC over a 16 TiB collective, about 32 TiB: 2.8·10^18 ps at 100 Mb/s) fits int64.
+inline constexpr int64_t kMinRateBps = 100LL * 1000 * 1000;
 inline constexpr int64_t kMaxRateBps = 100LL * 1000 * 1000 * 1000 * 1000;
 
 /// The largest size an input may give for one transfer, flow or collective: 16 TiB

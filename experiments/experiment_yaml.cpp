@@ -285,7 +285,7 @@ class ExperimentReader {
     tflops("fp8_tflops", o.fp8_tflops, 0.0);
     tflops("tf32_tflops", o.tf32_tflops, 0.001);
     if (g.has("hbm")) o.hbm_capacity = Bytes{g.sizeBytes("hbm", 1, mebibytes(1).count, int64_t{1} << 50)};
-    // GB/s, within the engine's rate range (kMinRateBps..kMaxRateBps: 0.000125..12,500 GB/s).
+    // GB/s, within the engine's rate range (kMinRateBps..kMaxRateBps: 0.0125..12,500 GB/s).
     constexpr double kBitsPerGB = 8e9;
     auto gbPerSecond = [&](const char* key, std::optional<BitsPerSecond>& field, double lo) {
       const double hi = static_cast<double>(kMaxRateBps) / kBitsPerGB;

@@ -195,7 +195,7 @@ for d in 20s 30s; do
   expect 2 "delay_$d.yaml:1: topology.link_delay: $d is out of range [1ns, 1s]" netsim "$tmp/delay_$d.yaml" --out "$tmp/lim"
 done
 printf 'topology: {kind: star, nics: 4, link_rate: 8000Tbps}\nflows: flows.csv\n' > "$tmp/rate.yaml"
-expect 2 "rate.yaml:1: topology.link_rate: 8000Tbps is out of range [1Mbps, 100Tbps]" netsim "$tmp/rate.yaml" --out "$tmp/lim"
+expect 2 "rate.yaml:1: topology.link_rate: 8000Tbps is out of range [100Mbps, 100Tbps]" netsim "$tmp/rate.yaml" --out "$tmp/lim"
 printf 'topology: {kind: star, nics: 65535}\nflows: flows.csv\n' > "$tmp/ports.yaml"
 expect 2 "ports.yaml:1: topology.nics: 65535 is out of range [2, 65534]" netsim "$tmp/ports.yaml" --out "$tmp/lim"
 printf 'topology: {kind: star, nics: 4}\nflows: flows.csv\nlookahead: 2us\n' > "$tmp/lookahead.yaml"

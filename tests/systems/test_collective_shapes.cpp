@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <vector>
 
 #include "systems/collective_shapes.hpp"
@@ -248,6 +249,19 @@ TEST_CASE("generated rings walk makeShape's DAG transfer by transfer") {
   }
   CHECK_THROWS_AS(ringPhases(CollectiveOp::kAllReduce, CollectiveAlgorithm::kTree, 8), std::invalid_argument);
   CHECK_THROWS_AS(ringPhases(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 1u << 17), std::length_error);
+}
+
+TEST_CASE("the longest analytical time of the input ranges fits int64: 16 TiB over a 2^20-rank ring at 100 Mb/s") {
+  // The ring all-reduce's busiest NIC sends 2(n - 1)/n of the bytes: about 32 TiB, 2.8e18 ps
+  // at the slowest link rate an input may give (kMinRateBps), inside int64's 9.2e18.
+  const int64_t s = int64_t{1} << 44;
+  const int64_t n = int64_t{1} << 20;
+  const AnalyticalPath slow{kMinRateBps, 0};
+  const int64_t t = analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, n, s, slow);
+  const double expected = 2.0 * static_cast<double>(n - 1) / static_cast<double>(n) * static_cast<double>(s) * 8 /
+                          static_cast<double>(kMinRateBps) * 1e12;
+  CHECK(t > 0);
+  CHECK(std::abs(static_cast<double>(t) / expected - 1) < 1e-9);
 }
 
 TEST_CASE("analytical times follow the algorithms' step counts and volumes") {

@@ -22,7 +22,7 @@ constexpr const char* kValid =
     "0 4 100Gbps 0.001ms 0\n"
     "1 4 25Gbps 1us 0\n"
     "2 5 400Gbps 500ns 0\n"
-    "3 5 10Mbps 2.5us 0.0\n"
+    "3 5 100Mbps 2.5us 0.0\n"
     "4 5 1.6Tbps 1500ps 0\n";
 
 }  // namespace
@@ -49,7 +49,7 @@ TEST_CASE("topology.txt: a valid file loads links, rates and delays exactly", "[
   check_link(0, 0, 4, 100'000'000'000, 1'000'000);
   check_link(1, 1, 4, 25'000'000'000, 1'000'000);
   check_link(2, 2, 5, 400'000'000'000, 500'000);
-  check_link(3, 3, 5, 10'000'000, 2'500'000);
+  check_link(3, 3, 5, 100'000'000, 2'500'000);
   check_link(4, 4, 5, 1'600'000'000'000, 1'500);
   CHECK(topo.nicSwitch(2) == 5);
   CHECK(topo.nicSwitchPort(3) == 1);
@@ -86,7 +86,8 @@ TEST_CASE("topology.txt: each malformed input names file, line and token", "[top
       {"bad rate unit", "3 1 2\n2\n0 2 100Gbps 1us 0\n1 2 100Gbs 1us 0\n",
        "topology.txt:4: bad rate '100Gbs' (expected a number with bps, Kbps, Mbps, Gbps or Tbps)"},
       {"rate without unit", "3 1 2\n2\n0 2 100 1us 0\n1 2 100Gbps 1us 0\n", "topology.txt:3: bad rate '100'"},
-      {"zero rate", "3 1 2\n2\n0 2 0Gbps 1us 0\n1 2 100Gbps 1us 0\n", "topology.txt:3: rate 0Gbps is out of range [1Mbps, 100Tbps]"},
+      {"zero rate", "3 1 2\n2\n0 2 0Gbps 1us 0\n1 2 100Gbps 1us 0\n",
+       "topology.txt:3: rate 0Gbps is out of range [100Mbps, 100Tbps]"},
       {"bad delay", "3 1 2\n2\n0 2 100Gbps 1us 0\n1 2 100Gbps 1 0\n",
        "topology.txt:4: bad delay '1' (expected a number with s, ms, us, ns or ps)"},
       {"sub-picosecond delay", "3 1 2\n2\n0 2 100Gbps 0.5ps 0\n1 2 100Gbps 1us 0\n",
