@@ -233,11 +233,13 @@ MV_HD constexpr void setFluidLeft(FluidFlowState& f, Int128 left) {
   f.left_hi = static_cast<int64_t>(left >> 64);
 }
 /// When `left` (10^-12 bits, >= 0) drains at `rate_bps` from `t`: rounded up to a whole
-/// picosecond. Work below 2^63 (flows up to about 1.1 MB) takes a 64-bit division.
+/// picosecond; INT64_MAX (never) at rate 0 or past int64 (16 TiB at a share of a few
+/// hundred b/s). Work below 2^63 (flows up to about 1.1 MB) takes a 64-bit division.
 MV_HD constexpr int64_t fluidDrainTime(int64_t t, Int128 left, int64_t rate_bps) {
   if (rate_bps <= 0) return INT64_MAX;
   if (left <= INT64_MAX - rate_bps) return t + (static_cast<int64_t>(left) + rate_bps - 1) / rate_bps;
-  return t + static_cast<int64_t>((left + rate_bps - 1) / rate_bps);
+  const Int128 span = (left + rate_bps - 1) / rate_bps;
+  return span > INT64_MAX - t ? INT64_MAX : t + static_cast<int64_t>(span);
 }
 
 // --- one experiment's tables -----------------------------------------------------------------------

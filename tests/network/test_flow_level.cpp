@@ -143,6 +143,20 @@ double meanFct(const std::vector<net::FlowResult>& flows) {
 
 }  // namespace
 
+TEST_CASE("a fluid flow's drain time: exact below int64, never past it", "[network][flow]") {
+  // 1 MB at 100 Gb/s from t = 5 ps: 80 µs, rounded up.
+  const Int128 mb = Int128{8'000'000} * 1'000'000'000'000;
+  CHECK(net::fluidDrainTime(5, mb, 100'000'000'000) == 5 + 80'000'000);
+  CHECK(net::fluidDrainTime(5, mb + 1, 100'000'000'000) == 5 + 80'000'001);
+  // 16 TiB (10^-12 bits) at 200 b/s: 7·10^23 ps, past int64: never, not a wrap-around.
+  const Int128 huge = (Int128{1} << 44) * 8 * 1'000'000'000'000;
+  CHECK(net::fluidDrainTime(0, huge, 200) == INT64_MAX);
+  CHECK(net::fluidDrainTime(100, huge, 0) == INT64_MAX);
+  // Just inside: the same work at 10 Gb/s from the horizon.
+  CHECK(net::fluidDrainTime(kTimeHorizonPs, huge, 10'000'000'000) ==
+        kTimeHorizonPs + static_cast<int64_t>(huge / 10'000'000'000));
+}
+
 TEST_CASE("one fluid flow on an idle path finishes exactly when the packet-level flow does", "[network][flow]") {
   const Topology star = makeStar(2, BitsPerSecond{kRate}, Picoseconds{kDelay});
   for (net::CcKind cc : {net::CcKind::kDcqcn, net::CcKind::kDctcp, net::CcKind::kHpcc}) {
