@@ -913,9 +913,10 @@ bool fitsGpuMemory(const TrainingExperiment& x) { return peakStageMemory(x).fits
 
 namespace {
 
-std::string formatSeconds(double seconds) {
+/// `v` to three significant digits.
+std::string threeDigits(double v) {
   char text[32];
-  std::snprintf(text, sizeof text, "%.3g", seconds);
+  std::snprintf(text, sizeof text, "%.3g", v);
   return text;
 }
 
@@ -929,12 +930,10 @@ std::string formatSeconds(double seconds) {
  */
 std::string programLimitProblem(const TrainingExperiment& x, const GpuSpec& gpu) {
   const Parallelism& par = x.parallelism;
-  const double tp_bytes = static_cast<double>(x.training.micro_batch) * localSequence(x.model, x.training, par) *
-                          x.model.hidden * activationBytes(x.training.precision);
+  const double tp_bytes = boundaryActivationBytes(x.model, x.training, par);
   if (par.tp > 1 && tp_bytes > static_cast<double>(kMaxInputBytes)) {
-    char tib[32];
-    std::snprintf(tib, sizeof tib, "%.3g", tp_bytes / static_cast<double>(int64_t{1} << 40));
-    return std::string("workload: a tensor-parallel collective would move ") + tib +
+    return "workload: a tensor-parallel collective would move " +
+           threeDigits(tp_bytes / static_cast<double>(int64_t{1} << 40)) +
            " TiB per rank (micro_batch × seq / cp × hidden × element bytes), more than 16 TiB, the most one flow "
            "carries";
   }
@@ -956,7 +955,7 @@ std::string programLimitProblem(const TrainingExperiment& x, const GpuSpec& gpu)
   return "workload: one iteration's compute and tensor-parallel communication would take longer than the engine's "
          "horizon of " +
          std::to_string(kTimeHorizonPs / 1'000'000'000'000) + " s of simulated time (estimated " +
-         formatSeconds(ps * 1e-12) + " s): a smaller model, sequence or batch, or more GPUs";
+         threeDigits(ps * 1e-12) + " s): a smaller model, sequence or batch, or more GPUs";
 }
 
 }  // namespace

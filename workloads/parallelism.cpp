@@ -84,6 +84,11 @@ uint32_t localSequence(const ModelSpec& model, const TrainingConfig& config, con
   return sequenceLength(model, config) / std::max<uint32_t>(par.cp, 1);
 }
 
+double boundaryActivationBytes(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par) {
+  return static_cast<double>(config.micro_batch) * localSequence(model, config, par) * model.hidden *
+         activationBytes(config.precision);
+}
+
 uint32_t dataParallelRanks(const Parallelism& par) {
   return par.dp * std::max<uint32_t>(par.cp, 1);
 }

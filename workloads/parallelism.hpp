@@ -130,6 +130,10 @@ struct Parallelism {
 uint32_t sequenceLength(const ModelSpec& model, const TrainingConfig& config);
 /// Tokens of one sequence a context-parallel rank holds, s / cp.
 uint32_t localSequence(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par);
+/// Bytes of one micro-batch's activations between two layers on a rank, b · s/cp · h ·
+/// element bytes: what each TP collective moves and, over t, a pipeline message. In floating
+/// point, exact up to 2^53 B, so any shape can be checked against a limit before use.
+double boundaryActivationBytes(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par);
 /**
  * Ranks of one stage and tensor-parallel index that hold the same parameters, dp · cp: the
  * group over which gradients are reduced and, from ZeRO-1 on, state is sharded

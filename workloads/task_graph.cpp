@@ -184,8 +184,7 @@ LayerPassTimes layerPassTimes(const ModelSpec& model, const TrainingConfig& conf
   // TP collectives of one layer and pass (Korthikanti et al.): two all-reduces of the b·s·h
   // activations, or with sequence parallelism an all-gather before each column-parallel
   // linear (QKV, MLP up) and a reduce-scatter after each row-parallel one.
-  const Bytes act{int64_t{config.micro_batch} * localSequence(model, config, par) * model.hidden *
-                  activationBytes(config.precision)};
+  const Bytes act{static_cast<int64_t>(boundaryActivationBytes(model, config, par))};
   const auto timeOf = [&](CollectiveOp op) {
     return std::llround(static_cast<double>(collectiveTime(options.tp_model, op, tp, act).ps) /
                         options.tp_bandwidth_factor);
@@ -413,7 +412,7 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
   const uint32_t v = std::max<uint32_t>(par.vpp, 1);
   const uint32_t m = microBatchCount(config, par);
   const uint32_t seq = localSequence(model, config, par);
-  const int64_t act_bytes = int64_t{config.micro_batch} * seq * model.hidden * activationBytes(config.precision);
+  const auto act_bytes = static_cast<int64_t>(boundaryActivationBytes(model, config, par));
   // Pipeline messages: the b·s·h activation (or its gradient), split over TP (÷t with SP,
   // each TP rank sends its slice either way as Megatron's scatter-gather does).
   const int64_t p2p_bytes = act_bytes / std::max<uint32_t>(par.tp, 1);
