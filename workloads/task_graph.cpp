@@ -559,8 +559,10 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
       index[s].slot(true, item.forward, item.micro_batch, item.chunk) = recv;
       return recv;
     };
+    // Whether block j runs in the same synchronous step as the block before it.
+    auto joinsStep = [&](size_t j) { return !overlapped && j < order.size() && order[j].paired; };
     std::vector<uint32_t> recvs(order.size(), kNoTask);
-    std::vector<ScheduleItem> unsent;  // blocks of the current step whose message is not yet sent
+    std::vector<TaskDef> unsent;       // sends of the current step's blocks, not yet added
     std::vector<uint32_t> step_sends;  // the previous synchronous step's sends
     for (size_t i = 0; i < order.size(); ++i) {
       const ScheduleItem& it = order[i];
@@ -571,11 +573,11 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
       const Peer to = it.forward ? nextVirtual(s, it.chunk, p, v) : prevVirtual(s, it.chunk, p);
       // A step's receives are posted together when it starts (one per block before the first
       // block of a synchronous step).
-      const bool step_start = overlapped || !it.paired;
+      const bool step_start = !joinsStep(i);
+      size_t step_end = i + 1;  // past the step's last block
+      while (joinsStep(step_end)) ++step_end;
       if (step_start) {
-        for (size_t j = i; j < order.size() && (j == i || (!overlapped && order[j].paired)); ++j) {
-          recvs[j] = postRecv(order[j]);
-        }
+        for (size_t j = i; j < step_end; ++j) recvs[j] = postRecv(order[j]);
       }
       const uint32_t recv = recvs[i];
       // Ring attention: the block's attention kernels, and the CP exchange beside them.
@@ -615,7 +617,7 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
           // A synchronous step starts once the previous step's messages arrived and all of its
           // own are in.
           gate.insert(gate.end(), step_sends.begin(), step_sends.end());
-          for (size_t j = i + 1; j < order.size() && !overlapped && order[j].paired; ++j) gate.push_back(recvs[j]);
+          for (size_t j = i + 1; j < step_end; ++j) gate.push_back(recvs[j]);
           step_sends.clear();
         }
         if (bl.first_forward) {
@@ -688,16 +690,18 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
         last = b.add(commTask(TaskKind::kCollective, CommKind::kEp, kComputeStream, CollectiveOp::kAllToAll,
                               a2a_layer * layersIn(it.chunk), it.micro_batch, it.chunk, it.forward));
       }
-      if (to.exists) unsent.push_back(ScheduleItem{it.forward, it.micro_batch, it.chunk});
+      if (to.exists) {
+        TaskDef snd = commTask(TaskKind::kSend, CommKind::kPp, kSendStream, CollectiveOp::kAllReduce, p2p_bytes,
+                               it.micro_batch, it.chunk, it.forward);
+        snd.peer_stage = to.stage;
+        unsent.push_back(snd);
+      }
       // A synchronous step sends its blocks' messages after its last block.
-      if (overlapped || i + 1 == order.size() || !order[i + 1].paired) {
-        for (const ScheduleItem& u : unsent) {
-          TaskDef snd = commTask(TaskKind::kSend, CommKind::kPp, kSendStream, CollectiveOp::kAllReduce, p2p_bytes,
-                                 u.micro_batch, u.chunk, u.forward);
-          snd.peer_stage = (u.forward ? nextVirtual(s, u.chunk, p, v) : prevVirtual(s, u.chunk, p)).stage;
+      if (!joinsStep(i + 1)) {
+        for (const TaskDef& snd : unsent) {
           const uint32_t send = b.add(snd);
           b.edge(last, send);
-          index[s].slot(false, u.forward, u.micro_batch, u.chunk) = send;
+          index[s].slot(false, snd.forward, snd.micro_batch, snd.chunk) = send;
           if (!overlapped) step_sends.push_back(send);
         }
         unsent.clear();
