@@ -568,7 +568,6 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
       const ScheduleItem& it = order[i];
       const Block& bl = blocks[i];
       const bool loads = (s == 0 && it.chunk == 0) || (s + 1 == p && it.chunk + 1 == v);
-      if (config.data_loading_ps > 0 && it.forward && loads) hostTask(config.data_loading_ps, it.micro_batch, it.chunk);
       const BlockTimes& bt = times[it.chunk];
       const Peer to = it.forward ? nextVirtual(s, it.chunk, p, v) : prevVirtual(s, it.chunk, p);
       // A step's receives are posted together when it starts (one per block before the first
@@ -580,6 +579,14 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
         for (size_t j = i; j < step_end; ++j) recvs[j] = postRecv(order[j]);
       }
       const uint32_t recv = recvs[i];
+      if (config.data_loading_ps > 0 && it.forward && loads) {
+        // Megatron loads the batch in its forward step, after the previous step's p2p wait.
+        const uint32_t load = hostTask(config.data_loading_ps, it.micro_batch, it.chunk);
+        if (!overlapped && step_start) {
+          for (uint32_t sent : step_sends) b.edge(sent, load);
+          for (size_t j = i; j < step_end; ++j) b.edge(recvs[j], load);
+        }
+      }
       // Ring attention: the block's attention kernels, and the CP exchange beside them.
       const int64_t cp_bytes = cp_layer * layersIn(it.chunk);
       const int64_t attention = cp_bytes > 0 ? (it.forward ? bt.attention_forward : bt.attention_backward) : 0;

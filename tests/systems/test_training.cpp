@@ -196,16 +196,24 @@ TEST_CASE("without DP overlap every gradient bucket waits for the whole backward
   CHECK_THAT(problems.front(), Catch::StartsWith("parallelism.dp_comm_overlap: false needs zero 0 or 1"));
 }
 
-/// Duration in ps of the traced task `name` of rank `pid` (1-based) in `r`'s Chrome trace.
-int64_t tracedPs(const TrainingResult& r, uint32_t pid, const std::string& name) {
+/// Start and end (ps) of the first span called `name` on trace process `pid` (rank + 1) of
+/// `r`'s Chrome trace.
+std::pair<int64_t, int64_t> tracedSpan(const TrainingResult& r, uint32_t pid, const std::string& name) {
   const nlohmann::json trace = nlohmann::json::parse(r.chrome_trace);
   for (const nlohmann::json& ev : trace.at("traceEvents")) {
     if (ev.at("ph") == "X" && ev.at("pid") == pid && ev.at("name") == name) {
-      return std::llround(ev.at("dur").get<double>() * 1e6);
+      const int64_t ts = std::llround(ev.at("ts").get<double>() * 1e6);
+      return {ts, ts + std::llround(ev.at("dur").get<double>() * 1e6)};
     }
   }
   FAIL("no task " << name << " on rank " << pid);
-  return 0;
+  return {};
+}
+
+/// Duration (ps) of the first span called `name` on trace process `pid`.
+int64_t tracedPs(const TrainingResult& r, uint32_t pid, const std::string& name) {
+  const auto [start, end] = tracedSpan(r, pid, name);
+  return end - start;
 }
 
 TEST_CASE("synchronous pipeline messages: two stages and two micro-batches pay one message more") {
@@ -232,6 +240,34 @@ TEST_CASE("synchronous pipeline messages: two stages and two micro-batches pay o
   CHECK(synchronous.iteration.ps - overlapped.iteration.ps == c);
   // The waits are exposed pipeline communication, not bubble.
   CHECK(synchronous.exposed_pp.ps > overlapped.exposed_pp.ps);
+}
+
+TEST_CASE("synchronous pipeline steps load their batch after the step's wait, as Megatron's forward step does") {
+  TrainingExperiment x = test::tinyExperiment(1, 2, 1, 2, 1);
+  x.fidelity = NetworkFidelity::kAnalytical;
+  x.training.host_overhead_ps = 0;
+  const int64_t load = 3'000'000;  // 3 µs
+  x.training.data_loading_ps = load;
+  x.parallelism.pp_comm_overlap = false;
+  SimulationOptions o;
+  o.trace = true;
+  const TrainingResult r = simulateTraining(std::vector<TrainingExperiment>{x}, o).front();
+  // Stage 0 (rank 0) loads micro-batch 1 once its first forward's message arrived; the last
+  // stage (rank 1) loads micro-batch 0 once that message is in. Each load is the first span
+  // of its forward, and lasts the knob's time.
+  const auto sent = tracedSpan(r, 1, "send fwd mb0 chunk0");
+  const auto load0 = tracedSpan(r, 1, "compute fwd mb1 chunk0");
+  CHECK(load0.second - load0.first == load);
+  CHECK(load0.first >= sent.second);
+  const auto received = tracedSpan(r, 2, "recv fwd mb0 chunk0");
+  const auto load1 = tracedSpan(r, 2, "compute fwd mb0 chunk0");
+  CHECK(load1.second - load1.first == load);
+  CHECK(load1.first >= received.second);
+  // Overlapped sends: the load runs while the message is under way.
+  x.parallelism.pp_comm_overlap = true;
+  const TrainingResult overlapped = simulateTraining(std::vector<TrainingExperiment>{x}, o).front();
+  CHECK(tracedSpan(overlapped, 2, "compute fwd mb0 chunk0").first <
+        tracedSpan(overlapped, 2, "recv fwd mb0 chunk0").second);
 }
 
 TEST_CASE(
