@@ -108,12 +108,12 @@ int main(int argc, char** argv) {
   std::printf(
       "%6u GPUs  %-10s  dp %5u  validate %6.2f s  memory %7.3f GiB (programs %6.3f, ranks %6.3f, collectives %6.3f,"
       " network %6.3f, run %6.3f)  rank tasks %10lld  collectives %6lld  transfer counters %8lld  live flows %8lld"
-      "  peak RSS %6.2f GiB\n",
+      "  structure %7.1f MiB  peak RSS %6.2f GiB\n",
       gpus, fidelity.c_str(), x.parallelism.dp, fp.build_seconds, fp.total_bytes / mv::kGiB,
       fp.program_bytes / mv::kGiB, fp.rank_bytes / mv::kGiB, fp.collective_bytes / mv::kGiB,
       fp.network_bytes / mv::kGiB, fp.run_bytes / mv::kGiB, static_cast<long long>(fp.rank_tasks),
       static_cast<long long>(fp.collectives), static_cast<long long>(fp.transfer_states),
-      static_cast<long long>(fp.flows_per_step), mv::peakRssGiB());
+      static_cast<long long>(fp.flows_per_step), fp.structure_bytes / (1024.0 * 1024.0), mv::peakRssGiB());
   std::fflush(stdout);
   if (build) {
     const mv::TrainingFootprint built = mv::measureFootprint(x, {}, mv::FootprintMethod::kBuild);

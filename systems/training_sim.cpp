@@ -902,6 +902,11 @@ TrainingFootprint measureFootprint(const TrainingExperiment& x, const Simulation
       bytesOf(world, ConcatT<net::NetworkArchetypes, net::FluidArchetypes>{}) - flow_tables + counted_pools;
   f.network_rows = rowsOf(world, ConcatT<net::NetworkArchetypes, net::FluidArchetypes>{});
   f.total_bytes = world.totalBytes() + counted_states + counted_pools;
+  f.structure_bytes =
+      f.program_bytes +
+      bytesOf(world, TypeList<GroupMember, TransferShape, TransferSucc, RingShape, net::RouteIndexTable,
+                              net::RouteSetTable, net::RoutePortTable, net::NicRouteTable, net::FluidRouteIndex,
+                              net::FluidRouteSet, net::FluidRoutePort, net::FluidNicRoute>{});
   return f;
 }
 

@@ -74,6 +74,10 @@ struct TrainingFootprint {
   std::size_t network_bytes = 0;  ///< network rows and pooled packet storage
   std::size_t run_bytes = 0;      ///< tables filled during the run: packet flows, flow records, trace spans
   std::size_t total_bytes = 0;
+  /// Of the total, the tables a run only reads and that follow from the cluster, the
+  /// parallelism and the model's shape alone (stage programs, collective members, shapes and
+  /// ring phases, routing): what experiments differing in anything else could share.
+  std::size_t structure_bytes = 0;
   /// Host time to generate the programs and fill (or count) the tables.
   double build_seconds = 0;
 };

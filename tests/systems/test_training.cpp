@@ -964,6 +964,25 @@ TEST_CASE("counting the task states and packet pools gives the bytes that buildi
   if (fidelity == NetworkFidelity::kPacket) CHECK(built.network_bytes > built.total_bytes / 2);
 }
 
+TEST_CASE("the structure bytes follow the cluster and the parallelism, not the experiment's other knobs") {
+  TrainingExperiment x = test::tinyExperiment(2, 2, 2, 4, 2);
+  x.model = test::tinyGpt(8, 512);
+  x.fidelity = NetworkFidelity::kPacket;
+  const TrainingFootprint base = measureFootprint(x);
+  CHECK(base.structure_bytes > base.program_bytes);  // routing and collective members too
+  CHECK(base.structure_bytes < base.total_bytes / 4);
+  TrainingExperiment other = x;  // another seed, congestion control and micro-batch count
+  other.seed = 7;
+  other.network.cc = net::CcKind::kHpcc;
+  other.training.global_batch *= 2;
+  const TrainingFootprint same = measureFootprint(other);
+  CHECK(same.structure_bytes == base.structure_bytes + (same.program_bytes - base.program_bytes));
+  TrainingExperiment wider = test::tinyExperiment(2, 2, 4, 4, 2);  // twice the replicas: more members, routes
+  wider.model = x.model;
+  wider.fidelity = x.fidelity;
+  CHECK(measureFootprint(wider).structure_bytes > base.structure_bytes);
+}
+
 TEST_CASE("ZeRO-2 and ZeRO-3 run at every fidelity: more DP traffic, less memory, the same at 1 and 2 threads") {
   // One stage, 4 replicas on 4 servers behind 10 Gb/s links: the DP collectives are the
   // iteration. A reduce-scatter or all-gather of all gradients takes about the same time T
