@@ -568,6 +568,9 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
       const ScheduleItem& it = order[i];
       const Block& bl = blocks[i];
       const bool loads = (s == 0 && it.chunk == 0) || (s + 1 == p && it.chunk + 1 == v);
+      const uint32_t load = config.data_loading_ps > 0 && it.forward && loads
+                                ? hostTask(config.data_loading_ps, it.micro_batch, it.chunk)
+                                : kNoTask;
       const BlockTimes& bt = times[it.chunk];
       const Peer to = it.forward ? nextVirtual(s, it.chunk, p, v) : prevVirtual(s, it.chunk, p);
       // A step's receives are posted together when it starts (one per block before the first
@@ -579,13 +582,10 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
         for (size_t j = i; j < step_end; ++j) recvs[j] = postRecv(order[j]);
       }
       const uint32_t recv = recvs[i];
-      if (config.data_loading_ps > 0 && it.forward && loads) {
+      if (load != kNoTask && !overlapped && step_start) {
         // Megatron loads the batch in its forward step, after the previous step's p2p wait.
-        const uint32_t load = hostTask(config.data_loading_ps, it.micro_batch, it.chunk);
-        if (!overlapped && step_start) {
-          for (uint32_t sent : step_sends) b.edge(sent, load);
-          for (size_t j = i; j < step_end; ++j) b.edge(recvs[j], load);
-        }
+        for (uint32_t sent : step_sends) b.edge(sent, load);
+        for (size_t j = i; j < step_end; ++j) b.edge(recvs[j], load);
       }
       // Ring attention: the block's attention kernels, and the CP exchange beside them.
       const int64_t cp_bytes = cp_layer * layersIn(it.chunk);
