@@ -109,13 +109,9 @@ struct RankStreams {
   /// while the DP stream communicates.
   int64_t work_left = 0;
   int64_t work_since = 0;
-  /// Earliest event the rank knew of when it last ran: a compute finish, a task start, or a
-  /// completion of running communication already written.
+  /// Earliest compute finish or task start the rank found when it last ran (completions of
+  /// running communication are read from their TaskState each step).
   int64_t wake_self = 0;
-  /// Earliest completion written for one of the rank's communication tasks since it last
-  /// ran (atomic: lowered by whoever completes the task, taken by the rank; kNever: none).
-  /// With `wake_self` it tells the rank whether anything is due without reading its tasks.
-  int64_t comm_wake = kNever;
 };
 /// Where the rank's compute-stream time went (the iteration breakdown) and when it ended.
 struct RankTimes {

@@ -102,8 +102,6 @@ struct TrainOps {
   /// it acts on the value only in a later window, as t ≥ the next window's start).
   MV_HD void complete(uint32_t rank, uint32_t index, int64_t t) const {
     atomicStore<int64_t>(&state(rankInfo(rank), index).done_ps, t);
-    auto& ranks = ctx.template table<Rank>();
-    atomicFetchMin<int64_t>(&ranks.template get<RankStreams>(base(ranks) + rank).comm_wake, t);
     ctx.wakeAt(Picoseconds{t});
   }
 
@@ -285,8 +283,12 @@ struct RankSystem {
     const TrainOps<Ctx> ops{ctx};
     const int64_t end = ctx.window_end.ps;
     // Nothing happens to this rank in the window: report its next event and stop.
-    const int64_t written = atomicLoad<int64_t>(&st.comm_wake);
-    const int64_t earliest = written < st.wake_self ? written : st.wake_self;
+    int64_t earliest = st.wake_self;
+    for (int s = 0; s < kStreams; ++s) {
+      if (st.running[s] == kNoTask || timed(ops.task(info, st.running[s]).kind)) continue;
+      const int64_t t = finishTime(ops, info, st, s);
+      earliest = t < earliest ? t : earliest;
+    }
     if (earliest >= end) {
       if (earliest != kNever) ctx.wakeAt(Picoseconds{earliest});
       return;
@@ -318,11 +320,8 @@ struct RankSystem {
         }
       }
       if (best >= end) {
-        // A completion written in this window by another rank (at or after `end`) may have
-        // been missed by the loads above: it stays part of the next event.
-        const int64_t late = atomicExchange<int64_t>(&st.comm_wake, kNever);
-        st.wake_self = late >= end && late < best ? late : best;
-        if (st.wake_self != kNever) ctx.wakeAt(Picoseconds{st.wake_self});
+        st.wake_self = best;
+        if (best != kNever) ctx.wakeAt(Picoseconds{best});
         return;
       }
       if (best_finish) {
