@@ -51,6 +51,24 @@ MV_HD MV_INLINE void atomicFetchMin(T* p, T v) {
   }
 }
 
+/// Lowers `*p` to `v` if `v` is smaller, acquire-release, and writes even when it is not:
+/// a later acquire exchange of `*p` then sees every write this thread made before the call,
+/// whichever value it reads (a lowering that skipped its write would publish nothing).
+template <class T>
+MV_HD MV_INLINE void atomicLowerAcqRel(T* p, T v) {
+  auto ref = MV_ATOMIC_REF(T, *p);
+  T cur = ref.load(MV_RELAXED);
+  while (!ref.compare_exchange_weak(cur, v < cur ? v : cur, MV_ACQ_REL, MV_RELAXED)) {
+  }
+}
+
+/// Stores `v` into `*p` and returns the previous value, acquire-release (pairs with
+/// atomicLowerAcqRel).
+template <class T>
+MV_HD MV_INLINE T atomicExchangeAcqRel(T* p, T v) {
+  return MV_ATOMIC_REF(T, *p).exchange(v, MV_ACQ_REL);
+}
+
 /// Raises `*p` to `v` if `v` is larger.
 template <class T>
 MV_HD MV_INLINE void atomicFetchMax(T* p, T v) {

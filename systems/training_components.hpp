@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "analytical/collective_model.hpp"
+#include "ecs/atomic.hpp"
 #include "ecs/table.hpp"
 #include "ecs/type_list.hpp"
 #include "network/components.hpp"
@@ -109,9 +110,29 @@ struct RankStreams {
   /// while the DP stream communicates.
   int64_t work_left = 0;
   int64_t work_since = 0;
-  /// Earliest compute finish or task start the rank found when it last ran (completions of
-  /// running communication are read from their TaskState each step).
+  /// Earliest event the rank found when it last ran a full pass: a compute finish, a task
+  /// start, or a completion of running communication already written.
   int64_t wake_self = 0;
+  /// Earliest completion posted for one of the rank's communication tasks since the rank
+  /// last took its completions (kNever: none); see postCompletion and takeCompletions.
+  int64_t comm_wake = kNever;
+
+  /// Whoever completes one of the rank's communication tasks at `t` calls this after writing
+  /// the task's done_ps (it may run while the rank does). It lowers comm_wake with a write
+  /// that publishes done_ps to the rank's next takeCompletions.
+  MV_HD void postCompletion(int64_t t) { atomicLowerAcqRel<int64_t>(&comm_wake, t); }
+  /// Earliest time at which the rank may have something to do: it need not run a full pass
+  /// in a window that ends at or before it.
+  MV_HD int64_t nextWake() {
+    const int64_t posted = atomicLoad<int64_t>(&comm_wake);
+    return posted < wake_self ? posted : wake_self;
+  }
+  /// The rank starts a full pass: it takes every completion posted so far, whose done_ps its
+  /// loads now see. What is posted during the pass (at or after the window's end, as every
+  /// communication lasts a step latency) stays for nextWake in the next window. Taken at the
+  /// pass's end instead, a completion the pass has just consumed would hide a later one
+  /// posted during the pass (the minimum keeps only the earlier).
+  MV_HD void takeCompletions() { atomicExchangeAcqRel<int64_t>(&comm_wake, kNever); }
 };
 /// Where the rank's compute-stream time went (the iteration breakdown) and when it ended.
 struct RankTimes {

@@ -102,6 +102,8 @@ struct TrainOps {
   /// it acts on the value only in a later window, as t ≥ the next window's start).
   MV_HD void complete(uint32_t rank, uint32_t index, int64_t t) const {
     atomicStore<int64_t>(&state(rankInfo(rank), index).done_ps, t);
+    auto& ranks = ctx.template table<Rank>();
+    ranks.template get<RankStreams>(base(ranks) + rank).postCompletion(t);
     ctx.wakeAt(Picoseconds{t});
   }
 
@@ -283,16 +285,12 @@ struct RankSystem {
     const TrainOps<Ctx> ops{ctx};
     const int64_t end = ctx.window_end.ps;
     // Nothing happens to this rank in the window: report its next event and stop.
-    int64_t earliest = st.wake_self;
-    for (int s = 0; s < kStreams; ++s) {
-      if (st.running[s] == kNoTask || timed(ops.task(info, st.running[s]).kind)) continue;
-      const int64_t t = finishTime(ops, info, st, s);
-      earliest = t < earliest ? t : earliest;
-    }
+    const int64_t earliest = st.nextWake();
     if (earliest >= end) {
       if (earliest != kNever) ctx.wakeAt(Picoseconds{earliest});
       return;
     }
+    st.takeCompletions();
     for (;;) {
       int64_t best = kNever;
       int best_stream = -1;

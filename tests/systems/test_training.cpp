@@ -10,6 +10,7 @@
 
 #include "network/nic_system.hpp"
 #include "systems/calibration.hpp"
+#include "systems/training_components.hpp"
 #include "systems/training_sim.hpp"
 #include "tests/systems/training_fixture.hpp"
 #include "workloads/compute_model.hpp"
@@ -194,6 +195,32 @@ TEST_CASE("without DP overlap every gradient bucket waits for the whole backward
   const std::vector<std::string> problems = checkTrainingExperiment(x);
   REQUIRE(problems.size() == 1);
   CHECK_THAT(problems.front(), Catch::StartsWith("parallelism.dp_comm_overlap: false needs zero 0 or 1"));
+}
+
+TEST_CASE("a rank's completions posted while it runs its pass wake it in the next window") {
+  // Windows of 100 ps; every communication lasts at least a step latency (here 50 ps), so a
+  // completion posted in a window lies at or after its end.
+  train::RankStreams st;
+  st.wake_self = train::kNever;
+  // Window [0, 100): after this rank's pass another rank completes its collective at 150.
+  st.postCompletion(150);
+  CHECK(st.nextWake() == 150);
+  // Window [100, 200): 150 is due, so the rank runs a full pass and takes its completions;
+  // it reads done_ps 150 and finishes the collective. While it runs, another rank's send to
+  // it arrives (posted at 260): its receive was not yet started, so the pass did not see it.
+  REQUIRE(st.nextWake() < 200);
+  st.takeCompletions();
+  st.postCompletion(260);
+  st.wake_self = train::kNever;
+  // Window [200, 300): the receive is due at 260 and must not have been lost to the 150
+  // the pass consumed.
+  CHECK(st.nextWake() == 260);
+  // Posts keep the earliest, in any order; a pass takes them all.
+  st.postCompletion(240);
+  st.postCompletion(270);
+  CHECK(st.nextWake() == 240);
+  st.takeCompletions();
+  CHECK(st.nextWake() == train::kNever);
 }
 
 /// Start and end (ps) of the first span called `name` on trace process `pid` (rank + 1) of
