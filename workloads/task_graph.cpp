@@ -581,11 +581,19 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
       if (step_start) {
         for (size_t j = i; j < step_end; ++j) recvs[j] = postRecv(order[j]);
       }
-      const uint32_t recv = recvs[i];
-      if (load != kNoTask && !overlapped && step_start) {
-        // Megatron loads the batch in its forward step, after the previous step's p2p wait.
-        for (uint32_t sent : step_sends) b.edge(sent, load);
-        for (size_t j = i; j < step_end; ++j) b.edge(recvs[j], load);
+      // What the block's first piece waits for besides gathers: its receive and, when it
+      // starts a synchronous step, the previous step's messages and the step's other
+      // receives. Megatron loads the batch after that wait: a load takes these edges, and the
+      // piece follows it on the compute stream.
+      std::vector<uint32_t> first_gate{recvs[i]};
+      if (step_start && !overlapped) {
+        first_gate.insert(first_gate.end(), step_sends.begin(), step_sends.end());
+        for (size_t j = i + 1; j < step_end; ++j) first_gate.push_back(recvs[j]);
+        step_sends.clear();
+        if (load != kNoTask) {
+          for (uint32_t g : first_gate) b.edge(g, load);
+          first_gate.clear();
+        }
       }
       // Ring attention: the block's attention kernels, and the CP exchange beside them.
       const int64_t cp_bytes = cp_layer * layersIn(it.chunk);
@@ -619,14 +627,7 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
         next_piece = k + 1 < bl.pieces ? k + 1 : 0;
         queueGathers();
         std::vector<uint32_t> gate = waits;
-        if (k == 0) gate.push_back(recv);
-        if (k == 0 && step_start) {
-          // A synchronous step starts once the previous step's messages arrived and all of its
-          // own are in.
-          gate.insert(gate.end(), step_sends.begin(), step_sends.end());
-          for (size_t j = i + 1; j < step_end; ++j) gate.push_back(recvs[j]);
-          step_sends.clear();
-        }
+        if (k == 0) gate.insert(gate.end(), first_gate.begin(), first_gate.end());
         if (bl.first_forward) {
           const auto& g = gathers[it.chunk][static_cast<size_t>(k)];
           gate.insert(gate.end(), g.begin(), g.end());
