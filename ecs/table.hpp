@@ -187,7 +187,7 @@ struct TableView {
   int64_t live = 0;       ///< live rows over all experiments
   int64_t pending = 0;    ///< reservations this step (may overshoot pending_capacity)
   int64_t destroyed = 0;  ///< destructions this step
-  int64_t free_head = 0;  ///< monotonic position of the next free index in free_ring
+  int64_t free_head = 0;  ///< position in free_ring of the next free index, below capacity
   uint32_t num_exps = 0;
   uint32_t status = kStatusOk;
   // The current commit's plan (see commitPlan), set in its first phase.
@@ -383,6 +383,10 @@ struct TableView {
     return plan;
   }
   MV_HD int64_t pendingCount() const { return pending < pending_capacity ? pending : pending_capacity; }
+  /// Index into free_ring of position `pos` past its start, for pos below twice the
+  /// capacity: what a commit reaches from free_head (below the capacity) by at most the
+  /// capacity's worth of freed or taken indices. A subtraction, not a 64-bit division.
+  MV_HD int64_t ringSlot(int64_t pos) const { return pos < capacity ? pos : pos - capacity; }
   /// Chunks of the row passes over rows [first, end), `chunk` rows each (the last fewer).
   MV_HD static int64_t chunkCount(int64_t first, int64_t end, int64_t chunk) {
     return (end - first + chunk - 1) / chunk;
@@ -618,7 +622,7 @@ struct TableView {
         if (dead[r] != 0u) {
           const uint32_t index = entity[r].index;
           slot_gen[index] += 1;
-          free_ring[(free_tail + dead_rank) % capacity] = index;
+          free_ring[ringSlot(free_tail + dead_rank)] = index;
           ++dead_rank;
         } else {
           ++alive_rank;
@@ -708,42 +712,94 @@ struct TableView {
       return;
     }
     const uint32_t* sorted = sortedPending();
-    // One row per iteration: a row's place depends only on counts settled before, so a
-    // GPU spreads the rows over the grid instead of one thread walking a block.
-    parallelFor(policy, commit_end - commit_first, [&](int64_t i) {
-      const int64_t r = commit_first + i;
-      const ExpId e = exp[r];
-      if (e == kGapRow) return;
-      if (dead[r] != 0u) {
-        dead[r] = 0u;
-        return;
+    if constexpr (kGridStrideOf<Policy>) {
+      // One row per iteration: a row's place depends only on counts settled before, so a
+      // GPU spreads the rows over the grid instead of one thread walking a block.
+      parallelFor(policy, commit_end - commit_first, [&](int64_t i) {
+        const int64_t r = commit_first + i;
+        const ExpId e = exp[r];
+        if (e == kGapRow || dropDead(r)) return;
+        scatterSurvivor(r, newRowsBelow(sorted, e, key[r]));
+      });
+      parallelFor(policy, pendingCount(), [&](int64_t j) {
+        const uint32_t s = sorted[j];
+        scatterNew(sorted, j, firstOldRowNotBelow(pending_exp[s], pending_key[s]));
+      });
+    } else {
+      // A contiguous share per thread: along it keys grow within each experiment, so each
+      // row's count of new rows below it (and each new row's first old row not below it)
+      // continues from the previous one's instead of a binary search per row.
+      const int64_t n = commit_end - commit_first;
+      const int64_t rows_end = commit_first + partBegin(n, policy.count(), policy.rank() + 1);
+      ExpId at = kGapRow;
+      int64_t below = 0;
+      for (int64_t r = commit_first + partBegin(n, policy.count(), policy.rank()); r < rows_end; ++r) {
+        const ExpId e = exp[r];
+        if (e == kGapRow || dropDead(r)) continue;
+        if (e != at) {
+          at = e;
+          below = newRowsBelow(sorted, e, key[r]);
+        } else {
+          const int64_t last = exp_pending_before[e + 1] - exp_pending_before[e];
+          while (below < last && pending_key[sorted[exp_pending_before[e] + below]] < key[r]) ++below;
+        }
+        scatterSurvivor(r, below);
       }
-      const int64_t dest = exp_begin_alt[e] + (alive_before[r] - alive_before[exp_begin[e]]) +
-                           newRowsBelow(sorted, e, key[r]);
-      copyRow(Components{}, r, dest);
-      entity_alt[dest] = entity[r];
-      exp_alt[dest] = e;
-      key_alt[dest] = key[r];
-      slot_row[entity[r].index] = static_cast<uint32_t>(dest);
-    });
-    parallelFor(policy, pendingCount(), [&](int64_t j) {
-      const uint32_t s = sorted[j];
-      const ExpId e = pending_exp[s];
-      const uint64_t k = pending_key[s];
-      const bool twin_new = j > 0 && pending_exp[sorted[j - 1]] == e && pending_key[sorted[j - 1]] == k;
-      const int64_t p = firstOldRowNotBelow(e, k);
-      const bool twin_old = p < expEnd(e) && key[p] == k && alive_before[p + 1] > alive_before[p];
-      if (twin_new || twin_old) atomicFetchOr<uint32_t>(&status, kStatusDuplicateKey);
-      const int64_t dest = exp_begin_alt[e] + (j - exp_pending_before[e]) + (alive_before[p] - alive_before[exp_begin[e]]);
-      copyPendingRow(Components{}, s, dest);
-      exp_alt[dest] = e;
-      key_alt[dest] = k;
-      pending_dest[j] = dest;
-    });
+      const int64_t m = pendingCount();
+      const int64_t new_end = partBegin(m, policy.count(), policy.rank() + 1);
+      at = kGapRow;
+      int64_t p = 0;
+      for (int64_t j = partBegin(m, policy.count(), policy.rank()); j < new_end; ++j) {
+        const uint32_t s = sorted[j];
+        const ExpId e = pending_exp[s];
+        const uint64_t k = pending_key[s];
+        if (e != at) {
+          at = e;
+          p = firstOldRowNotBelow(e, k);
+        } else {
+          while (p < expEnd(e) && key[p] < k) ++p;
+        }
+        scatterNew(sorted, j, p);
+      }
+    }
     parallelFor(policy, commit_exp_end - commit_exp_first, [&](int64_t i) {
       const auto e = static_cast<ExpId>(commit_exp_first + i);
       for (int64_t r = exp_begin_alt[e] + exp_rows_alt[e]; r < exp_begin_alt[e + 1]; ++r) exp_alt[r] = kGapRow;
     });
+  }
+  /// Clears row r's destruction mark; true when it had one (the row is dropped).
+  MV_HD bool dropDead(int64_t r) const {
+    if (dead[r] == 0u) return false;
+    dead[r] = 0u;
+    return true;
+  }
+  /// Copies survivor r to its place in the alternate columns: after its experiment's
+  /// survivors before it and the `below` new rows whose keys are below its own.
+  MV_HD void scatterSurvivor(int64_t r, int64_t below) const {
+    const ExpId e = exp[r];
+    const int64_t dest = exp_begin_alt[e] + (alive_before[r] - alive_before[exp_begin[e]]) + below;
+    copyRow(Components{}, r, dest);
+    entity_alt[dest] = entity[r];
+    exp_alt[dest] = e;
+    key_alt[dest] = key[r];
+    slot_row[entity[r].index] = static_cast<uint32_t>(dest);
+  }
+  /// Copies the j-th new row in sorted order to its place in the alternate columns, given
+  /// p, its experiment's first old row whose key is not below its own; flags a key that
+  /// another new or surviving row of the experiment already has.
+  MV_HD void scatterNew(const uint32_t* sorted, int64_t j, int64_t p) {
+    const uint32_t s = sorted[j];
+    const ExpId e = pending_exp[s];
+    const uint64_t k = pending_key[s];
+    const bool twin_new = j > 0 && pending_exp[sorted[j - 1]] == e && pending_key[sorted[j - 1]] == k;
+    const bool twin_old = p < expEnd(e) && key[p] == k && alive_before[p + 1] > alive_before[p];
+    if (twin_new || twin_old) atomicFetchOr<uint32_t>(&status, kStatusDuplicateKey);
+    const int64_t dest =
+        exp_begin_alt[e] + (j - exp_pending_before[e]) + (alive_before[p] - alive_before[exp_begin[e]]);
+    copyPendingRow(Components{}, s, dest);
+    exp_alt[dest] = e;
+    key_alt[dest] = k;
+    pending_dest[j] = dest;
   }
 
   /**
@@ -797,7 +853,7 @@ struct TableView {
   MV_HD void commitAssignEntities(const Policy& policy) {
     if (status & kStatusCapacityOverflow) return;
     parallelFor(policy, pendingCount(), [&](int64_t j) {
-      const uint32_t index = free_ring[(free_head + j) % capacity];
+      const uint32_t index = free_ring[ringSlot(free_head + j)];
       const int64_t dest = pending_dest[j];
       (commit_in_place != 0u ? entity : entity_alt)[dest] = Entity{index, slot_gen[index]};
       slot_row[index] = static_cast<uint32_t>(dest);
@@ -820,7 +876,7 @@ struct TableView {
       }
       detail::swapPointers(exp_begin, exp_begin_alt);
       detail::swapPointers(exp_rows, exp_rows_alt);
-      free_head += pendingCount();
+      free_head = ringSlot(free_head + pendingCount());
       live += pendingCount() - destroyed;
       rows = exp_begin[num_exps];
     }

@@ -191,7 +191,7 @@ class World {
       }
       zeroRows(t, first, count, typename A::Components{});
     }
-    t.free_head += count;
+    if (t.capacity > 0) t.free_head = (t.free_head + count) % t.capacity;
     t.rows += count;
     t.live += count;
     t.exp_rows[e] += count;

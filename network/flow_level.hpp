@@ -61,6 +61,9 @@ struct FluidNetState {
   int64_t fill_rounds = 0;        ///< water-filling rounds (bottleneck levels) over all events
   int64_t flows_done = 0;         ///< FlowRecord rows created
   int64_t overflow = 0;           ///< arrivals that found no free path block
+  /// No drained flow waiting for its record finishes before this time (0: not known), so a
+  /// step ending at or before it has no record to emit and skips the scan for them.
+  int64_t next_finish = 0;
 };
 struct FluidNet : Archetype<FluidNetInfo, FluidNetState> {
   static constexpr const char* kName = "FluidNet";
@@ -515,6 +518,8 @@ struct FluidSystem {
       if (f.phase != kFluidActive || f.drain_ps != t) return;
       for (uint32_t i = 0; i < tables.block(f.block).hops; ++i) unlinkNode(f.block * info.path_stride + i);
       f.phase = kFluidDrained;
+      const int64_t finish = t + f.latency_ps;
+      st.next_finish = finish < st.next_finish ? finish : st.next_finish;
       f.left_lo = 0;
       f.left_hi = 0;
       f.rate_bps = 0;
@@ -793,6 +798,7 @@ struct FluidSystem {
     /// Drained flows whose finish falls before `end` become FlowRecord rows; returns the
     /// earliest finish of those left for a later step, or INT64_MAX.
     MV_HD int64_t emitRecords(int64_t end) {
+      if (st.next_finish >= end) return st.next_finish;
       TableView<FlowRecord>& records = ctx.template table<FlowRecord>();
       int64_t later = INT64_MAX;
       for (int64_t r = flow0; r < flow1; ++r) {
@@ -809,6 +815,7 @@ struct FluidSystem {
         flows.destroyRow(r);
         st.flows_done += 1;
       }
+      st.next_finish = later;
       return later;
     }
   };
