@@ -218,22 +218,25 @@ TEST_CASE("a commit gives the same rows and handles at every width, grid-stride 
   const auto run = [&](int threads, bool grid_stride) {
     ItemWorld w(kExps, TableCapacity{kExps * kPerExp * 2, kExps * kPerExp});
     for (int i = 0; i < kExps * kPerExp; ++i) {
-      w.createHost<Item>(static_cast<ExpId>(i % kExps), static_cast<uint64_t>(i), Value{i}, Tag{0});
+      w.createHost<Item>(static_cast<ExpId>(i % kExps), static_cast<uint64_t>(4 * i), Value{i}, Tag{0});
     }
     w.commitAllHost();
     auto& t = w.table<Item>();
     // Two commits: destroy every fifth row and create one per seventh (none in experiment
-    // 4), then destroy all of experiment 9 and create in experiment 0 only.
+    // 4), then destroy all of experiment 9 and create in experiment 0 only. The new keys
+    // fall between the old ones (runs of survivors and new rows alternate), and the
+    // second commit's also after them all.
     for (int round = 0; round < 2; ++round) {
       const int64_t rows = t.rows;
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t v = t.get<Value>(r).v;
         if (round == 0 ? v % 5 == 0 : t.exp[r] == 9) t.destroyRow(r);
         if (round == 0 && v % 7 == 0 && t.exp[r] != 4) {
-          t.create(t.exp[r], static_cast<uint64_t>(1'000'000 + v), Value{-v - 1}, Tag{1});
+          t.create(t.exp[r], static_cast<uint64_t>(4 * v + 1), Value{-v - 1}, Tag{1});
         }
         if (round == 1 && t.exp[r] == 0 && v > 0) {
-          t.create(0, static_cast<uint64_t>(2'000'000 + v), Value{v + 100'000}, Tag{2});
+          const uint64_t k = v % 3 == 0 ? 4 * v + 2 : 1'000'000 + v;
+          t.create(0, k, Value{v + 100'000}, Tag{2});
         }
       }
       // Up to 3 threads run concurrently (OpenMP); wider teams, GPU-like, one by one.
@@ -254,6 +257,7 @@ TEST_CASE("a commit gives the same rows and handles at every width, grid-stride 
       s.values.push_back(t.get<Value>(r).v);
       s.handles.push_back(t.entity[r]);
       CHECK(t.rowOf(t.entity[r]) == r);
+      if (r > 0 && t.exp[r - 1] == t.exp[r]) CHECK(t.key[r - 1] < t.key[r]);  // sorted by key
     }
     return s;
   };
