@@ -454,6 +454,20 @@ struct TableView {
     if (width >= n) return;
     const uint32_t* src = round % 2 == 0 ? sort_a : sort_b;
     uint32_t* dst = round % 2 == 0 ? sort_b : sort_a;
+    if constexpr (!kGridStrideOf<Policy>) {
+      // The CPU's few threads: each merges whole pairs of runs front to back, the same
+      // stable order as the binary searches below in linear time per round.
+      parallelFor(policy, (n + 2 * width - 1) / (2 * width), [&](int64_t q) {
+        const int64_t mid = q * 2 * width + width < n ? q * 2 * width + width : n;
+        const int64_t end = mid + width < n ? mid + width : n;
+        int64_t a = q * 2 * width;
+        int64_t b = mid;
+        for (int64_t out = q * 2 * width; out < end; ++out) {
+          dst[out] = b < end && (a == mid || pendingLess(src[b], src[a])) ? src[b++] : src[a++];
+        }
+      });
+      return;
+    }
     parallelFor(policy, n, [&](int64_t i) {
       const int64_t run = i / width;
       const int64_t run_start = run * width;

@@ -228,7 +228,8 @@ TEST_CASE("a commit gives the same rows and handles at every width, grid-stride 
     // second commit's also after them all.
     for (int round = 0; round < 2; ++round) {
       const int64_t rows = t.rows;
-      for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t i = 0; i < rows; ++i) {
+        const int64_t r = round == 0 ? rows - 1 - i : i;  // pending in reverse order, then in order
         const int64_t v = t.get<Value>(r).v;
         if (round == 0 ? v % 5 == 0 : t.exp[r] == 9) t.destroyRow(r);
         if (round == 0 && v % 7 == 0 && t.exp[r] != 4) {
