@@ -57,6 +57,7 @@ struct FluidNetInfo {
 struct FluidNetState {
   uint32_t free_block = kNone32;  ///< first free path block (a list through FluidBlock rows)
   uint32_t active = 0;            ///< flows draining now
+  uint32_t busy_links = 0;        ///< links some active flow crosses (FluidBusyLink entries)
   int64_t events = 0;             ///< event times processed (each ends with one water-filling)
   int64_t fill_rounds = 0;        ///< water-filling rounds (bottleneck levels) over all events
   int64_t flows_done = 0;         ///< FlowRecord rows created
@@ -85,7 +86,8 @@ struct FluidLinkFill {
   uint32_t first = 0;       ///< whole refills: first FluidIncidentFlow row of its flows
   uint8_t changed = 0;      ///< a flow crossing it arrived or drained since the last filling
   uint8_t reached = 0;      ///< in a component the current filling recomputes
-  uint8_t pad[6] = {};
+  uint8_t pad[2] = {};
+  uint32_t busy_slot = 0;  ///< while it carries flows: its entry in the busy-link list
 };
 /// Water-filling scratch: entry i of the experiment's heap of links by fair share is kept in
 /// the experiment's i-th link row (the heap never holds more entries than there are links).
@@ -94,7 +96,13 @@ struct FluidShareEntry {
   uint32_t link = 0;
   uint32_t pad = 0;
 };
-struct FluidLink : Archetype<FluidLinkInfo, FluidLinkFill, FluidShareEntry> {
+/// The links that carry active flows, in no particular order: entry i is kept in the
+/// experiment's i-th link row (entries [0, FluidNetState::busy_links)), so that a whole refill
+/// visits only them, not every link of the fabric.
+struct FluidBusyLink {
+  uint32_t link = 0;
+};
+struct FluidLink : Archetype<FluidLinkInfo, FluidLinkFill, FluidShareEntry, FluidBusyLink> {
   static constexpr const char* kName = "FluidLink";
   static constexpr bool kStatic = true;
 };
@@ -299,6 +307,7 @@ struct FluidTables {
   MV_HD const FluidLinkInfo& link(uint32_t l) const { return links->get<FluidLinkInfo>(link0 + l); }
   MV_HD FluidLinkFill& fill(uint32_t l) const { return links->get<FluidLinkFill>(link0 + l); }
   MV_HD FluidShareEntry& heap(uint32_t i) const { return links->get<FluidShareEntry>(link0 + i); }
+  MV_HD uint32_t& busy(uint32_t i) const { return links->get<FluidBusyLink>(link0 + i).link; }
   MV_HD uint32_t& hop(uint32_t block, uint32_t stride, uint32_t i) const {
     return hops->get<FluidHopLink>(hop0 + int64_t{block} * stride + i).link;
   }
@@ -566,14 +575,18 @@ struct FluidSystem {
       k.changed = 1;
       tables.heap(changed++).link = l;
     }
-    /// Adds path node n to its link's flows (at the front).
+    /// Adds path node n to its link's flows (at the front); a link that carried none joins
+    /// the busy links.
     MV_HD void linkNode(uint32_t n) {
       const uint32_t l = linkOf(n);
       FluidLinkFill& k = tables.fill(l);
       tables.node(n) = FluidLinkNode{k.head, kNone32, n / info.path_stride};
       if (k.head != kNone32) tables.node(k.head).prev = n;
       k.head = n;
-      k.flows += 1;
+      if (k.flows++ == 0) {
+        k.busy_slot = st.busy_links;
+        tables.busy(st.busy_links++) = l;
+      }
       markChanged(l);
     }
     /// Takes path node n out of its link's flows.
@@ -587,7 +600,11 @@ struct FluidSystem {
         k.head = x.next;
       }
       if (x.next != kNone32) tables.node(x.next).prev = x.prev;
-      k.flows -= 1;
+      if (--k.flows == 0) {  // it leaves the busy links: the last entry takes its place
+        const uint32_t last = tables.busy(--st.busy_links);
+        tables.busy(k.busy_slot) = last;
+        tables.fill(last).busy_slot = k.busy_slot;
+      }
       markChanged(l);
     }
 
@@ -649,9 +666,9 @@ struct FluidSystem {
       // queue's order once afterwards rather than sifting each moved flow (freeze).
       const bool requeue_all = uint64_t{refilled} * 8 > queued;
       uint32_t size = 0;
-      const uint32_t candidates = whole ? info.link_count : reached;
+      const uint32_t candidates = whole ? st.busy_links : reached;
       for (uint32_t i = 0; i < candidates; ++i) {  // the links to refill become the heap
-        const uint32_t l = whole ? i : tables.heap(i).link;
+        const uint32_t l = whole ? tables.busy(i) : tables.heap(i).link;
         FluidLinkFill& k = tables.fill(l);
         k.reached = 0;
         k.left_bps = tables.link(l).rate_bps;
@@ -751,11 +768,11 @@ struct FluidSystem {
     }
 
     /// Whole refills: unfreezes every active flow and groups the flows by link (counting sort
-    /// into FluidIncidentFlow rows, in row order).
+    /// into FluidIncidentFlow rows, each link's in row order; the links in busy-list order).
     MV_HD void groupByLink() {
       uint32_t first = 0;
-      for (uint32_t l = 0; l < info.link_count; ++l) {
-        FluidLinkFill& k = tables.fill(l);
+      for (uint32_t i = 0; i < st.busy_links; ++i) {
+        FluidLinkFill& k = tables.fill(tables.busy(i));
         k.first = first;
         k.unfrozen = 0;  // placed so far
         first += k.flows;

@@ -379,6 +379,9 @@ TEST_CASE("refilling only the components an event touches gives the rates of ref
   CHECK(local.counters.events == all.counters.events);
   // Each event refilled a part: fewer bottleneck rounds than refilling everything.
   CHECK(local.counters.fill_rounds < all.counters.fill_rounds / 2);
+  // Every flow drained: no link is left on the busy list whole refills walk.
+  CHECK(local.counters.busy_links == 0);
+  CHECK(all.counters.busy_links == 0);
 }
 
 TEST_CASE("a batch of fluid experiments gives each the result it has alone", "[network][flow][batch]") {
