@@ -151,7 +151,7 @@ void buildFluidNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, cons
   const int64_t net0 = world.template appendStatic<FluidNet>(e, 1);
   const int32_t wire = dataWireBytes(cfg.payload_bytes, cfg.cc);
   nets.template get<FluidNetInfo>(net0) =
-      FluidNetInfo{link_count, stride, max_active_flows, cfg.payload_bytes, wire - cfg.payload_bytes,
+      FluidNetInfo{stride, max_active_flows, cfg.payload_bytes, wire - cfg.payload_bytes,
                    cfg.cc == CcKind::kHpcc ? kAckIntBytes : kAckBytes};
   FluidNetState& st = nets.template get<FluidNetState>(net0);
   st = FluidNetState{};

@@ -43,7 +43,6 @@ inline constexpr uint32_t kStatusFluidPaths = 1u << 19;
 
 /// What the fluid model of one experiment is built from (written by the host).
 struct FluidNetInfo {
-  uint32_t link_count = 0;    ///< directed links (numbered as the packet network's)
   uint32_t path_stride = 0;   ///< FluidHop rows per path block: links of the longest route
   uint32_t path_blocks = 0;   ///< path blocks: flows that may be active at once
   int32_t payload_bytes = 0;  ///< data payload per packet
