@@ -92,10 +92,11 @@ BackendPlan planBackend(const std::string& backend, int devices, int available, 
   return plan;
 }
 
-std::string confirmAutoBackend(BackendPlan& plan, const std::string& requested) {
+std::string confirmAutoBackend(BackendPlan& plan, const std::string& requested, CheckedWorlds worlds) {
   if (requested != "auto" || !plan.cuda) return "";
   for (int w = 0; w < plan.workers(); ++w) {
-    const std::string problem = compareBackendWithCpu(networkStepRunner(plan, w));
+    const std::string problem = worlds == CheckedWorlds::kTraining ? compareTrainingWithCpu(stepRunner(plan, w))
+                                                                   : compareBackendWithCpu(networkStepRunner(plan, w));
     if (problem.empty()) continue;
     const int device = plan.devices.at(static_cast<size_t>(w));
     plan = planBackend("cpu", 0, 0, false);

@@ -87,12 +87,16 @@ void planCpuWorkers(BackendPlan& plan, int requested, int threads, int64_t exper
 /// The step runner of worker `worker` of `plan` (empty = the CPU executor).
 TrainingStepRunner stepRunner(const BackendPlan& plan, int worker);
 
+/// The worlds a run will put on its devices, hence the self-check it needs.
+enum class CheckedWorlds { kNetwork, kTraining };
+
 /**
- * With `requested` "auto" and a CUDA plan, runs the backend self-check (systems/self_check.hpp)
- * on every device of the plan; if one fails or differs from the CPU, replaces the plan by the
- * CPU's and returns the warning to print (else ""). A request for "cuda" is kept as asked.
+ * With `requested` "auto" and a CUDA plan, runs the backend self-check of `worlds`
+ * (systems/self_check.hpp) on every device of the plan; if one fails or differs from the
+ * CPU, replaces the plan by the CPU's and returns the warning to print (else ""). A request
+ * for "cuda" is kept as asked.
  */
-std::string confirmAutoBackend(BackendPlan& plan, const std::string& requested);
+std::string confirmAutoBackend(BackendPlan& plan, const std::string& requested, CheckedWorlds worlds);
 
 /// The network-world step runner of worker `worker` of `plan` (empty = the CPU executor).
 net::NetworkStepRunner networkStepRunner(const BackendPlan& plan, int worker);

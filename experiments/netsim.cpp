@@ -479,7 +479,7 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
   BackendPlan plan = planBackend(options.backend, 0, usableCudaDevices(), cudaBackendBuilt());
   if (!plan.error.empty()) diags.add(Diagnostic{"", 0, "--backend", plan.error});
   if (plan.error.empty() && diags.empty()) {
-    const std::string warning = confirmAutoBackend(plan, options.backend);
+    const std::string warning = confirmAutoBackend(plan, options.backend, CheckedWorlds::kNetwork);
     if (!warning.empty()) std::cerr << "multiverse: warning: " << warning << "\n";
   }
   if (plan.cuda && plan.devices.size() > n) plan.devices.resize(std::max<uint32_t>(n, 1));  // no empty batch

@@ -450,7 +450,7 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
     shareDevicesOnNode(plan, envInt("OMPI_COMM_WORLD_LOCAL_RANK", 0), envInt("OMPI_COMM_WORLD_LOCAL_SIZE", 1));
   }
   if (plan.error.empty()) {
-    const std::string warning = confirmAutoBackend(plan, options.backend);
+    const std::string warning = confirmAutoBackend(plan, options.backend, CheckedWorlds::kTraining);
     if (!warning.empty() && shard.root()) std::cerr << "multiverse: warning: " << warning << "\n";
   }
   if (plan.error.empty()) planCpuWorkers(plan, options.cpu_workers, options.threads, static_cast<int64_t>(jobs.size()));

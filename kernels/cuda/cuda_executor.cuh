@@ -10,12 +10,13 @@
 #pragma once
 
 #include <cuda_runtime.h>
-#include <nvtx3/nvtx3.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <nvtx3/nvtx3.hpp>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -113,6 +114,7 @@ class CudaExecutor {
     const dim3 block(static_cast<unsigned>(block_size_));
     int64_t* steps_dev = nullptr;
     MV_CUDA_CHECK(cudaMalloc(&steps_dev, sizeof(int64_t)));
+    reserveStack(megakernel<G, WV>);
     WV* view = dev.deviceView();
     bool spread = spreadRows();
     void* args[] = {&view, &max_steps, &steps_dev, &spread};
@@ -147,6 +149,7 @@ class CudaExecutor {
           // The host cannot see this step's counters: launch the worst-case phase count
           // (phases with nothing to do return at once on the device).
           const int phases = Nodes::maxPhaseCount(host_view);
+          reserveStack(nodePhaseKernel<Nodes, WV>);
           WV* view = dev.deviceView();
           for (int p = 0; p < phases; ++p) {
             void* args[] = {&view, &p};
@@ -169,6 +172,24 @@ class CudaExecutor {
     }
     MV_CUDA_CHECK(cudaDeviceSynchronize());
     return k;
+  }
+
+  /// Raises the device's per-thread stack limit, before `kernel` is launched, to twice the
+  /// stack it needs (its local memory, cudaFuncGetAttributes) and at least 4 KiB. The driver
+  /// is documented to grow the limit at launch as needed, yet on an H200 (driver 580.159,
+  /// CUDA 13.0) the training megakernel, whose frame ptxas gives as 1,040 bytes, overflowed
+  /// the 1,024 bytes a GPU thread starts with (compute-sanitizer: stack overflow; unchecked:
+  /// cudaErrorIllegalAddress). Since the static figure alone did not protect it, the limit
+  /// keeps a wide margin: 4 KiB for each thread the device can hold, about 1.1 GiB of an H200.
+  template <class... P>
+  static void reserveStack(void (*kernel)(P...)) {
+    constexpr std::size_t kMinStackBytes = 4096;
+    cudaFuncAttributes attr{};
+    MV_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+    std::size_t limit = 0;
+    MV_CUDA_CHECK(cudaDeviceGetLimit(&limit, cudaLimitStackSize));
+    const std::size_t need = std::max(2 * attr.localSizeBytes, kMinStackBytes);
+    if (need > limit) MV_CUDA_CHECK(cudaDeviceSetLimit(cudaLimitStackSize, need));
   }
 
   /// Byte offset of a member within the view (the view is not standard-layout).

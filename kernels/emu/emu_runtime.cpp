@@ -21,7 +21,11 @@
  * threads; MV_EMU_WORKERS host workers (default 2); MV_EMU_MEMORY device bytes (default
  * 8 GiB); MV_EMU_WATCHDOG_S (default 600); MV_EMU_PROFILE, a file that receives at exit,
  * per graph phase, the rounds (grid syncs) and the busiest and mean virtual thread's CPU time;
- * MV_EMU_FAIL_LAUNCH=N, every launch after the first N fails (a device fault, for tests).
+ * MV_EMU_FAIL_LAUNCH=N, every launch after the first N fails (a device fault, for tests);
+ * MV_EMU_KERNEL_STACK=B (default 0), the stack every kernel is taken to need per thread, in
+ * bytes: cudaFuncGetAttributes reports it as localSizeBytes, and a launch while the device's
+ * stack limit (cudaLimitStackSize, 1,024 B at start as on a GPU) is below it fails with
+ * cudaErrorIllegalAddress, as a kernel that overflows its stack does on a GPU.
  */
 #include <sys/mman.h>
 #include <time.h>
@@ -53,6 +57,8 @@ namespace {
 
 constexpr unsigned char kPoison = 0xA5;
 constexpr std::size_t kFiberStackBytes = std::size_t{256} << 10;
+constexpr std::size_t kDefaultStackBytes = 1024;  ///< a GPU thread's stack limit at start
+constexpr std::size_t kMaxStackBytes = std::size_t{1} << 20;
 
 long envLong(const char* name, long fallback, long lo, long hi) {
   const char* v = std::getenv(name);
@@ -395,6 +401,10 @@ class Device {
   }
   int blocksPerSm() const { return blocks_per_sm_; }
   Memory& memory() { return memory_; }
+  /// The stack each kernel needs per thread (MV_EMU_KERNEL_STACK) and the device's limit.
+  std::size_t kernelStack() const { return kernel_stack_; }
+  std::size_t stackLimit() const { return stack_limit_.load(); }
+  void setStackLimit(std::size_t bytes) { stack_limit_.store(bytes); }
 
   cudaError_t launch(Launch& l) {
     l.workers = workers_;
@@ -533,6 +543,9 @@ class Device {
   Memory memory_;
   const char* profile_path_ = std::getenv("MV_EMU_PROFILE");
   long fail_after_ = envLong("MV_EMU_FAIL_LAUNCH", -1, 0, long{1} << 40);
+  std::size_t kernel_stack_ =
+      static_cast<std::size_t>(envLong("MV_EMU_KERNEL_STACK", 0, 0, static_cast<long>(kMaxStackBytes)));
+  std::atomic<std::size_t> stack_limit_{kDefaultStackBytes};
   std::atomic<long> launches_{0};
   Profile profile_;
   std::mutex launch_m_;
@@ -591,6 +604,10 @@ int blocksPerSm(int /*block*/) {
   return device().blocksPerSm();
 }
 
+std::size_t kernelStackBytes() {
+  return device().kernelStack();
+}
+
 cudaError_t launch(const char* kind, dim3 grid, dim3 block, bool cooperative, ThreadBody body, const void* call) {
   Device& d = device();
   const int64_t blocks = int64_t{grid.x} * grid.y * grid.z;
@@ -598,6 +615,7 @@ cudaError_t launch(const char* kind, dim3 grid, dim3 block, bool cooperative, Th
   if (blocks <= 0 || per_block <= 0 || per_block > 1024) return record(cudaErrorInvalidValue);
   if (cooperative && blocks > int64_t{d.sms()} * d.blocksPerSm()) return record(cudaErrorCooperativeLaunchTooLarge);
   if (d.failLaunch()) return record(cudaErrorLaunchFailure);
+  if (d.kernelStack() > d.stackLimit()) return record(cudaErrorIllegalAddress);
   Launch l;
   l.kind = kind;
   l.grid = grid;
@@ -656,6 +674,19 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int dev) {
   }
 }
 
+cudaError_t cudaDeviceGetLimit(std::size_t* value, cudaLimit limit) {
+  if (limit != cudaLimitStackSize) return record(cudaErrorUnsupportedLimit);
+  *value = device().stackLimit();
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSetLimit(cudaLimit limit, std::size_t value) {
+  if (limit != cudaLimitStackSize) return record(cudaErrorUnsupportedLimit);
+  if (value > mv::emu::kMaxStackBytes) return record(cudaErrorInvalidValue);
+  device().setStackLimit(value);
+  return cudaSuccess;
+}
+
 cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
   return record(device().memory().allocate(ptr, bytes));
 }
@@ -712,6 +743,10 @@ const char* cudaGetErrorName(cudaError_t err) {
     case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
     case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
     case cudaErrorCooperativeLaunchTooLarge: return "cudaErrorCooperativeLaunchTooLarge";
+    case cudaErrorIllegalAddress:
+      return "cudaErrorIllegalAddress";
+    case cudaErrorUnsupportedLimit:
+      return "cudaErrorUnsupportedLimit";
     default: return "cudaErrorUnknown";
   }
 }
@@ -725,6 +760,10 @@ const char* cudaGetErrorString(cudaError_t err) {
     case cudaErrorInvalidDevice: return "invalid device ordinal";
     case cudaErrorLaunchFailure: return "unspecified launch failure";
     case cudaErrorCooperativeLaunchTooLarge: return "too many blocks in cooperative launch";
+    case cudaErrorIllegalAddress:
+      return "an illegal memory access was encountered";
+    case cudaErrorUnsupportedLimit:
+      return "unsupported limit";
     default: return "unknown error";
   }
 }

@@ -71,6 +71,9 @@ void poisonHost(void* host, std::size_t bytes);
 /// Occupancy of a kernel: the emulated device's blocks per SM for `block` threads.
 int blocksPerSm(int block);
 
+/// The stack every kernel needs per thread (MV_EMU_KERNEL_STACK, emu_runtime.cpp).
+std::size_t kernelStackBytes();
+
 /// A kernel function and its arguments, copied out of the `void** args` array as the CUDA
 /// runtime copies them at launch.
 template <class... P>
@@ -112,6 +115,14 @@ template <class... P>
 cudaError_t cudaLaunchKernel(void (*fn)(P...), dim3 grid, dim3 block, void** args, std::size_t = 0,
                              cudaStream_t = nullptr) {
   return ::mv::emu::launchKernel("plain", fn, grid, block, args, false);
+}
+
+template <class... P>
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, void (*)(P...)) {
+  *attr = cudaFuncAttributes{};
+  attr->localSizeBytes = ::mv::emu::kernelStackBytes();
+  attr->maxThreadsPerBlock = 1024;
+  return cudaSuccess;
 }
 
 template <class... P>
