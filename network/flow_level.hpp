@@ -727,12 +727,13 @@ struct FluidSystem {
      * Lists in heap entries [0, n) the links of every component (flows joined by shared
      * links) that holds a changed link, and returns n; unfreezes the active flows of those
      * components (every other active flow stays frozen at its rate) and clears the changes.
-     * Gives up and returns kNone32 (refill every flow) when the components hold more than a
-     * sixteenth of the active flows (chasing the links' lists then costs more than grouping
-     * every flow by link, groupByLink), and at once with FluidNetInfo::recompute_all.
+     * Gives up and returns kNone32 (refill every flow) when the components hold more than
+     * half the active flows (chasing the links' lists then costs more than grouping every
+     * flow by link, groupByLink, which walks only the busy links), and at once with
+     * FluidNetInfo::recompute_all.
      */
     MV_HD uint32_t reachComponents() {
-      const uint32_t limit = st.active / 16 + 64;
+      const uint32_t limit = st.active / 2 + 64;
       const uint32_t n0 = changed;
       changed = 0;
       refilled = 0;
