@@ -149,7 +149,6 @@ class CudaExecutor {
           // The host cannot see this step's counters: launch the worst-case phase count
           // (phases with nothing to do return at once on the device).
           const int phases = Nodes::maxPhaseCount(host_view);
-          reserveStack(nodePhaseKernel<Nodes, WV>);
           WV* view = dev.deviceView();
           for (int p = 0; p < phases; ++p) {
             void* args[] = {&view, &p};
@@ -162,6 +161,7 @@ class CudaExecutor {
   template <class G, class WorldT>
   int64_t runKernelPerNode(DeviceWorld<WorldT>& dev, const typename WorldT::View& host_view, int64_t max_steps) const {
     nvtx3::scoped_range range{"mv::kernel_per_node"};
+    reserveNodeStacks<typename WorldT::View>(typename G::NodeList{});
     int64_t k = 0;
     while (k < max_steps) {
       launchStep<G>(dev, host_view, typename G::NodeList{});
@@ -190,6 +190,12 @@ class CudaExecutor {
     MV_CUDA_CHECK(cudaDeviceGetLimit(&limit, cudaLimitStackSize));
     const std::size_t need = std::max(2 * attr.localSizeBytes, kMinStackBytes);
     if (need > limit) MV_CUDA_CHECK(cudaDeviceSetLimit(cudaLimitStackSize, need));
+  }
+
+  /// `reserveStack` for every node's phase kernel, once per run of kernel-per-node steps.
+  template <class WV, class... Nodes>
+  static void reserveNodeStacks(TypeList<Nodes...>) {
+    (reserveStack(nodePhaseKernel<Nodes, WV>), ...);
   }
 
   /// Byte offset of a member within the view (the view is not standard-layout).
