@@ -250,11 +250,36 @@ std::vector<CalibrationRun> megatronCalibrationRuns() {
     r.experiment.training.micro_batch = row.micro_batch;
     r.experiment.parallelism.recompute = Recompute::kSelective;
     r.experiment.parallelism.sequence_parallel = true;
+    r.experiment.parallelism.vpp = row.vpp;
+    if (row.vpp > 1) r.experiment.parallelism.schedule = PipelineSchedule::kInterleaved;
     r.experiment.parallelism.pp_comm_overlap = false;
     const double flops = megatronFormulaFlops(row.model, row.global_batch, kSeq, false);
     r.measured = fromSeconds(flops / (row.gpus * row.mfu * kA100Peak));
+    CalibrationRun full = r;
+    full.source = "Korthikanti Table 5";
+    full.experiment.name += "-full";
+    full.experiment.parallelism.recompute = Recompute::kFull;
+    full.experiment.parallelism.sequence_parallel = false;
+    full.measured = fromSeconds(row.full_recompute_seconds);
     runs.push_back(r);
+    runs.push_back(full);
   }
+  // Korthikanti et al. 2022, Section 6.3: the 530B run with 8-way data parallelism (2,240
+  // GPUs, the batch per model instance kept), the gradient all-reduce not overlapped.
+  const MegatronMfuRow& mt_nlg = megatronSelectiveTable()[2];
+  constexpr uint32_t kMtNlgDp = 8;
+  CalibrationRun dp{"Korthikanti Section 6.3",
+                    seleneRun(mt_nlg.model, 8, mt_nlg.pp, mt_nlg.gpus * kMtNlgDp, mt_nlg.global_batch * kMtNlgDp),
+                    fromSeconds(39.15)};
+  dp.experiment.name += "-dp8";
+  dp.experiment.training.micro_batch = mt_nlg.micro_batch;
+  dp.experiment.parallelism.recompute = Recompute::kSelective;
+  dp.experiment.parallelism.sequence_parallel = true;
+  dp.experiment.parallelism.vpp = mt_nlg.vpp;
+  dp.experiment.parallelism.schedule = PipelineSchedule::kInterleaved;
+  dp.experiment.parallelism.pp_comm_overlap = false;
+  dp.experiment.parallelism.dp_comm_overlap = false;
+  runs.push_back(dp);
   for (size_t i = 0; i < runs.size(); ++i) runs[i].experiment.id = i + 1;
   return runs;
 }

@@ -20,19 +20,21 @@ namespace mv {
 
 /// One published run as an experiment, with the iteration time its publication implies.
 struct CalibrationRun {
-  std::string source;  ///< "SC'21 Table 1" or "Megatron-LM README"
+  std::string source;  ///< "SC'21 Table 1", "Megatron-LM README", "Korthikanti Table 5", ...
   TrainingExperiment experiment;
   Picoseconds measured;
 };
 
 /**
  * Megatron-LM SC'21 Table 1 (ten runs, full recomputation; iteration = formula FLOPs with
- * recomputation / (GPUs · achieved TFLOP/s)) and the Megatron-LM README's MFU table (four
+ * recomputation / (GPUs · achieved TFLOP/s)); the Megatron-LM README's MFU table (four
  * runs, selective recomputation and sequence parallelism, DP 1; iteration = model FLOPs /
- * (GPUs · MFU · 312 TFLOP/s)): A100 80GB, each SC'21 run with the micro-batch, schedule and
- * DP overlap it was launched with (MegatronRow), the README's runs with their micro-batch and
- * 1F1B, eight 200 Gb/s NICs per server on a rail-optimised fabric, analytical fidelity,
- * default knobs.
+ * (GPUs · MFU · 312 TFLOP/s)), each followed by the same run with full recomputation and
+ * no sequence parallelism (Korthikanti et al. 2022, Table 5); and the README's 530B run with
+ * 8-way data parallelism (their Section 6.3): A100 80GB, each SC'21 run with the
+ * micro-batch, schedule and DP overlap it was launched with (MegatronRow), the 2022 runs
+ * with their micro-batch and schedule (MegatronMfuRow), eight 200 Gb/s NICs per server on a
+ * rail-optimised fabric, analytical fidelity, default knobs.
  */
 std::vector<CalibrationRun> megatronCalibrationRuns();
 

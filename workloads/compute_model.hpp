@@ -169,7 +169,7 @@ ComputeModelParams megatronA100Params();
 
 /// TP collective bus bandwidth relative to the nccl-tests curves, fitted together with
 /// megatronA100Params (docs/workloads.md "Calibration").
-inline constexpr double kMegatronTpBandwidthFactor = 1.215;
+inline constexpr double kMegatronTpBandwidthFactor = 1.062;
 
 /**
  * Measured kernel times that replace the roofline, keyed by Operator::name (forward time

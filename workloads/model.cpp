@@ -190,12 +190,13 @@ std::span<const MegatronRow> megatronSc21Table() {
 std::span<const MegatronMfuRow> megatronSelectiveTable() {
   // MFU: NVIDIA/Megatron-LM README ("model (MFU) and hardware (HFU) FLOPs utilization",
   // measured with a data-parallel size of one). Shapes, PP, GPUs and batch: Korthikanti et
-  // al. 2022, Table 3 (TP 8 throughout).
+  // al. 2022, Table 3 (TP 8 throughout); the interleaved schedule with three model chunks
+  // per GPU for 175B and 530B (their Section 6).
   static const std::vector<MegatronMfuRow> rows = {
-      {megatronModel("megatron-22b", 48, 6144, 64), 1, 8, 4, 4, 0.415},
-      {megatronModel("megatron-175b", 96, 12288, 96), 8, 64, 64, 1, 0.514},
-      {megatronModel("megatron-530b", 105, 20480, 128), 35, 280, 280, 1, 0.560},
-      {megatronModel("megatron-1t", 128, 25600, 160), 64, 512, 512, 1, 0.563},
+      {megatronModel("megatron-22b", 48, 6144, 64), 1, 8, 4, 4, 1, 0.415, 1.42},
+      {megatronModel("megatron-175b", 96, 12288, 96), 8, 64, 64, 1, 3, 0.514, 18.13},
+      {megatronModel("megatron-530b", 105, 20480, 128), 35, 280, 280, 1, 3, 0.560, 49.05},
+      {megatronModel("megatron-1t", 128, 25600, 160), 64, 512, 512, 1, 1, 0.563, 94.42},
   };
   return rows;
 }

@@ -148,8 +148,13 @@ struct MegatronMfuRow {
   uint32_t gpus = 0;
   uint32_t global_batch = 0;
   uint32_t micro_batch = 1;
+  /// Model chunks per GPU of the interleaved schedule (1: 1F1B).
+  uint32_t vpp = 1;
   /// Model FLOPs utilisation reported: model FLOPs (no recomputation) / (GPUs · 312 TFLOP/s · time).
   double mfu = 0;
+  /// The same run with full recomputation and no sequence parallelism (Korthikanti et al.
+  /// 2022, Table 5, "Full Recompute"), seconds per iteration.
+  double full_recompute_seconds = 0;
 };
 /// The Megatron-LM README's MFU table (22B, 175B, 530B, 1T), with the configurations of
 /// Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models"
