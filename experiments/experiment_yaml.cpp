@@ -82,7 +82,8 @@ class ExperimentReader {
 
   void readWorkload(const ConfigReader& w) {
     w.allowOnly({"model", "chakra", "chakra_layout", "chakra_groups", "simai", "global_batch", "micro_batch", "seq",
-                 "precision", "flash_attention", "grad_clip", "host_overhead", "data_loading", "operator_times"});
+                 "precision", "flash_attention", "grad_clip", "grad_reduce", "host_overhead", "data_loading",
+                 "operator_times"});
     model_ok_ = readModel(w);
     if (w.has("chakra")) t_.chakra = (dir_ / w.text("chakra", "")).string();
     static const std::vector<std::string> kLayouts{"auto", "stages", "ranks"};
@@ -110,6 +111,8 @@ class ExperimentReader {
         parseTrainingPrecision(kPrecisions[static_cast<size_t>(w.choice("precision", 0, kPrecisions))]);
     t_.training.flash_attention = w.boolean("flash_attention", false);
     t_.training.grad_clip = w.boolean("grad_clip", true);
+    static const std::vector<std::string> kGradReduce{"auto", "fp32", "param"};
+    t_.training.grad_reduce = static_cast<GradReduce>(w.choice("grad_reduce", 0, kGradReduce));
     t_.training.host_overhead_ps = w.durationPs("host_overhead", 0, 0, kMaxHostPs);
     t_.training.data_loading_ps = w.durationPs("data_loading", 0, 0, kMaxHostPs);
     if (w.has("operator_times")) readOperatorTimes(w.child("operator_times"));

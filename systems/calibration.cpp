@@ -235,7 +235,8 @@ std::vector<CalibrationRun> megatronCalibrationRuns() {
   for (const MegatronRow& row : megatronSc21Table()) {
     CalibrationRun r{"SC'21 Table 1", seleneRun(row.model, row.tp, row.pp, row.gpus, row.global_batch), {}};
     r.experiment.parallelism.recompute = Recompute::kFull;
-    r.experiment.parallelism.tp_comm_overlap = false;  // Megatron-LM of 2021
+    r.experiment.training.precision = TrainingPrecision::kFp16;  // gradients reduced in fp16
+    r.experiment.parallelism.tp_comm_overlap = false;            // Megatron-LM of 2021
     r.experiment.training.micro_batch = row.micro_batch;
     r.experiment.parallelism.vpp = row.vpp;
     if (row.vpp > 1) r.experiment.parallelism.schedule = PipelineSchedule::kInterleaved;

@@ -76,6 +76,21 @@ uint32_t activationBytes(TrainingPrecision p) {
   return p == TrainingPrecision::kFp32 ? 4 : 2;
 }
 
+uint32_t gradReduceBytes(TrainingPrecision p, GradReduce g) {
+  constexpr uint32_t kFp32Bytes = 4;
+  switch (g) {
+    case GradReduce::kFp32:
+      return kFp32Bytes;
+    case GradReduce::kParam:
+      return activationBytes(p);
+    case GradReduce::kAuto:
+      break;
+  }
+  // Megatron-LM: "bfloat16 requires gradient accumulation and all-reduce to be done in
+  // fp32"; fp8 training keeps bf16 parameters.
+  return p == TrainingPrecision::kFp16 ? activationBytes(p) : kFp32Bytes;
+}
+
 uint32_t sequenceLength(const ModelSpec& model, const TrainingConfig& config) {
   return config.seq != 0 ? config.seq : model.seq;
 }

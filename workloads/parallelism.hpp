@@ -19,6 +19,12 @@ namespace mv {
 
 /// Number format of the training step's GEMMs.
 enum class TrainingPrecision : uint8_t { kBf16, kFp16, kFp8, kFp32 };
+/// The element type of the gradients the data-parallel reduction moves.
+enum class GradReduce : uint8_t {
+  kAuto,   ///< Megatron-LM's rule: fp32 when the parameters are bf16 (bf16, fp8), else theirs
+  kFp32,   ///< fp32 (`--accumulate-allreduce-grads-in-fp32`)
+  kParam,  ///< the parameters' element type (fp16 training, `--grad-reduce-in-bf16`)
+};
 /// Activation recomputation (Korthikanti et al. 2022).
 enum class Recompute : uint8_t {
   kNone,       ///< keep every activation
@@ -48,6 +54,9 @@ PipelineSchedule parseSchedule(std::string_view name);
  */
 uint32_t activationBytes(TrainingPrecision p);
 
+/// Bytes of one gradient element in the data-parallel reduction (`GradReduce`).
+uint32_t gradReduceBytes(TrainingPrecision p, GradReduce g);
+
 /// The training job.
 struct TrainingConfig {
   /// Sequences per optimizer step (all data-parallel replicas together), B.
@@ -63,6 +72,9 @@ struct TrainingConfig {
   /// Gradient clipping by the global norm (Megatron-LM's default `--clip-grad 1.0`): the
   /// optimizer step also reads each updated parameter's fp32 gradient once for the norm.
   bool grad_clip = true;
+  /// Element type of the gradients the DP reduction moves (Megatron-LM reduces bf16 models'
+  /// gradients in fp32 unless told otherwise).
+  GradReduce grad_reduce = GradReduce::kAuto;
   /// Host time per iteration outside the GPU work (the training loop's Python, logging,
   /// launching the optimizer step), ps: every rank is idle that long before its first task.
   int64_t host_overhead_ps = 0;

@@ -452,7 +452,7 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
     std::vector<uint32_t> dp_tasks;
     std::vector<uint32_t> stored(size_t{m} * v, kNoTask);  // offload copy of (micro-batch, chunk)
     const uint32_t element = activationBytes(config.precision);
-    const uint32_t grad_element = options.grad_bytes > 0 ? options.grad_bytes : element;
+    const uint32_t grad_element = gradReduceBytes(config.precision, config.grad_reduce);
     const StageParameters stage_params = stageParameters(model, par, s);
     const uint32_t expert_group = data_ranks / std::max<uint32_t>(par.ep, 1);
     // Gradient buckets (reduced) and parameter buckets (gathered) of one chunk: DP buckets,

@@ -110,9 +110,6 @@ struct StageProgram {
 struct ProgramOptions {
   /// Megatron DP bucket: gradients are reduced (parameters gathered) per bucket of this size.
   Bytes dp_bucket = mebibytes(40);
-  /// Bytes per gradient element in the DP reduction; 0 = the parameters' element size
-  /// (Megatron reduces gradients in the parameter dtype unless told to use fp32).
-  uint32_t grad_bytes = 0;
   /// Intra-server collective model of the GPU, for the TP collectives folded into blocks.
   CollectiveModel tp_model;
   /// Bus bandwidth of the TP collectives relative to tp_model (its nccl-tests curve): their

@@ -453,6 +453,7 @@ TEST_CASE("a full experiment round-trips into TrainingExperiment", "[sweep][expe
     precision: fp8
     flash_attention: true
     grad_clip: false
+    grad_reduce: param
   parallelism: {tp: 4, pp: 2, dp: 2, ep: 1, vpp: 2, sp: true, tp_comm_overlap: false, dp_comm_overlap: false,
                 pp_comm_overlap: false, recompute: full, distributed_optimizer: true, schedule: interleaved}
   cluster: {gpu: h100, gpus: 16, gpus_per_server: 4, nics_per_server: 2, fabric: nvlink, nvls_all_reduce: false,
@@ -486,6 +487,7 @@ TEST_CASE("a full experiment round-trips into TrainingExperiment", "[sweep][expe
   CHECK(x.training.precision == TrainingPrecision::kFp8);
   CHECK(x.training.flash_attention);
   CHECK_FALSE(x.training.grad_clip);
+  CHECK(x.training.grad_reduce == GradReduce::kParam);
   CHECK(x.parallelism.tp == 4);
   CHECK(x.parallelism.pp == 2);
   CHECK(x.parallelism.dp == 2);

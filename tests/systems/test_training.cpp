@@ -353,7 +353,7 @@ TEST_CASE("ring all-reduce over the packet network takes 2(n-1)/n S/B plus its l
   x.collectives.dp_bucket = mebibytes(1024);  // one bucket: the whole all-reduce is exposed
   const TrainingResult r = runOne(x);
   const double params = parameterCount(x.model);
-  const double s_bytes = params * 2;  // bf16 gradients
+  const double s_bytes = params * 4;  // a bf16 model's gradients, reduced in fp32 (grad_reduce: auto)
   const double n = 4;
   // Each link of the ring carries one flow's data and the next flow's ACKs (one per packet).
   const double wire =
@@ -813,6 +813,7 @@ TEST_CASE("compute overlapping a DP collective is slowed by the overlap factor, 
   x.model = test::tinyGpt(8, 512);
   x.collectives.dp_bucket = mebibytes(1);
   x.fidelity = NetworkFidelity::kAnalytical;
+  x.training.grad_reduce = GradReduce::kParam;  // bf16 gradients: the reductions stay short
   x.cluster.overlap_slowdown = 1;
   const TrainingResult off = runOne(x);
   x.cluster.overlap_slowdown = 2;
@@ -1021,6 +1022,7 @@ TEST_CASE("ZeRO-2 and ZeRO-3 run at every fidelity: more DP traffic, less memory
   x.model = test::tinyGpt(4, 1024);
   x.topology = test::starTopology(4, gigabitsPerSecond(10));
   x.collectives.dp_bucket = mebibytes(25);  // about a layer, ZeRO-3's bucket
+  x.training.grad_reduce = GradReduce::kParam;  // gradients as large as the parameters gathered
   for (NetworkFidelity f : {NetworkFidelity::kAnalytical, NetworkFidelity::kFlow, NetworkFidelity::kPacket}) {
     x.fidelity = f;
     std::vector<TrainingResult> r;

@@ -145,6 +145,17 @@ TEST_CASE("enum names round-trip and bad names list the valid ones", "[workloads
   CHECK(activationBytes(TrainingPrecision::kFp32) == 4);
 }
 
+TEST_CASE("gradients are reduced in fp32 for bf16 parameters, as Megatron-LM does, unless told",
+          "[workloads][parallelism]") {
+  CHECK(gradReduceBytes(TrainingPrecision::kBf16, GradReduce::kAuto) == 4);
+  CHECK(gradReduceBytes(TrainingPrecision::kFp8, GradReduce::kAuto) == 4);  // bf16 parameters
+  CHECK(gradReduceBytes(TrainingPrecision::kFp16, GradReduce::kAuto) == 2);
+  CHECK(gradReduceBytes(TrainingPrecision::kFp32, GradReduce::kAuto) == 4);
+  CHECK(gradReduceBytes(TrainingPrecision::kBf16, GradReduce::kParam) == 2);
+  CHECK(gradReduceBytes(TrainingPrecision::kFp16, GradReduce::kFp32) == 4);
+  CHECK(TrainingConfig{}.grad_reduce == GradReduce::kAuto);
+}
+
 TEST_CASE("sequence length defaults to the model's", "[workloads][parallelism]") {
   const ModelSpec l8 = modelByName("llama3-8b");
   TrainingConfig c = batch(8);
