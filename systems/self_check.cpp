@@ -14,6 +14,7 @@
 #include "network/builder.hpp"
 #include "systems/network_layout.hpp"
 #include "systems/training_sim.hpp"
+#include "topologies/generators.hpp"
 #include "topologies/routing.hpp"
 
 namespace mv {
@@ -23,18 +24,9 @@ constexpr uint32_t kSenders = 8;
 constexpr int64_t kFlowBytes = 200'000;
 constexpr int64_t kStepsPerCall = int64_t{1} << 20;
 
-/// `nics` NICs around one switch, 100 Gb/s links of 1 µs.
-Topology starOf(uint32_t nics) {
-  Topology star;
-  for (uint32_t i = 0; i < nics; ++i) star.addNic(i);
-  const uint32_t sw = star.addSwitch(1);
-  for (uint32_t i = 0; i < nics; ++i) star.addLink(star.nicNode(i), sw, gigabitsPerSecond(100), microseconds(1));
-  return star;
-}
-
 /// One experiment per congestion control, each an 8-to-1 incast over a 100 Gb/s star.
 std::unique_ptr<net::NetWorld> checkWorld() {
-  const Topology star = starOf(kSenders + 1);
+  const Topology star = makeStar(kSenders + 1);
   const Routing routing = computeRouting(star);
   const net::CcKind ccs[] = {net::CcKind::kDcqcn, net::CcKind::kHpcc, net::CcKind::kDctcp};
   auto world = std::make_unique<net::NetWorld>(3, TableCapacity{256, 256});
@@ -89,7 +81,7 @@ std::vector<TrainingExperiment> checkTrainingBatch() {
   x.cluster.gpus = 8;
   x.cluster.gpus_per_server = 4;
   x.cluster.nics_per_server = 1;
-  x.topology = starOf(2);
+  x.topology = makeStar(2);
   x.network.cc = net::CcKind::kDctcp;
   std::vector<TrainingExperiment> batch;
   for (NetworkFidelity f : {NetworkFidelity::kPacket, NetworkFidelity::kFlow, NetworkFidelity::kAnalytical}) {

@@ -54,6 +54,15 @@ bool ratioHolds(double down_bps, uint32_t spines, int64_t up_bps, double oversub
 
 }  // namespace
 
+Topology makeStar(uint32_t nics, BitsPerSecond rate, Picoseconds delay) {
+  if (nics == 0) throw TopologyError("star: needs at least one NIC");
+  Topology t;
+  for (uint32_t i = 0; i < nics; ++i) t.addNic(i);
+  const uint32_t sw = t.addSwitch(1);
+  for (uint32_t i = 0; i < nics; ++i) t.addLink(t.nicNode(i), sw, rate, delay);
+  return t;
+}
+
 Topology makeFatTree(const FatTreeParams& params) {
   const uint32_t k = params.k;
   if (k < 2 || k % 2 != 0 || k > 256) {

@@ -15,6 +15,10 @@
 
 namespace mv {
 
+/// `nics` NICs, each its own server, around one switch (node `nics`), every link with the
+/// same rate and delay: the smallest fabric, for self-checks and tests. Throws for no NIC.
+Topology makeStar(uint32_t nics, BitsPerSecond rate = gigabitsPerSecond(100), Picoseconds delay = microseconds(1));
+
 /// A 3-tier k-ary fat-tree (Al-Fares et al.); the HPCC paper's cluster is a variant of it.
 struct FatTreeParams {
   /// Switch radix, even: k pods of k/2 edge + k/2 aggregation switches, (k/2)^2 cores, k^3/4 NICs.

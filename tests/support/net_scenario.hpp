@@ -7,20 +7,20 @@
 #pragma once
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <functional>
+#include <sstream>
+#include <string>
 #include <vector>
 
-#include "systems/network_layout.hpp"
 #include "experiments/network_yaml.hpp"
 #include "kernels/cpu/cpu_executor.hpp"
 #include "network/builder.hpp"
 #include "network/network_sim.hpp"
+#include "systems/network_layout.hpp"
+#include "topologies/generators.hpp"
 #include "topologies/routing.hpp"
 #include "topologies/topology.hpp"
-
-#include <catch2/catch.hpp>
-#include <sstream>
-#include <string>
 
 namespace mv::test {
 
@@ -125,15 +125,6 @@ inline std::vector<NetResult> runNetBatch(const std::vector<NetCase>& cases, int
 }
 
 inline NetResult runNet(const NetCase& c, int threads = 2) { return runNetBatch({c}, threads).front(); }
-
-/// N NICs on one switch, every link with the same rate and delay.
-inline Topology makeStar(uint32_t nics, BitsPerSecond rate, Picoseconds delay) {
-  Topology t;
-  for (uint32_t i = 0; i < nics; ++i) t.addNic(i);
-  const uint32_t sw = t.addSwitch(1);
-  for (uint32_t i = 0; i < nics; ++i) t.addLink(t.nicNode(i), sw, rate, delay);
-  return t;
-}
 
 }  // namespace mv::test
 

@@ -158,7 +158,7 @@ TrainingExperiment cpPair() {
   TrainingExperiment x = test::tinyExperiment(1, 1, 1, 1, 1);
   x.parallelism.cp = 2;
   x.cluster.gpus = 2;
-  x.topology = test::starTopology(2);
+  x.topology = makeStar(2);
   x.training.seq = 4096;
   x.training.flash_attention = true;
   x.collectives.dp_bucket = mebibytes(1024);
@@ -199,7 +199,7 @@ TEST_CASE("ring attention's exchange is exposed by what it takes beyond the atte
 
 TEST_CASE("ring attention hides behind attention kernels that take longer than the exchange") {
   TrainingExperiment x = cpPair();
-  x.topology = test::starTopology(2, gigabitsPerSecond(3200));
+  x.topology = makeStar(2, gigabitsPerSecond(3200));
   x.fidelity = NetworkFidelity::kAnalytical;
   const TrainingResult r = runOne(x);
   REQUIRE(r.error.empty());

@@ -120,7 +120,7 @@ TEST_CASE("context parallelism, offload, ZeRO-3 and an interleaved pipeline toge
   x.parallelism.offload_layers = 1;
   x.parallelism.recompute = Recompute::kSelective;
   x.cluster.gpus = 8;
-  x.topology = test::starTopology(4);
+  x.topology = makeStar(4);
   x.collectives.dp_bucket = mebibytes(2);
   for (const Zero zero : {Zero::kNone, Zero::kOptimizer, Zero::kParameters}) {
     x.parallelism.zero = zero;

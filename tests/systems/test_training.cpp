@@ -525,7 +525,7 @@ TEST_CASE("an experiment that cannot fit is reported OOM and not simulated") {
 
 TEST_CASE("invalid experiments are refused with the key at fault") {
   TrainingExperiment x = test::tinyExperiment(2, 2, 2, 4, 2);
-  x.topology = test::starTopology(2);
+  x.topology = makeStar(2);
   auto problems = checkTrainingExperiment(x);
   REQUIRE_FALSE(problems.empty());
   CHECK(problems.front().rfind("topology:", 0) == 0);
@@ -611,7 +611,7 @@ TEST_CASE("the ring's channels leave each server on every NIC, at packet level a
   TrainingExperiment x = test::tinyExperiment(1, 1, 8, 1, 4);
   x.model = test::tinyGpt(4, 512);
   x.cluster.nics_per_server = 4;
-  x.topology = test::starTopology(8);
+  x.topology = makeStar(8);
   x.collectives.dp_bucket = mebibytes(1024);
   std::vector<TrainingExperiment> batch;
   for (NetworkFidelity f : {NetworkFidelity::kPacket, NetworkFidelity::kAnalytical}) {
@@ -1020,7 +1020,7 @@ TEST_CASE("ZeRO-2 and ZeRO-3 run at every fidelity: more DP traffic, less memory
   const uint32_t m = 4;
   TrainingExperiment x = test::tinyExperiment(1, 1, 4, m, 1);
   x.model = test::tinyGpt(4, 1024);
-  x.topology = test::starTopology(4, gigabitsPerSecond(10));
+  x.topology = makeStar(4, gigabitsPerSecond(10));
   x.collectives.dp_bucket = mebibytes(25);  // about a layer, ZeRO-3's bucket
   x.training.grad_reduce = GradReduce::kParam;  // gradients as large as the parameters gathered
   for (NetworkFidelity f : {NetworkFidelity::kAnalytical, NetworkFidelity::kFlow, NetworkFidelity::kPacket}) {

@@ -8,18 +8,9 @@
 #include <vector>
 
 #include "systems/training_sim.hpp"
+#include "topologies/generators.hpp"
 
 namespace mv::test {
-
-/// A star of `nics` NICs around one switch.
-inline Topology starTopology(uint32_t nics, BitsPerSecond rate = gigabitsPerSecond(100),
-                             Picoseconds delay = microseconds(1)) {
-  Topology t;
-  for (uint32_t i = 0; i < nics; ++i) t.addNic(i);
-  const uint32_t sw = t.addSwitch(1);
-  for (uint32_t i = 0; i < nics; ++i) t.addLink(t.nicNode(i), sw, rate, delay);
-  return t;
-}
 
 /// A GPT-style model small enough to simulate in milliseconds.
 inline ModelSpec tinyGpt(uint32_t layers, uint32_t hidden = 1024, uint32_t vocab = 1024) {
@@ -50,7 +41,7 @@ inline TrainingExperiment tinyExperiment(uint32_t tp, uint32_t pp, uint32_t dp, 
   x.cluster.gpus = tp * pp * dp;
   x.cluster.gpus_per_server = per_server;
   x.cluster.nics_per_server = 1;
-  x.topology = starTopology(x.cluster.gpus / per_server);
+  x.topology = makeStar(x.cluster.gpus / per_server);
   x.network.cc = net::CcKind::kDctcp;
   return x;
 }

@@ -128,6 +128,24 @@ std::pair<int64_t, int64_t> downUpBps(const Topology& topo, uint32_t n) {
 
 }  // namespace
 
+TEST_CASE("star: NICs first, one switch after them, one link each", "[topology][star]") {
+  const Topology t = makeStar(3, gigabitsPerSecond(40), microseconds(2));
+  REQUIRE(t.nicCount() == 3);
+  REQUIRE(t.switches() == std::vector<uint32_t>{3});
+  CHECK(t.linkCount() == 3);
+  CHECK(t.serverCount() == 3);
+  for (uint32_t i = 0; i < 3; ++i) {
+    CHECK(t.nicNode(i) == i);
+    CHECK(t.ports(i).size() == 1);
+  }
+  CHECK(t.ports(3).size() == 3);
+  for (const auto& link : t.links()) {
+    CHECK(link.rate == gigabitsPerSecond(40));
+    CHECK(link.delay == microseconds(2));
+  }
+  CHECK_THROWS_AS(makeStar(0), TopologyError);
+}
+
 TEST_CASE("fat-tree k=4 and k=8: counts, degrees, pods and link classes", "[topology][fat-tree]") {
   checkFatTree(4);
   checkFatTree(8);

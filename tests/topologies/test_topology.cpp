@@ -16,8 +16,8 @@ namespace {
 const BitsPerSecond kRate = gigabitsPerSecond(100);
 const Picoseconds kDelay = microseconds(1);
 
-/// One switch (node 0) with `nics` NICs, each its own server.
-Topology makeStar(uint32_t nics) {
+/// One switch (node 0, before the NICs, unlike makeStar) with `nics` NICs, each its own server.
+Topology switchFirstStar(uint32_t nics) {
   Topology topo;
   const uint32_t sw = topo.addSwitch(1);
   for (uint32_t i = 0; i < nics; ++i) topo.addLink(sw, topo.addNic(i), kRate, kDelay);
@@ -95,18 +95,18 @@ TEST_CASE("rates and delays format for messages", "[topology]") {
 }
 
 TEST_CASE("validation accepts a well-formed topology", "[topology][validate]") {
-  CHECK_NOTHROW(validateTopology(makeStar(4), 4));
-  CHECK_NOTHROW(validateTopology(makeStar(4), 0));
+  CHECK_NOTHROW(validateTopology(switchFirstStar(4), 4));
+  CHECK_NOTHROW(validateTopology(switchFirstStar(4), 0));
 }
 
 TEST_CASE("validation: fewer NICs than the job needs", "[topology][validate]") {
-  const Topology topo = makeStar(64);
+  const Topology topo = switchFirstStar(64);
   CHECK(topologyErrorOf([&] { validateTopology(topo, 128); }) == "topology has 64 NICs, the job needs 128");
   CHECK_THAT(topologyErrorOf([&] { validateTopology(Topology{}, 0); }), Contains("no NICs"));
 }
 
 TEST_CASE("validation: disconnected graph names the unreachable node", "[topology][validate]") {
-  Topology topo = makeStar(2);              // nodes 0 (switch), 1, 2
+  Topology topo = switchFirstStar(2);       // nodes 0 (switch), 1, 2
   const uint32_t lone = topo.addSwitch(1);  // node 3
   topo.addLink(lone, topo.addNic(2), kRate, kDelay);
   const std::string message = topologyErrorOf([&] { validateTopology(topo, 0); });
@@ -115,7 +115,7 @@ TEST_CASE("validation: disconnected graph names the unreachable node", "[topolog
 }
 
 TEST_CASE("validation: duplicate links between the same pair", "[topology][validate]") {
-  Topology topo = makeStar(2);
+  Topology topo = switchFirstStar(2);
   const uint32_t spine = topo.addSwitch(2);
   topo.addLink(0, spine, kRate, kDelay);  // link 2
   topo.addLink(spine, 0, kRate, kDelay);  // link 3, the same pair reversed
@@ -126,7 +126,7 @@ TEST_CASE("validation: duplicate links between the same pair", "[topology][valid
 
 TEST_CASE("validation: zero or negative rates and delays", "[topology][validate]") {
   const auto with_link = [](BitsPerSecond rate, Picoseconds delay) {
-    Topology topo = makeStar(2);
+    Topology topo = switchFirstStar(2);
     topo.addLink(0, topo.addSwitch(2), rate, delay);
     return topo;
   };
@@ -141,7 +141,7 @@ TEST_CASE("validation: zero or negative rates and delays", "[topology][validate]
 }
 
 TEST_CASE("validation: multi-homed NICs are not supported", "[topology][validate]") {
-  Topology topo = makeStar(2);
+  Topology topo = switchFirstStar(2);
   const uint32_t other = topo.addSwitch(1);
   topo.addLink(other, 1, kRate, kDelay);  // NIC 0 (node 1) now has two links
   const std::string message = topologyErrorOf([&] { validateTopology(topo, 0); });
@@ -159,11 +159,11 @@ TEST_CASE("validation: NIC linked directly to a NIC", "[topology][validate]") {
 }
 
 TEST_CASE("validation: NIC without a link and self-links", "[topology][validate]") {
-  Topology lonely = makeStar(2);
+  Topology lonely = switchFirstStar(2);
   lonely.addNic(2);
   CHECK_THAT(topologyErrorOf([&] { validateTopology(lonely, 0); }), Contains("node 3 (NIC 2 of server 2) has no link"));
 
-  Topology looped = makeStar(2);
+  Topology looped = switchFirstStar(2);
   looped.addLink(0, 0, kRate, kDelay);
   CHECK_THAT(topologyErrorOf([&] { validateTopology(looped, 0); }), Contains("connects a node to itself"));
   CHECK(looped.ports(0)[2].peer_port == 3);
