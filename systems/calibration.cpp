@@ -22,20 +22,26 @@ namespace {
 constexpr uint32_t kSeq = 2048;
 constexpr double kA100Peak = 312e12;
 
-/// A Megatron-LM run on Selene: A100 80GB, micro-batch 1 (callers change it), DGX servers with eight 200 Gb/s
-/// NICs on a rail-optimised fabric, analytical fidelity. Collectives between servers are
-/// the default ring in NCCL's channels (one per GPU of the group on a server), so a group
-/// with several GPUs per server crosses between servers on every rail, as NCCL's does.
-TrainingExperiment seleneRun(const ModelSpec& model, uint32_t tp, uint32_t pp, uint32_t gpus, uint32_t global_batch) {
+/// A Megatron-LM run on Selene: A100 80GB, DGX servers with eight 200 Gb/s NICs on a
+/// rail-optimised fabric, analytical fidelity; `vpp` model chunks per GPU (the interleaved
+/// schedule when more than one). Collectives between servers are the default ring in NCCL's
+/// channels (one per GPU of the group on a server), so a group with several GPUs per server
+/// crosses between servers on every rail, as NCCL's does. Pipeline messages are batched and
+/// waited on, as Megatron-LM exchanged them.
+TrainingExperiment seleneRun(const ModelSpec& model, uint32_t tp, uint32_t pp, uint32_t vpp, uint32_t gpus,
+                             uint32_t global_batch, uint32_t micro_batch) {
   TrainingExperiment x;
   x.name = model.name;
   x.id = 0;  // set per run by megatronCalibrationRuns
   x.model = model;
   x.training.global_batch = global_batch;
-  x.training.micro_batch = 1;
+  x.training.micro_batch = micro_batch;
   x.training.seq = kSeq;
   x.parallelism.tp = tp;
   x.parallelism.pp = pp;
+  x.parallelism.vpp = vpp;
+  if (vpp > 1) x.parallelism.schedule = PipelineSchedule::kInterleaved;
+  x.parallelism.pp_comm_overlap = false;
   x.parallelism.dp = gpus / (tp * pp);
   x.cluster.gpus = gpus;
   RailParams rail;
@@ -47,6 +53,18 @@ TrainingExperiment seleneRun(const ModelSpec& model, uint32_t tp, uint32_t pp, u
   rail.fabric_delay = microseconds(1);
   x.topology = makeRailOptimized(rail);
   x.fidelity = NetworkFidelity::kAnalytical;
+  return x;
+}
+
+/// A run of Korthikanti et al. 2022 (the Megatron-LM README's table) with `dp` model
+/// instances, the batch per instance kept: selective recomputation and sequence
+/// parallelism, the gradient all-reduce not overlapped (their Section 6.3).
+TrainingExperiment megatron2022Run(const MegatronMfuRow& row, uint32_t dp) {
+  TrainingExperiment x =
+      seleneRun(row.model, 8, row.pp, row.vpp, row.gpus * dp, row.global_batch * dp, row.micro_batch);
+  x.parallelism.recompute = Recompute::kSelective;
+  x.parallelism.sequence_parallel = true;
+  x.parallelism.dp_comm_overlap = false;
   return x;
 }
 
@@ -233,27 +251,19 @@ std::vector<double> errorsOf(const std::vector<CalibrationRun>& runs, const std:
 std::vector<CalibrationRun> megatronCalibrationRuns() {
   std::vector<CalibrationRun> runs;
   for (const MegatronRow& row : megatronSc21Table()) {
-    CalibrationRun r{"SC'21 Table 1", seleneRun(row.model, row.tp, row.pp, row.gpus, row.global_batch), {}};
+    CalibrationRun r{"SC'21 Table 1",
+                     seleneRun(row.model, row.tp, row.pp, row.vpp, row.gpus, row.global_batch, row.micro_batch),
+                     {}};
     r.experiment.parallelism.recompute = Recompute::kFull;
     r.experiment.training.precision = TrainingPrecision::kFp16;  // gradients reduced in fp16
     r.experiment.parallelism.tp_comm_overlap = false;            // Megatron-LM of 2021
-    r.experiment.training.micro_batch = row.micro_batch;
-    r.experiment.parallelism.vpp = row.vpp;
-    if (row.vpp > 1) r.experiment.parallelism.schedule = PipelineSchedule::kInterleaved;
     r.experiment.parallelism.dp_comm_overlap = row.dp_overlap;
-    r.experiment.parallelism.pp_comm_overlap = false;  // batched p2p, waited on
     const double flops = megatronFormulaFlops(row.model, row.global_batch, kSeq, true);
     r.measured = fromSeconds(flops / (row.gpus * row.tflops_per_gpu * 1e12));
     runs.push_back(r);
   }
   for (const MegatronMfuRow& row : megatronSelectiveTable()) {
-    CalibrationRun r{"Megatron-LM README", seleneRun(row.model, 8, row.pp, row.gpus, row.global_batch), {}};
-    r.experiment.training.micro_batch = row.micro_batch;
-    r.experiment.parallelism.recompute = Recompute::kSelective;
-    r.experiment.parallelism.sequence_parallel = true;
-    r.experiment.parallelism.vpp = row.vpp;
-    if (row.vpp > 1) r.experiment.parallelism.schedule = PipelineSchedule::kInterleaved;
-    r.experiment.parallelism.pp_comm_overlap = false;
+    CalibrationRun r{"Megatron-LM README", megatron2022Run(row, 1), {}};
     const double flops = megatronFormulaFlops(row.model, row.global_batch, kSeq, false);
     r.measured = fromSeconds(flops / (row.gpus * row.mfu * kA100Peak));
     CalibrationRun full = r;
@@ -266,20 +276,9 @@ std::vector<CalibrationRun> megatronCalibrationRuns() {
     runs.push_back(full);
   }
   // Korthikanti et al. 2022, Section 6.3: the 530B run with 8-way data parallelism (2,240
-  // GPUs, the batch per model instance kept), the gradient all-reduce not overlapped.
-  const MegatronMfuRow& mt_nlg = megatronSelectiveTable()[2];
-  constexpr uint32_t kMtNlgDp = 8;
-  CalibrationRun dp{"Korthikanti Section 6.3",
-                    seleneRun(mt_nlg.model, 8, mt_nlg.pp, mt_nlg.gpus * kMtNlgDp, mt_nlg.global_batch * kMtNlgDp),
-                    fromSeconds(39.15)};
+  // GPUs), 39.15 s.
+  CalibrationRun dp{"Korthikanti Section 6.3", megatron2022Run(megatronSelectiveTable()[2], 8), fromSeconds(39.15)};
   dp.experiment.name += "-dp8";
-  dp.experiment.training.micro_batch = mt_nlg.micro_batch;
-  dp.experiment.parallelism.recompute = Recompute::kSelective;
-  dp.experiment.parallelism.sequence_parallel = true;
-  dp.experiment.parallelism.vpp = mt_nlg.vpp;
-  dp.experiment.parallelism.schedule = PipelineSchedule::kInterleaved;
-  dp.experiment.parallelism.pp_comm_overlap = false;
-  dp.experiment.parallelism.dp_comm_overlap = false;
   runs.push_back(dp);
   for (size_t i = 0; i < runs.size(); ++i) runs[i].experiment.id = i + 1;
   return runs;
@@ -336,8 +335,7 @@ std::vector<LayerMeasurement> korthikantiLayerTable() {
 
 LayerPassTimes simulatedLayer(const LayerMeasurement& row, const CalibrationKnobs& knobs) {
   const MegatronMfuRow& run = megatronSelectiveTable().front();  // the 22B model
-  TrainingExperiment x = seleneRun(run.model, 8, run.pp, run.gpus, run.global_batch);
-  x.training.micro_batch = run.micro_batch;
+  TrainingExperiment x = megatron2022Run(run, 1);
   x.parallelism.recompute = row.recompute;
   x.parallelism.sequence_parallel = row.sequence_parallel;
   x.cluster.tp_bandwidth_factor = knobs.tp_bandwidth_factor;
