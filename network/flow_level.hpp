@@ -5,8 +5,10 @@
  * flowKey(src, id)) and the same outputs (FlowRecord rows with FlowResult), no packets.
  *
  * Per experiment, one static `FluidNet` row owns every fluid flow of the experiment: flows
- * sharing a link are coupled with zero delay, so one system invocation advances them all,
- * event by event at exact picoseconds (parallelism is across experiments). Events are flow
+ * sharing a link are coupled with zero delay, so one invocation of FluidSystem advances them
+ * all, event by event at exact picoseconds (parallelism is across experiments); what is per
+ * flow and not per event (listing the step's arrivals, emitting records) is done one flow row
+ * per thread, before and after it (FluidArrivalSystem, FluidRecordSystem). Events are flow
  * arrivals (start_ps) and drain completions; at each event the rates are recomputed by
  * progressive filling over the directed links (NIC links included, so NIC rates cap them),
  * for the flows that share links, directly or through other flows, with a flow that
@@ -61,9 +63,10 @@ struct FluidNetState {
   int64_t fill_rounds = 0;        ///< water-filling rounds (bottleneck levels) over all events
   int64_t flows_done = 0;         ///< FlowRecord rows created
   int64_t overflow = 0;           ///< arrivals that found no free path block
-  /// No drained flow waiting for its record finishes before this time (0: not known), so a
-  /// step ending at or before it has no record to emit and skips the scan for them.
-  int64_t next_finish = 0;
+  /// Arrivals of this step listed by FluidArrivalSystem (FluidArrivalSlot entries [0, n)),
+  /// taken and cleared by FluidSystem.
+  uint32_t arrivals = 0;
+  uint32_t pad = 0;
 };
 struct FluidNet : Archetype<FluidNetInfo, FluidNetState> {
   static constexpr const char* kName = "FluidNet";
@@ -167,15 +170,25 @@ struct FluidIncidence : Archetype<FluidLinkNode, FluidIncidentFlow> {
   static constexpr bool kStatic = true;
 };
 /// One path block: the local row of the flow using it (brought up to date at the start of
-/// every step, as rows move only between steps), or the next free block.
+/// every step by FluidArrivalSystem, as rows move only between steps), or the next free block.
 struct FluidBlockUse {
   uint32_t flow = 0;
   uint32_t next_free = kNone32;
   uint16_t hops = 0;   ///< links on the flow's path
   uint8_t frozen = 0;  ///< water-filling: the flow's rate is fixed (or is not recomputed)
   uint8_t pad = 0;
+  uint32_t slot = 0;  ///< while its flow is active: the drain queue's entry of its drain
 };
-struct FluidBlock : Archetype<FluidBlockUse> {
+/// The experiment's queue of drains (a binary heap by (time, flow key) that lives from step
+/// to step, since blocks and keys do not move): entry i is kept in the experiment's i-th block
+/// row; entries [0, FluidNetState::active) are the active flows.
+struct FluidDrainSlot {
+  int64_t time = 0;  ///< the flow's drain time (kept with the entry: the queue is compared often)
+  uint64_t key = 0;  ///< the flow's creation key: ties go by key, which is row order
+  uint32_t block = 0;
+  uint32_t pad = 0;
+};
+struct FluidBlock : Archetype<FluidBlockUse, FluidDrainSlot> {
   static constexpr const char* kName = "FluidBlock";
   static constexpr bool kStatic = true;
 };
@@ -200,18 +213,18 @@ struct FluidFlowState {
 };
 static_assert(sizeof(FluidFlowState) == 56);
 
-/// Scratch of the experiment's queue of flow events (a binary heap rebuilt every step):
-/// the queue's slot i is kept in the experiment's i-th flow row (`row`: the local row whose
-/// event it holds, `time`: that event's time), and each row knows the slot of its own event
-/// (`slot`).
-struct FluidEventSlot {
+/// Scratch of the step's arrivals: FluidArrivalSystem lists the flows that arrive in the
+/// window (entry i is kept in the experiment's i-th flow row: `row`, the local row of the
+/// flow, and `time`, its arrival), and FluidSystem takes them in time order (a binary heap
+/// by (time, row)).
+struct FluidArrivalSlot {
   uint32_t row = 0;
-  uint32_t slot = 0;
-  int64_t time = 0;  ///< the event time of slot i's flow (kept with the slot: the queue is compared often)
+  uint32_t pad = 0;
+  int64_t time = 0;
 };
 
 /// A flow of the flow-level model: same FlowSpec and key as a packet-level Flow.
-struct FluidFlow : Archetype<FlowSpec, FluidFlowState, FluidEventSlot> {
+struct FluidFlow : Archetype<FlowSpec, FluidFlowState, FluidArrivalSlot> {
   static constexpr const char* kName = "FluidFlow";
 };
 
@@ -225,7 +238,7 @@ using FluidArchetypes = TypeList<FluidNet, FluidLink, FluidSwitch, FluidPort, Fl
  * start (created during an earlier window) starts at the beginning of the window it is seen in.
  */
 MV_HD inline bool createFluidFlow(TableView<FluidFlow>& flows, ExpId e, const FlowSpec& spec) {
-  return flows.create(e, flowKey(spec.src_nic, spec.id), spec, FluidFlowState{}, FluidEventSlot{});
+  return flows.create(e, flowKey(spec.src_nic, spec.id), spec, FluidFlowState{}, FluidArrivalSlot{});
 }
 
 // --- arithmetic --------------------------------------------------------------------------------
@@ -313,6 +326,7 @@ struct FluidTables {
   MV_HD FluidLinkNode& node(uint32_t n) const { return incidence->get<FluidLinkNode>(inc0 + n); }
   MV_HD uint32_t& incident(uint32_t i) const { return incidence->get<FluidIncidentFlow>(inc0 + i).flow; }
   MV_HD FluidBlockUse& block(uint32_t b) const { return blocks->get<FluidBlockUse>(block0 + b); }
+  MV_HD FluidDrainSlot& drain(uint32_t i) const { return blocks->get<FluidDrainSlot>(block0 + i); }
   MV_HD const NicRoute& nic(uint32_t n) const { return nic_routes->get<NicRoute>(nic0 + n); }
 
   /// The link switch `sw` sends a packet of (src -> dst, flow id) on, as the packet switch
@@ -360,16 +374,104 @@ struct FluidRouteWalk {
   }
 };
 
-// --- the system ------------------------------------------------------------------------------------
+// --- the systems -----------------------------------------------------------------------------------
 
 /**
- * Advances one experiment's fluid network through the step's window. Events come from a
- * queue of the flows' next arrivals and drains, in time order; all events of one picosecond
- * are handled together (flows in row order): drain completions (links
- * released, the record falls due at drain + latency), then arrivals (a flow takes a path
- * block, its route and latency); then the max-min rates of the flows whose components
- * changed are recomputed by progressive filling. Records whose finish falls in the window are
- * created (key: the flow's key) and their flows destroyed; every pending event is reported.
+ * Binary min-heap steps over entries kept in table rows. `Q` gives `entry(i)` (a copy of
+ * entry i), `place(i, e)` (writes entry i, with any record of where entries are) and
+ * `before(a, b)` (the heap's order, strict and total, so the order entries leave in does not
+ * depend on the heap's layout).
+ */
+template <class Q>
+struct BinaryHeap {
+  MV_HD static void siftUp(const Q& q, uint32_t i) {
+    const auto x = q.entry(i);
+    while (i > 0) {
+      const uint32_t parent = (i - 1) / 2;
+      const auto p = q.entry(parent);
+      if (!q.before(x, p)) break;
+      q.place(i, p);
+      i = parent;
+    }
+    q.place(i, x);
+  }
+  MV_HD static void siftDown(const Q& q, uint32_t i, uint32_t size) {
+    const auto x = q.entry(i);
+    for (;;) {
+      const uint32_t left = 2 * i + 1;
+      if (left >= size) break;
+      uint32_t least = left;
+      if (left + 1 < size && q.before(q.entry(left + 1), q.entry(left))) least = left + 1;
+      const auto c = q.entry(least);
+      if (!q.before(c, x)) break;
+      q.place(i, c);
+      i = least;
+    }
+    q.place(i, x);
+  }
+  MV_HD static void heapify(const Q& q, uint32_t size) {
+    for (uint32_t i = size / 2; i-- > 0;) siftDown(q, i, size);
+  }
+  /// Takes the least of `size` entries out: it goes to entry size - 1, just past the heap.
+  MV_HD static void popTo(const Q& q, uint32_t size) {
+    const auto top = q.entry(0);
+    if (size > 1) {
+      q.place(0, q.entry(size - 1));
+      siftDown(q, 0, size - 1);
+    }
+    q.place(size - 1, top);
+  }
+};
+
+/// Experiment e's fluid state and counters.
+template <class WV>
+MV_HD FluidNetState& fluidNetState(WV& w, ExpId e) {
+  TableView<FluidNet>& nets = w.template table<FluidNet>();
+  return nets.template get<FluidNetState>(nets.expBegin(e));
+}
+
+/**
+ * Readies each fluid flow for the step, one row per thread (so FluidSystem walks the step's
+ * events, never every flow): an active flow tells its path block its row (rows move only
+ * between steps); a waiting flow that arrives in the window, at its start or, seen late, at
+ * the window's start, is listed for FluidSystem (FluidArrivalSlot, in no particular order);
+ * one that arrives later reports its arrival.
+ */
+template <class WV>
+struct FluidArrivalSystem {
+  static constexpr const char* kName = "fluid_arrivals";
+  static constexpr const char* kWhy =
+      "list the fluid flows that arrive in the window and tell active flows' path blocks where their rows are";
+  using Ctx = RowContext<WV>;
+
+  MV_HD static void run(const Ctx& ctx, const FlowSpec& s, const FluidFlowState& f) {
+    if (f.phase == kFluidDrained) return;
+    TableView<FluidFlow>& flows = ctx.template table<FluidFlow>();
+    const int64_t flow0 = flows.expBegin(ctx.exp);
+    const auto local = static_cast<uint32_t>(ctx.row - flow0);
+    if (f.phase == kFluidActive) {
+      TableView<FluidBlock>& blocks = ctx.template table<FluidBlock>();
+      blocks.template get<FluidBlockUse>(blocks.expBegin(ctx.exp) + f.block).flow = local;
+      return;
+    }
+    const int64_t at = s.start_ps > ctx.now.ps ? s.start_ps : ctx.now.ps;
+    if (at >= ctx.window_end.ps) {
+      ctx.wakeAt(Picoseconds{at});
+      return;
+    }
+    const uint32_t i = atomicFetchAdd<uint32_t>(&fluidNetState(*ctx.world, ctx.exp).arrivals, 1u);
+    flows.template get<FluidArrivalSlot>(flow0 + i) = FluidArrivalSlot{local, 0, at};
+  }
+};
+
+/**
+ * Advances one experiment's fluid network through the step's window. Events are the
+ * flows' arrivals (listed by FluidArrivalSystem) and drains (a queue that lives from step to
+ * step in the path blocks), in time order; all events of one picosecond are handled together
+ * (flows in key order): drain completions (links released, the record falls due at drain +
+ * latency), then arrivals (a flow takes a path block, its route and latency); then the
+ * max-min rates of the flows whose components changed are recomputed by progressive filling.
+ * FluidRecordSystem turns drained flows into records.
  */
 template <class WV>
 struct FluidSystem {
@@ -377,15 +479,49 @@ struct FluidSystem {
   static constexpr const char* kWhy =
       "advance each experiment's fluid flows: arrivals, completions and max-min fair rates at exact times";
   using Ctx = RowContext<WV>;
+  using After = TypeList<FluidArrivalSystem<WV>>;
 
   MV_HD static void run(const Ctx& ctx, const FluidNetInfo& info, FluidNetState& st) {
     TableView<FluidFlow>& flows = ctx.template table<FluidFlow>();
-    Unit u{ctx, info, st, FluidTables::of(*ctx.world, ctx.exp), flows, flows.expBegin(ctx.exp), flows.expEnd(ctx.exp),
-           0,   0,    0};
+    Unit u{ctx, info, st, FluidTables::of(*ctx.world, ctx.exp), flows, flows.expBegin(ctx.exp), 0, 0, 0, 0};
     u.step();
   }
 
  private:
+  /// The drain queue: entry i in the experiment's i-th block row, each block knowing its entry.
+  struct DrainQueue {
+    const FluidTables& tables;
+    MV_HD FluidDrainSlot entry(uint32_t i) const { return tables.drain(i); }
+    MV_HD void place(uint32_t i, const FluidDrainSlot& e) const {
+      tables.drain(i) = e;
+      tables.block(e.block).slot = i;
+    }
+    MV_HD static bool before(const FluidDrainSlot& a, const FluidDrainSlot& b) {
+      return a.time != b.time ? a.time < b.time : a.key < b.key;
+    }
+  };
+  /// The step's arrivals: entry i in the experiment's i-th flow row.
+  struct ArrivalQueue {
+    TableView<FluidFlow>& flows;
+    int64_t flow0;
+    MV_HD FluidArrivalSlot entry(uint32_t i) const { return flows.template get<FluidArrivalSlot>(flow0 + i); }
+    MV_HD void place(uint32_t i, const FluidArrivalSlot& e) const {
+      flows.template get<FluidArrivalSlot>(flow0 + i) = e;
+    }
+    MV_HD static bool before(const FluidArrivalSlot& a, const FluidArrivalSlot& b) {
+      return a.time != b.time ? a.time < b.time : a.row < b.row;
+    }
+  };
+  /// Water-filling's links by fair share: entry i in the experiment's i-th link row.
+  struct ShareQueue {
+    const FluidTables& tables;
+    MV_HD FluidShareEntry entry(uint32_t i) const { return tables.heap(i); }
+    MV_HD void place(uint32_t i, const FluidShareEntry& e) const { tables.heap(i) = e; }
+    MV_HD static bool before(const FluidShareEntry& a, const FluidShareEntry& b) {
+      return a.share_bps != b.share_bps ? a.share_bps < b.share_bps : a.link < b.link;
+    }
+  };
+
   struct Unit {
     const Ctx& ctx;
     const FluidNetInfo& info;
@@ -393,154 +529,96 @@ struct FluidSystem {
     FluidTables tables;
     TableView<FluidFlow>& flows;
     int64_t flow0;  ///< first row of the experiment's flows
-    int64_t flow1;  ///< one past the last
     /// Links changed since the last filling, listed in heap entries [0, changed) (the heap is
     /// empty between fillings).
     uint32_t changed;
-    /// Flows in the event queue (slots [0, queued)).
+    /// Active flows in the drain queue (entries [0, queued)).
     uint32_t queued;
+    /// Arrivals of this step not yet taken (entries [0, arriving)).
+    uint32_t arriving;
     /// Flows the current filling recomputes (unfrozen by reachComponents).
     uint32_t refilled;
 
     MV_HD const FlowSpec& spec(int64_t r) const { return flows.template get<FlowSpec>(r); }
     MV_HD FluidFlowState& state(int64_t r) const { return flows.template get<FluidFlowState>(r); }
-    /// When a waiting flow arrives: its start, or the window's start if it is seen late.
-    MV_HD int64_t arrival(int64_t r) const { return spec(r).start_ps > ctx.now.ps ? spec(r).start_ps : ctx.now.ps; }
+    MV_HD DrainQueue drains() const { return DrainQueue{tables}; }
+    MV_HD ArrivalQueue arrivals() const { return ArrivalQueue{flows, flow0}; }
 
     MV_HD void step() {
       const int64_t end = ctx.window_end.ps;
-      buildEventQueue(true);
+      queued = st.active;
+      arriving = st.arrivals;
+      st.arrivals = 0;
+      BinaryHeap<ArrivalQueue>::heapify(arrivals(), arriving);
       for (;;) {
         const int64_t t = nextEvent();
         if (t >= end) break;
-        // The flows whose event is at t leave the queue in row order (ties go by row) and
-        // wait in the slots it frees: [queued, due_end), the first popped last.
-        const uint32_t due_end = queued;
-        while (queued > 0 && slot(0).time == t) popEvent();
-        const uint32_t due = queued;
-        for (uint32_t i = due_end; i-- > due;) complete(flow0 + slotRow(i), t);
-        for (uint32_t i = due_end; i-- > due;) {
-          if (!arrive(flow0 + slotRow(i), t)) return;
+        // The events at t leave their queues in order and wait in the entries the queues free:
+        // drains in [queued, drains_end), arrivals in [arriving, arrivals_end), the first last.
+        const uint32_t drains_end = queued;
+        while (queued > 0 && tables.drain(0).time == t) BinaryHeap<DrainQueue>::popTo(drains(), queued--);
+        const uint32_t arrivals_end = arriving;
+        while (arriving > 0 && arrivals().entry(0).time == t) BinaryHeap<ArrivalQueue>::popTo(arrivals(), arriving--);
+        for (uint32_t i = drains_end; i-- > queued;) complete(tables.drain(i).block, t);
+        for (uint32_t i = arrivals_end; i-- > arriving;) {
+          if (!arrive(flow0 + arrivals().entry(i).row, t)) return;
         }
-        for (uint32_t i = due; i < due_end; ++i) {  // arrived flows wait for their drain
-          const uint32_t row = slotRow(i);
-          if (state(flow0 + row).phase == kFluidActive) pushEvent(row);
-        }
+        for (uint32_t i = arriving; i < arrivals_end; ++i) pushDrain(flow0 + arrivals().entry(i).row);
         fillRates(t);
         st.events += 1;
       }
-      const int64_t finish = emitRecords(end);
-      const int64_t event = nextEvent();
-      const int64_t wake = event < finish ? event : finish;
-      if (wake != INT64_MAX) ctx.wakeAt(Picoseconds{wake});
+      const int64_t next = queued > 0 ? tables.drain(0).time : INT64_MAX;
+      if (next != INT64_MAX) ctx.wakeAt(Picoseconds{next});
     }
 
-    // --- the event queue -----------------------------------------------------------------
-    /// A flow's next event: its arrival while waiting, its drain while active, else none.
-    MV_HD int64_t eventTime(int64_t r) const {
+    /// The earliest drain or arrival left, or INT64_MAX.
+    MV_HD int64_t nextEvent() const {
+      const int64_t drain = queued > 0 ? tables.drain(0).time : INT64_MAX;
+      const int64_t arrival = arriving > 0 ? arrivals().entry(0).time : INT64_MAX;
+      return drain < arrival ? drain : arrival;
+    }
+    /// Active flow r joins the drain queue.
+    MV_HD void pushDrain(int64_t r) {
       const FluidFlowState& f = state(r);
-      return f.phase == kFluidWaiting ? arrival(r) : (f.phase == kFluidActive ? f.drain_ps : INT64_MAX);
+      drains().place(queued, FluidDrainSlot{f.drain_ps, flows.key[r], f.block, 0});
+      BinaryHeap<DrainQueue>::siftUp(drains(), queued++);
     }
-    MV_HD FluidEventSlot& slot(uint32_t i) const { return flows.template get<FluidEventSlot>(flow0 + i); }
-    MV_HD uint32_t slotRow(uint32_t i) const { return slot(i).row; }
-    MV_HD uint32_t& slotOf(int64_t r) const { return flows.template get<FluidEventSlot>(r).slot; }
-    /// Queue order: by event time, then by row.
-    MV_HD static bool eventBefore(int64_t ta, uint32_t a, int64_t tb, uint32_t b) { return ta != tb ? ta < tb : a < b; }
-    MV_HD void place(uint32_t i, uint32_t row, int64_t time) const {
-      FluidEventSlot& e = slot(i);
-      e.row = row;
-      e.time = time;
-      slotOf(flow0 + row) = i;
-    }
-    MV_HD void siftEventUp(uint32_t i) const {
-      const FluidEventSlot x = slot(i);
-      while (i > 0) {
-        const uint32_t parent = (i - 1) / 2;
-        const FluidEventSlot p = slot(parent);
-        if (!eventBefore(x.time, x.row, p.time, p.row)) break;
-        place(i, p.row, p.time);
-        i = parent;
-      }
-      place(i, x.row, x.time);
-    }
-    MV_HD void siftEventDown(uint32_t i) const {
-      const FluidEventSlot x = slot(i);
-      for (;;) {
-        const uint32_t left = 2 * i + 1;
-        if (left >= queued) break;
-        uint32_t least = left;
-        if (left + 1 < queued) {
-          const FluidEventSlot& a = slot(left + 1);
-          const FluidEventSlot& b = slot(left);
-          if (eventBefore(a.time, a.row, b.time, b.row)) least = left + 1;
-        }
-        const FluidEventSlot c = slot(least);
-        if (!eventBefore(c.time, c.row, x.time, x.row)) break;
-        place(i, c.row, c.time);
-        i = least;
-      }
-      place(i, x.row, x.time);
-    }
-    /// Queues every waiting and active flow (the rows in order, then heapified); with
-    /// `rows_moved` (a new step: commits move rows), first points each active flow's path
-    /// block back at its row.
-    MV_HD void buildEventQueue(bool rows_moved) {
-      queued = 0;
-      for (int64_t r = flow0; r < flow1; ++r) {
-        const FluidFlowState& f = state(r);
-        if (f.phase == kFluidDrained) continue;
-        if (rows_moved && f.phase == kFluidActive) tables.block(f.block).flow = static_cast<uint32_t>(r - flow0);
-        place(queued++, static_cast<uint32_t>(r - flow0), eventTime(r));
-      }
-      for (uint32_t i = queued / 2; i-- > 0;) siftEventDown(i);
-    }
-    MV_HD void pushEvent(uint32_t row) {
-      place(queued, row, eventTime(flow0 + row));
-      siftEventUp(queued++);
-    }
-    /// Takes the earliest event out of the queue; its row goes to the slot the queue frees.
-    MV_HD void popEvent() {
-      const FluidEventSlot top = slot(0);
-      queued -= 1;
-      if (queued > 0) {
-        const FluidEventSlot last = slot(queued);
-        place(0, last.row, last.time);
-        siftEventDown(0);
-      }
-      place(queued, top.row, top.time);
-    }
-    /// Row r's event time changed (it is queued): restores the queue order.
+    /// Active flow r's drain time changed: restores the queue's order.
     MV_HD void requeue(int64_t r) {
-      const uint32_t i = slotOf(r);
-      slot(i).time = eventTime(r);
-      siftEventUp(i);
-      siftEventDown(slotOf(r));
+      const FluidFlowState& f = state(r);
+      const uint32_t i = tables.block(f.block).slot;
+      tables.drain(i).time = f.drain_ps;
+      BinaryHeap<DrainQueue>::siftUp(drains(), i);
+      BinaryHeap<DrainQueue>::siftDown(drains(), tables.block(f.block).slot, queued);
     }
-    /// Earliest arrival or drain completion, or INT64_MAX.
-    MV_HD int64_t nextEvent() const { return queued > 0 ? slot(0).time : INT64_MAX; }
+    /// Brings every queued drain time up to date and restores the queue's order at once.
+    MV_HD void requeueAll() {
+      for (uint32_t i = 0; i < queued; ++i) {
+        FluidDrainSlot& e = tables.drain(i);
+        e.time = state(flow0 + tables.block(e.block).flow).drain_ps;
+      }
+      BinaryHeap<DrainQueue>::heapify(drains(), queued);
+    }
 
     // --- events -------------------------------------------------------------------------
-    /// Flow r, if its last bit drains at `t`, releases its links and path block.
-    MV_HD void complete(int64_t r, int64_t t) {
-      FluidFlowState& f = state(r);
-      if (f.phase != kFluidActive || f.drain_ps != t) return;
-      for (uint32_t i = 0; i < tables.block(f.block).hops; ++i) unlinkNode(f.block * info.path_stride + i);
+    /// The flow of path block b, whose last bit drains at `t`, releases its links and block.
+    MV_HD void complete(uint32_t b, int64_t t) {
+      FluidFlowState& f = state(flow0 + tables.block(b).flow);
+      MV_ASSERT(f.phase == kFluidActive && f.drain_ps == t, "a queued drain is an active flow's");
+      for (uint32_t i = 0; i < tables.block(b).hops; ++i) unlinkNode(b * info.path_stride + i);
       f.phase = kFluidDrained;
-      const int64_t finish = t + f.latency_ps;
-      st.next_finish = finish < st.next_finish ? finish : st.next_finish;
       f.left_lo = 0;
       f.left_hi = 0;
       f.rate_bps = 0;
-      tables.block(f.block).next_free = st.free_block;
-      st.free_block = f.block;
+      tables.block(b).next_free = st.free_block;
+      st.free_block = b;
       st.active -= 1;
     }
 
-    /// Flow r, if it arrives at `t`, takes a path block, its route and its latency. False
-    /// (and a status bit that stops the run) when no block is free.
+    /// Flow r arrives at `t`: it takes a path block, its route and its latency. False (and a
+    /// status bit that stops the run) when no block is free.
     MV_HD bool arrive(int64_t r, int64_t t) {
       FluidFlowState& f = state(r);
-      if (f.phase != kFluidWaiting || arrival(r) != t) return true;
       if (st.free_block == kNone32) {
         st.overflow += 1;
         atomicFetchOr<uint32_t>(&ctx.world->status, kStatusFluidPaths);
@@ -564,7 +642,6 @@ struct FluidSystem {
       st.active += 1;
       return true;
     }
-
     /// Path node n's link.
     MV_HD uint32_t linkOf(uint32_t n) const { return tables.hops->template get<FluidHopLink>(tables.hop0 + n).link; }
     /// Notes that link l's flows changed: its share must be filled again.
@@ -674,19 +751,20 @@ struct FluidSystem {
         k.unfrozen = k.flows;
         if (k.unfrozen > 0) tables.heap(size++) = FluidShareEntry{k.left_bps / k.unfrozen, l, 0};
       }
-      for (uint32_t i = size / 2; i-- > 0;) siftDown(i, size);
+      const ShareQueue shares{tables};
+      BinaryHeap<ShareQueue>::heapify(shares, size);
       while (size > 0) {
         FluidShareEntry& top = tables.heap(0);
         const FluidLinkFill& k = tables.fill(top.link);
         if (k.unfrozen == 0) {
           tables.heap(0) = tables.heap(--size);
-          siftDown(0, size);
+          BinaryHeap<ShareQueue>::siftDown(shares, 0, size);
           continue;
         }
         const int64_t share = k.left_bps / k.unfrozen;
         if (share > top.share_bps) {
           top.share_bps = share;
-          siftDown(0, size);
+          BinaryHeap<ShareQueue>::siftDown(shares, 0, size);
           continue;
         }
         if (whole) {  // the grouped flows lie together; the lists would be chased node by node
@@ -702,25 +780,7 @@ struct FluidSystem {
         }
         st.fill_rounds += 1;
       }
-      if (requeue_all) buildEventQueue(false);
-    }
-
-    MV_HD bool shareLess(const FluidShareEntry& a, const FluidShareEntry& b) const {
-      return a.share_bps != b.share_bps ? a.share_bps < b.share_bps : a.link < b.link;
-    }
-    /// Restores the heap order below entry `i` of a heap of `size` entries.
-    MV_HD void siftDown(uint32_t i, uint32_t size) const {
-      for (;;) {
-        const uint32_t left = 2 * i + 1;
-        if (left >= size) return;
-        uint32_t least = left;
-        if (left + 1 < size && shareLess(tables.heap(left + 1), tables.heap(left))) least = left + 1;
-        if (!shareLess(tables.heap(least), tables.heap(i))) return;
-        const FluidShareEntry swap = tables.heap(i);
-        tables.heap(i) = tables.heap(least);
-        tables.heap(least) = swap;
-        i = least;
-      }
+      if (requeue_all) requeueAll();
     }
 
     /**
@@ -768,7 +828,8 @@ struct FluidSystem {
     }
 
     /// Whole refills: unfreezes every active flow and groups the flows by link (counting sort
-    /// into FluidIncidentFlow rows, each link's in row order; the links in busy-list order).
+    /// into FluidIncidentFlow rows, each link's in drain-queue order; the links in busy-list
+    /// order).
     MV_HD void groupByLink() {
       uint32_t first = 0;
       for (uint32_t i = 0; i < st.busy_links; ++i) {
@@ -777,16 +838,14 @@ struct FluidSystem {
         k.unfrozen = 0;  // placed so far
         first += k.flows;
       }
-      refilled = 0;
-      for (int64_t r = flow0; r < flow1; ++r) {
-        const FluidFlowState& f = state(r);
-        if (f.phase != kFluidActive) continue;
-        FluidBlockUse& use = tables.block(f.block);
+      refilled = queued;
+      for (uint32_t q = 0; q < queued; ++q) {
+        const uint32_t b = tables.drain(q).block;
+        FluidBlockUse& use = tables.block(b);
         use.frozen = 0;
-        refilled += 1;
         for (uint32_t i = 0; i < use.hops; ++i) {
-          FluidLinkFill& k = tables.fill(tables.hop(f.block, info.path_stride, i));
-          tables.incident(k.first + k.unfrozen++) = static_cast<uint32_t>(r - flow0);
+          FluidLinkFill& k = tables.fill(tables.hop(b, info.path_stride, i));
+          tables.incident(k.first + k.unfrozen++) = use.flow;
         }
       }
     }
@@ -810,32 +869,32 @@ struct FluidSystem {
       f.drain_ps = fluidDrainTime(t, left, rate);
       if (requeue_now) requeue(r);
     }
-
-    // --- records -----------------------------------------------------------------------------
-    /// Drained flows whose finish falls before `end` become FlowRecord rows; returns the
-    /// earliest finish of those left for a later step, or INT64_MAX.
-    MV_HD int64_t emitRecords(int64_t end) {
-      if (st.next_finish >= end) return st.next_finish;
-      TableView<FlowRecord>& records = ctx.template table<FlowRecord>();
-      int64_t later = INT64_MAX;
-      for (int64_t r = flow0; r < flow1; ++r) {
-        const FluidFlowState& f = state(r);
-        if (f.phase != kFluidDrained || flows.dead[r] != 0u) continue;
-        const int64_t finish = f.drain_ps + f.latency_ps;
-        if (finish >= end) {
-          later = finish < later ? finish : later;
-          continue;
-        }
-        const FlowSpec& s = spec(r);
-        records.create(ctx.exp, flows.key[r], FlowResult{s.id, s.src_nic, s.dst_nic, s.bytes, s.start_ps, finish, 0});
-        ctx.wakeAt(Picoseconds{finish});  // the record's consumer runs next step, even if the network is idle
-        flows.destroyRow(r);
-        st.flows_done += 1;
-      }
-      st.next_finish = later;
-      return later;
-    }
   };
+};
+
+/**
+ * Turns each drained fluid flow whose finish (drain + path latency) falls in the window into
+ * a FlowRecord row (key: the flow's key) and destroys the flow, one row per thread; one that
+ * finishes later reports its finish.
+ */
+template <class WV>
+struct FluidRecordSystem {
+  static constexpr const char* kName = "fluid_records";
+  static constexpr const char* kWhy = "turn the fluid flows whose last ACK is back within the window into flow records";
+  using Ctx = RowContext<WV>;
+  using After = TypeList<FluidSystem<WV>>;
+
+  MV_HD static void run(const Ctx& ctx, const FlowSpec& s, const FluidFlowState& f) {
+    if (f.phase != kFluidDrained) return;
+    const int64_t finish = f.drain_ps + f.latency_ps;
+    ctx.wakeAt(
+        Picoseconds{finish});  // in the window: the record's consumer runs next step, even if the network is idle
+    if (finish >= ctx.window_end.ps) return;
+    ctx.template table<FlowRecord>().create(ctx.exp, ctx.key,
+                                            FlowResult{s.id, s.src_nic, s.dst_nic, s.bytes, s.start_ps, finish, 0});
+    ctx.template table<FluidFlow>().destroyRow(ctx.row);
+    atomicFetchAdd<int64_t>(&fluidNetState(*ctx.world, ctx.exp).flows_done, int64_t{1});
+  }
 };
 
 }  // namespace mv::net
