@@ -7,8 +7,8 @@
  * Per experiment, one static `FluidNet` row owns every fluid flow of the experiment: flows
  * sharing a link are coupled with zero delay, so one invocation of FluidSystem advances them
  * all, event by event at exact picoseconds (parallelism is across experiments); what is per
- * flow and not per event (listing the step's arrivals, emitting records) is done one flow row
- * per thread, before and after it (FluidArrivalSystem, FluidRecordSystem). Events are flow
+ * flow and not per event (finding the flows that arrive or finish in the window) is done one
+ * flow row per thread before it (FluidPrepareSystem). Events are flow
  * arrivals (start_ps) and drain completions; at each event the rates are recomputed by
  * progressive filling over the directed links (NIC links included, so NIC rates cap them),
  * for the flows that share links, directly or through other flows, with a flow that
@@ -63,10 +63,11 @@ struct FluidNetState {
   int64_t fill_rounds = 0;        ///< water-filling rounds (bottleneck levels) over all events
   int64_t flows_done = 0;         ///< FlowRecord rows created
   int64_t overflow = 0;           ///< arrivals that found no free path block
-  /// Arrivals of this step listed by FluidArrivalSystem (FluidArrivalSlot entries [0, n)),
-  /// taken and cleared by FluidSystem.
+  /// Flows that arrive in this step's window, listed by FluidPrepareSystem (FluidListSlot
+  /// entries from the experiment's first flow row up), and drained flows whose records fall
+  /// in it (from its last row down); taken and cleared by FluidSystem.
   uint32_t arrivals = 0;
-  uint32_t pad = 0;
+  uint32_t finishes = 0;
 };
 struct FluidNet : Archetype<FluidNetInfo, FluidNetState> {
   static constexpr const char* kName = "FluidNet";
@@ -170,7 +171,7 @@ struct FluidIncidence : Archetype<FluidLinkNode, FluidIncidentFlow> {
   static constexpr bool kStatic = true;
 };
 /// One path block: the local row of the flow using it (brought up to date at the start of
-/// every step by FluidArrivalSystem, as rows move only between steps), or the next free block.
+/// every step by FluidPrepareSystem, as rows move only between steps), or the next free block.
 struct FluidBlockUse {
   uint32_t flow = 0;
   uint32_t next_free = kNone32;
@@ -213,18 +214,19 @@ struct FluidFlowState {
 };
 static_assert(sizeof(FluidFlowState) == 56);
 
-/// Scratch of the step's arrivals: FluidArrivalSystem lists the flows that arrive in the
-/// window (entry i is kept in the experiment's i-th flow row: `row`, the local row of the
-/// flow, and `time`, its arrival), and FluidSystem takes them in time order (a binary heap
-/// by (time, row)).
-struct FluidArrivalSlot {
+/// Scratch of the step's lists, kept in the experiment's flow rows: FluidPrepareSystem lists
+/// the flows that arrive in the window (entry i in the experiment's i-th flow row; `time`: the
+/// arrival), which FluidSystem takes in time order (a binary heap by (time, row)), and the
+/// drained flows whose records fall in it (entry i in its i-th flow row from the last;
+/// `time`: the finish). `row` is the flow's local row.
+struct FluidListSlot {
   uint32_t row = 0;
   uint32_t pad = 0;
   int64_t time = 0;
 };
 
 /// A flow of the flow-level model: same FlowSpec and key as a packet-level Flow.
-struct FluidFlow : Archetype<FlowSpec, FluidFlowState, FluidArrivalSlot> {
+struct FluidFlow : Archetype<FlowSpec, FluidFlowState, FluidListSlot> {
   static constexpr const char* kName = "FluidFlow";
 };
 
@@ -238,7 +240,7 @@ using FluidArchetypes = TypeList<FluidNet, FluidLink, FluidSwitch, FluidPort, Fl
  * start (created during an earlier window) starts at the beginning of the window it is seen in.
  */
 MV_HD inline bool createFluidFlow(TableView<FluidFlow>& flows, ExpId e, const FlowSpec& spec) {
-  return flows.create(e, flowKey(spec.src_nic, spec.id), spec, FluidFlowState{}, FluidArrivalSlot{});
+  return flows.create(e, flowKey(spec.src_nic, spec.id), spec, FluidFlowState{}, FluidListSlot{});
 }
 
 // --- arithmetic --------------------------------------------------------------------------------
@@ -431,21 +433,22 @@ MV_HD FluidNetState& fluidNetState(WV& w, ExpId e) {
 }
 
 /**
- * Readies each fluid flow for the step, one row per thread (so FluidSystem walks the step's
- * events, never every flow): an active flow tells its path block its row (rows move only
- * between steps); a waiting flow that arrives in the window, at its start or, seen late, at
- * the window's start, is listed for FluidSystem (FluidArrivalSlot, in no particular order);
- * one that arrives later reports its arrival.
+ * Readies each fluid flow for the step, one row per thread, so that FluidSystem walks the
+ * step's events and never every flow: an active flow tells its path block its row (rows move
+ * only between steps); a waiting flow that arrives in the window (at its start or, seen late,
+ * at the window's start) and a drained flow whose record falls in it (drain + latency) are
+ * listed for FluidSystem (FluidListSlot, in no particular order); one whose arrival or finish
+ * is later reports it.
  */
 template <class WV>
-struct FluidArrivalSystem {
-  static constexpr const char* kName = "fluid_arrivals";
+struct FluidPrepareSystem {
+  static constexpr const char* kName = "fluid_prepare";
   static constexpr const char* kWhy =
-      "list the fluid flows that arrive in the window and tell active flows' path blocks where their rows are";
+      "list the fluid flows that arrive or finish in the window and tell active flows' path blocks where their rows "
+      "are";
   using Ctx = RowContext<WV>;
 
   MV_HD static void run(const Ctx& ctx, const FlowSpec& s, const FluidFlowState& f) {
-    if (f.phase == kFluidDrained) return;
     TableView<FluidFlow>& flows = ctx.template table<FluidFlow>();
     const int64_t flow0 = flows.expBegin(ctx.exp);
     const auto local = static_cast<uint32_t>(ctx.row - flow0);
@@ -454,24 +457,30 @@ struct FluidArrivalSystem {
       blocks.template get<FluidBlockUse>(blocks.expBegin(ctx.exp) + f.block).flow = local;
       return;
     }
-    const int64_t at = s.start_ps > ctx.now.ps ? s.start_ps : ctx.now.ps;
+    const bool waiting = f.phase == kFluidWaiting;
+    const int64_t start = s.start_ps > ctx.now.ps ? s.start_ps : ctx.now.ps;
+    const int64_t at = waiting ? start : f.drain_ps + f.latency_ps;
     if (at >= ctx.window_end.ps) {
       ctx.wakeAt(Picoseconds{at});
       return;
     }
-    const uint32_t i = atomicFetchAdd<uint32_t>(&fluidNetState(*ctx.world, ctx.exp).arrivals, 1u);
-    flows.template get<FluidArrivalSlot>(flow0 + i) = FluidArrivalSlot{local, 0, at};
+    FluidNetState& st = fluidNetState(*ctx.world, ctx.exp);
+    const uint32_t i = atomicFetchAdd<uint32_t>(waiting ? &st.arrivals : &st.finishes, 1u);
+    flows.template get<FluidListSlot>(waiting ? flow0 + i : flows.expEnd(ctx.exp) - 1 - i) =
+        FluidListSlot{local, 0, at};
   }
 };
 
 /**
  * Advances one experiment's fluid network through the step's window. Events are the
- * flows' arrivals (listed by FluidArrivalSystem) and drains (a queue that lives from step to
+ * flows' arrivals (listed by FluidPrepareSystem) and drains (a queue that lives from step to
  * step in the path blocks), in time order; all events of one picosecond are handled together
  * (flows in key order): drain completions (links released, the record falls due at drain +
  * latency), then arrivals (a flow takes a path block, its route and latency); then the
  * max-min rates of the flows whose components changed are recomputed by progressive filling.
- * FluidRecordSystem turns drained flows into records.
+ * A drained flow whose finish (drain + latency) falls in the window becomes a FlowRecord row
+ * (key: the flow's key) and the flow is destroyed: those FluidPrepareSystem listed, and those
+ * that drain in this window and finish in it too.
  */
 template <class WV>
 struct FluidSystem {
@@ -479,7 +488,7 @@ struct FluidSystem {
   static constexpr const char* kWhy =
       "advance each experiment's fluid flows: arrivals, completions and max-min fair rates at exact times";
   using Ctx = RowContext<WV>;
-  using After = TypeList<FluidArrivalSystem<WV>>;
+  using After = TypeList<FluidPrepareSystem<WV>>;
 
   MV_HD static void run(const Ctx& ctx, const FluidNetInfo& info, FluidNetState& st) {
     TableView<FluidFlow>& flows = ctx.template table<FluidFlow>();
@@ -504,21 +513,10 @@ struct FluidSystem {
   struct ArrivalQueue {
     TableView<FluidFlow>& flows;
     int64_t flow0;
-    MV_HD FluidArrivalSlot entry(uint32_t i) const { return flows.template get<FluidArrivalSlot>(flow0 + i); }
-    MV_HD void place(uint32_t i, const FluidArrivalSlot& e) const {
-      flows.template get<FluidArrivalSlot>(flow0 + i) = e;
-    }
-    MV_HD static bool before(const FluidArrivalSlot& a, const FluidArrivalSlot& b) {
+    MV_HD FluidListSlot entry(uint32_t i) const { return flows.template get<FluidListSlot>(flow0 + i); }
+    MV_HD void place(uint32_t i, const FluidListSlot& e) const { flows.template get<FluidListSlot>(flow0 + i) = e; }
+    MV_HD static bool before(const FluidListSlot& a, const FluidListSlot& b) {
       return a.time != b.time ? a.time < b.time : a.row < b.row;
-    }
-  };
-  /// Water-filling's links by fair share: entry i in the experiment's i-th link row.
-  struct ShareQueue {
-    const FluidTables& tables;
-    MV_HD FluidShareEntry entry(uint32_t i) const { return tables.heap(i); }
-    MV_HD void place(uint32_t i, const FluidShareEntry& e) const { tables.heap(i) = e; }
-    MV_HD static bool before(const FluidShareEntry& a, const FluidShareEntry& b) {
-      return a.share_bps != b.share_bps ? a.share_bps < b.share_bps : a.link < b.link;
     }
   };
 
@@ -548,7 +546,12 @@ struct FluidSystem {
       const int64_t end = ctx.window_end.ps;
       queued = st.active;
       arriving = st.arrivals;
+      for (uint32_t i = 0; i < st.finishes; ++i) {
+        const FluidListSlot& e = flows.template get<FluidListSlot>(flows.expEnd(ctx.exp) - 1 - i);
+        emitRecord(flow0 + e.row, e.time);
+      }
       st.arrivals = 0;
+      st.finishes = 0;
       BinaryHeap<ArrivalQueue>::heapify(arrivals(), arriving);
       for (;;) {
         const int64_t t = nextEvent();
@@ -613,6 +616,23 @@ struct FluidSystem {
       tables.block(b).next_free = st.free_block;
       st.free_block = b;
       st.active -= 1;
+      const int64_t finish = t + f.latency_ps;
+      if (finish < ctx.window_end.ps) {
+        emitRecord(flow0 + tables.block(b).flow, finish);
+      } else {
+        ctx.wakeAt(Picoseconds{finish});  // FluidPrepareSystem lists it in the step its finish falls in
+      }
+    }
+
+    /// Drained flow r, finished at `finish` (in the window), becomes a FlowRecord row and is
+    /// destroyed.
+    MV_HD void emitRecord(int64_t r, int64_t finish) {
+      const FlowSpec& s = spec(r);
+      ctx.template table<FlowRecord>().create(ctx.exp, flows.key[r],
+                                              FlowResult{s.id, s.src_nic, s.dst_nic, s.bytes, s.start_ps, finish, 0});
+      ctx.wakeAt(Picoseconds{finish});  // the record's consumer runs next step, even if the network is idle
+      flows.destroyRow(r);
+      st.flows_done += 1;
     }
 
     /// Flow r arrives at `t`: it takes a path block, its route and its latency. False (and a
@@ -751,20 +771,19 @@ struct FluidSystem {
         k.unfrozen = k.flows;
         if (k.unfrozen > 0) tables.heap(size++) = FluidShareEntry{k.left_bps / k.unfrozen, l, 0};
       }
-      const ShareQueue shares{tables};
-      BinaryHeap<ShareQueue>::heapify(shares, size);
+      for (uint32_t i = size / 2; i-- > 0;) siftShareDown(i, size);
       while (size > 0) {
         FluidShareEntry& top = tables.heap(0);
         const FluidLinkFill& k = tables.fill(top.link);
         if (k.unfrozen == 0) {
           tables.heap(0) = tables.heap(--size);
-          BinaryHeap<ShareQueue>::siftDown(shares, 0, size);
+          siftShareDown(0, size);
           continue;
         }
         const int64_t share = k.left_bps / k.unfrozen;
         if (share > top.share_bps) {
           top.share_bps = share;
-          BinaryHeap<ShareQueue>::siftDown(shares, 0, size);
+          siftShareDown(0, size);
           continue;
         }
         if (whole) {  // the grouped flows lie together; the lists would be chased node by node
@@ -781,6 +800,25 @@ struct FluidSystem {
         st.fill_rounds += 1;
       }
       if (requeue_all) requeueAll();
+    }
+
+    MV_HD static bool shareLess(const FluidShareEntry& a, const FluidShareEntry& b) {
+      return a.share_bps != b.share_bps ? a.share_bps < b.share_bps : a.link < b.link;
+    }
+    /// Restores the share heap's order below entry `i` of a heap of `size` entries. (Swapping
+    /// entries by reference: BinaryHeap's copies made the water-filling 12 % slower, callgrind.)
+    MV_HD void siftShareDown(uint32_t i, uint32_t size) const {
+      for (;;) {
+        const uint32_t left = 2 * i + 1;
+        if (left >= size) return;
+        uint32_t least = left;
+        if (left + 1 < size && shareLess(tables.heap(left + 1), tables.heap(left))) least = left + 1;
+        if (!shareLess(tables.heap(least), tables.heap(i))) return;
+        const FluidShareEntry swap = tables.heap(i);
+        tables.heap(i) = tables.heap(least);
+        tables.heap(least) = swap;
+        i = least;
+      }
     }
 
     /**
@@ -870,31 +908,6 @@ struct FluidSystem {
       if (requeue_now) requeue(r);
     }
   };
-};
-
-/**
- * Turns each drained fluid flow whose finish (drain + path latency) falls in the window into
- * a FlowRecord row (key: the flow's key) and destroys the flow, one row per thread; one that
- * finishes later reports its finish.
- */
-template <class WV>
-struct FluidRecordSystem {
-  static constexpr const char* kName = "fluid_records";
-  static constexpr const char* kWhy = "turn the fluid flows whose last ACK is back within the window into flow records";
-  using Ctx = RowContext<WV>;
-  using After = TypeList<FluidSystem<WV>>;
-
-  MV_HD static void run(const Ctx& ctx, const FlowSpec& s, const FluidFlowState& f) {
-    if (f.phase != kFluidDrained) return;
-    const int64_t finish = f.drain_ps + f.latency_ps;
-    ctx.wakeAt(
-        Picoseconds{finish});  // in the window: the record's consumer runs next step, even if the network is idle
-    if (finish >= ctx.window_end.ps) return;
-    ctx.template table<FlowRecord>().create(ctx.exp, ctx.key,
-                                            FlowResult{s.id, s.src_nic, s.dst_nic, s.bytes, s.start_ps, finish, 0});
-    ctx.template table<FluidFlow>().destroyRow(ctx.row);
-    atomicFetchAdd<int64_t>(&fluidNetState(*ctx.world, ctx.exp).flows_done, int64_t{1});
-  }
 };
 
 }  // namespace mv::net

@@ -2,7 +2,7 @@
  * @file flow_sim.hpp
  * A world and graph for flow-level (fluid) network-only experiments: the fluid archetypes,
  * FlowRecord for results, and the step graph
- *   fluid_arrivals  ->  fluid  ->  fluid_records  ->  commit  ->  advance_clocks.
+ *   fluid_prepare  ->  fluid  ->  commit  ->  advance_clocks.
  * The fluid system reads no configuration row, so its archetypes and node may also join a
  * packet-level world (one experiment per fidelity, each with rows in its own tables only).
  */
@@ -21,7 +21,7 @@ struct FluidSimConfig {};
 
 using FluidWorld = WorldOfT<FluidSimConfig, ConcatT<FluidArchetypes, TypeList<FlowRecord>>>;
 using FluidView = FluidWorld::View;
-using FluidGraph = Graph<System<FluidArrivalSystem<FluidView>>, System<FluidSystem<FluidView>>,
-                         System<FluidRecordSystem<FluidView>>, CommitAll, AdvanceClocks>;
+using FluidGraph =
+    Graph<System<FluidPrepareSystem<FluidView>>, System<FluidSystem<FluidView>>, CommitAll, AdvanceClocks>;
 
 }  // namespace mv::net

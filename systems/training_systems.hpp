@@ -238,13 +238,15 @@ struct TrainOps {
   }
 };
 
-/// Consumes the flow records of finished training flows (one row each).
+/// Consumes the flow records of finished training flows (one row each). The records it sees
+/// were committed in earlier steps and it touches no fluid state, so it runs beside the fluid
+/// event loop, which follows fluid_prepare (a level after the NIC and switch systems).
 template <class WV>
 struct FlowCompletionSystem {
   static constexpr const char* kName = "flow_completion";
   static constexpr const char* kWhy =
       "turn finished flows into delivered pipeline messages and collective progress (next transfers, completion)";
-  using After = TypeList<net::NicSystem<WV>, net::SwitchSystem<WV>, net::FluidSystem<WV>>;
+  using After = TypeList<net::NicSystem<WV>, net::SwitchSystem<WV>>;
   using Ctx = RowContext<WV>;
 
   MV_HD static void run(const Ctx& ctx, const net::FlowResult& r) {

@@ -30,12 +30,11 @@ struct TrainWorld : TrainWorldBase {
 
 using TrainView = TrainWorld::View;
 
-/// nic | switch | fluid_arrivals → fluid → fluid_records | flow_completion → rank → commit →
-/// advance_clocks.
+/// nic | switch | fluid_prepare → fluid | flow_completion → rank → commit → advance_clocks.
 using TrainGraph = Graph<System<net::NicSystem<TrainView>>, System<net::SwitchSystem<TrainView>>,
-                         System<net::FluidArrivalSystem<TrainView>>, System<net::FluidSystem<TrainView>>,
-                         System<net::FluidRecordSystem<TrainView>>, System<train::FlowCompletionSystem<TrainView>>,
-                         System<train::RankSystem<TrainView>>, CommitAll, AdvanceClocks>;
+                         System<net::FluidPrepareSystem<TrainView>>, System<net::FluidSystem<TrainView>>,
+                         System<train::FlowCompletionSystem<TrainView>>, System<train::RankSystem<TrainView>>,
+                         CommitAll, AdvanceClocks>;
 
 /// Steps a training world runs per executor call before results are collected.
 inline constexpr int64_t kTrainingStepsPerRun = 4096;

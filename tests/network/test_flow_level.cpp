@@ -409,9 +409,9 @@ TEST_CASE("packet-level and flow-level experiments run side by side in one world
   // packet level, experiment 1 at flow level; each has rows only in its own fidelity's tables.
   using MixedWorld = WorldOfT<net::NetSimConfig, ConcatT<net::NetworkArchetypes, net::FluidArchetypes>>;
   using MixedView = MixedWorld::View;
-  using MixedGraph = Graph<System<net::NicSystem<MixedView>>, System<net::SwitchSystem<MixedView>>,
-                           System<net::FluidArrivalSystem<MixedView>>, System<net::FluidSystem<MixedView>>,
-                           System<net::FluidRecordSystem<MixedView>>, CommitAll, AdvanceClocks>;
+  using MixedGraph =
+      Graph<System<net::NicSystem<MixedView>>, System<net::SwitchSystem<MixedView>>,
+            System<net::FluidPrepareSystem<MixedView>>, System<net::FluidSystem<MixedView>>, CommitAll, AdvanceClocks>;
   const Topology tree = makeFatTree(FatTreeParams{4});
   const std::vector<FlowDef> flows = fatTreePermutation(300'000, 4'000'000);
   const net::NetworkConfig cfg;
