@@ -352,6 +352,31 @@ TEST_CASE("fluid results are identical for 1 and 2 threads and for lookahead Δ 
   CHECK(sameRecords(base.flows, runFluid(c, 1).flows));
 }
 
+TEST_CASE("a fluid flow's record is created in the step whose window holds its finish", "[network][flow]") {
+  // One 10 kB flow on a star from t = 0: drained after 10 packets' serialisation, finished
+  // 4 µs later (two delays out, two back). A window of 1 ms holds both: the record exists
+  // after the first step, made by the event loop that drained the flow. A window of one link
+  // delay holds the drain but not the finish: the record waits for the next step, whose
+  // window the clock moves to the finish (nothing happens in between), and is listed then by
+  // fluid_prepare.
+  const Topology star = makeStar(2, BitsPerSecond{kRate}, Picoseconds{kDelay});
+  FluidCase c;
+  c.topo = &star;
+  c.flows = {FlowDef{0, 1, 10'000, 0}};
+  const int64_t finish = 10 * ser(net::dataWireBytes(1000, c.cfg.cc), kRate) + starLatency();
+  c.lookahead_ps = 1'000'000'000;
+  const FluidRun wide = runFluidBatch({c}, 2, 1).front();
+  REQUIRE(wide.flows.size() == 1u);
+  CHECK(wide.flows[0].finish_ps == finish);
+  CHECK(wide.counters.flows_done == 1);
+  c.lookahead_ps = kDelay;
+  REQUIRE(finish > kDelay);
+  CHECK(runFluidBatch({c}, 2, 1).front().flows.empty());
+  const FluidRun narrow = runFluidBatch({c}, 2, 2).front();
+  REQUIRE(narrow.flows.size() == 1u);
+  CHECK(narrow.flows[0].finish_ps == finish);
+}
+
 TEST_CASE("refilling only the components an event touches gives the rates of refilling every flow",
           "[network][flow][determinism]") {
   // 64 flows of a k=8 fat-tree (128 NICs) between pseudo-random NICs, of mixed sizes,
