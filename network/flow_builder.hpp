@@ -172,8 +172,7 @@ void addFluidFlow(WorldT& world, ExpId e, uint32_t src, uint32_t dst, int64_t by
 /// The fluid counters of experiment `e`.
 template <class WorldT>
 FluidNetState fluidCounters(WorldT& world, ExpId e) {
-  auto& nets = world.template table<FluidNet>();
-  return nets.template get<FluidNetState>(nets.expBegin(e));
+  return fluidNetState(world, e);
 }
 
 }  // namespace mv::net

@@ -432,6 +432,12 @@ MV_HD FluidNetState& fluidNetState(WV& w, ExpId e) {
   return nets.template get<FluidNetState>(nets.expBegin(e));
 }
 
+/// Row of entry i of experiment e's list of finishes (FluidListSlot): its i-th flow row from
+/// the last.
+MV_HD inline int64_t fluidFinishRow(const TableView<FluidFlow>& flows, ExpId e, uint32_t i) {
+  return flows.expEnd(e) - 1 - i;
+}
+
 /**
  * Readies each fluid flow for the step, one row per thread, so that FluidSystem walks the
  * step's events and never every flow: an active flow tells its path block its row (rows move
@@ -466,7 +472,7 @@ struct FluidPrepareSystem {
     }
     FluidNetState& st = fluidNetState(*ctx.world, ctx.exp);
     const uint32_t i = atomicFetchAdd<uint32_t>(waiting ? &st.arrivals : &st.finishes, 1u);
-    flows.template get<FluidListSlot>(waiting ? flow0 + i : flows.expEnd(ctx.exp) - 1 - i) =
+    flows.template get<FluidListSlot>(waiting ? flow0 + i : fluidFinishRow(flows, ctx.exp, i)) =
         FluidListSlot{local, 0, at};
   }
 };
@@ -547,7 +553,7 @@ struct FluidSystem {
       queued = st.active;
       arriving = st.arrivals;
       for (uint32_t i = 0; i < st.finishes; ++i) {
-        const FluidListSlot& e = flows.template get<FluidListSlot>(flows.expEnd(ctx.exp) - 1 - i);
+        const FluidListSlot& e = flows.template get<FluidListSlot>(fluidFinishRow(flows, ctx.exp, i));
         emitRecord(flow0 + e.row, e.time);
       }
       st.arrivals = 0;
@@ -570,7 +576,7 @@ struct FluidSystem {
         fillRates(t);
         st.events += 1;
       }
-      const int64_t next = queued > 0 ? tables.drain(0).time : INT64_MAX;
+      const int64_t next = nextEvent();  // a drain: every arrival of the window was taken
       if (next != INT64_MAX) ctx.wakeAt(Picoseconds{next});
     }
 
