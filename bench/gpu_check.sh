@@ -108,10 +108,8 @@ fi
 # The build log of this run, or ptxas.log left in a tree built elsewhere.
 log=$out/build.log; [ -f "$log" ] || log=$build/ptxas.log
 if [ -f "$log" ]; then
-  say "Registers, stack and spills of each megakernel instantiation (ptxas):"
-  { echo '```'
-    grep -A3 "Compiling entry function '.*megakernel" "$log" | grep -E "spill|Used" | sed 's/^ *//' | sort | uniq -c
-    echo '```'; } | tee -a "$report"
+  say "Registers, stack and spills of each kernel (ptxas; bench/ptxas_table.py):"
+  { echo; python3 bench/ptxas_table.py "$log" || true; echo; } | tee -a "$report"
 fi
 
 bin() { echo "$build/$1"; }

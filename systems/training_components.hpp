@@ -230,7 +230,7 @@ struct TransferSucc : Archetype<TransferNext> {
 };
 struct TransferCounter {
   int32_t deps_left = 0;
-  uint32_t pad = 0;
+  uint32_t link = kNoTransfer;  ///< once released: the next transfer on its releasing thread's list
   int64_t ready_ps = 0;
 };
 struct TransferState : Archetype<TransferCounter> {

@@ -440,7 +440,7 @@ class CollectiveBuilder {
     info.state_base = static_cast<uint32_t>(counters_.size());
     for (uint32_t k = 0; k < info.shape_count; ++k) {
       const TransferDef& d = shapes_[info.shape_base + k];
-      counters_.push_back(TransferCounter{static_cast<int32_t>(d.dep_count), 0, 0});
+      counters_.push_back(TransferCounter{static_cast<int32_t>(d.dep_count), kNoTransfer, 0});
     }
   }
 

@@ -192,49 +192,89 @@ struct TrainOps {
   MV_HD void finishCollective(const CollInfo& c, int64_t done) const {
     for (uint32_t k = 0; k < c.members; ++k) complete(member(c, k), memberTask(c, k), done);
   }
-  /// Transfer `k` of `coll` starts at `t`: a flow between servers, an NVLink hop inside one.
+  /// Transfer `k` of `coll` starts at `t`, with what follows from it at once.
   MV_HD void startTransfer(uint32_t coll, const CollInfo& c, uint32_t k, int64_t t) const {
+    runTransfers(coll, c, k, t, false);
+  }
+  /// Transfer `k` of `coll` arrived at `t` (its flow finished), with what follows from it at once.
+  MV_HD void finishTransfer(uint32_t coll, uint32_t k, int64_t t) const {
+    runTransfers(coll, collInfo(coll), k, t, true);
+  }
+
+  /**
+   * Transfer `k` starts at `t` (or, `arrived`, arrives at `t`), and so does everything that
+   * follows at once: a hop inside a server arrives as it starts, and an arrival may release
+   * other transfers. A loop, not recursion (one level per NVLink hop, on a GPU thread's stack
+   * of a few kB; tests/kernels/check_no_recursion.py). A DAG's released transfers wait on a list linked through
+   * their counters (each is released once, by one thread), a ring's one successor goes next.
+   */
+  MV_HD void runTransfers(uint32_t coll, const CollInfo& c, uint32_t k, int64_t t, bool arrived) const {
+    uint32_t waiting = kNoTransfer;
+    for (;;) {
+      if (!arrived) {
+        t = launchTransfer(coll, c, k, t);
+        arrived = t != kNever;
+      }
+      if (arrived) {
+        const uint32_t next = transferArrived(coll, c, k, t, waiting);
+        if (next != kNoTransfer) {
+          k = next;
+          t += cfg().step_latency_ps;
+          arrived = false;
+          continue;
+        }
+      }
+      if (waiting == kNoTransfer) return;
+      k = waiting;
+      TransferCounter& n = counter(c, k);
+      waiting = n.link;
+      t = atomicLoad<int64_t>(&n.ready_ps);
+      arrived = false;
+    }
+  }
+  /// Starts transfer `k` at `t`: a flow between servers (returns kNever), or an NVLink hop
+  /// inside one (returns its arrival).
+  MV_HD int64_t launchTransfer(uint32_t coll, const CollInfo& c, uint32_t k, int64_t t) const {
     const RingTransfer d = transfer(c, k);
     const uint32_t src = member(c, d.src);
     const uint32_t dst = member(c, d.dst);
     const int64_t bytes = (c.bytes + d.den - 1) / d.den;
     if (serverOf(src) == serverOf(dst) || bytes == 0) {
       const uint32_t sharing = c.mode == CollMode::kRing ? nvlinkSharing(ringPhase(c, 0)) : 1;
-      finishTransfer(coll, k, t + nvlinkTime(bytes * sharing));
-      return;
+      return t + nvlinkTime(bytes * sharing);
     }
     createFlow(nicOf(src), nicOf(dst), bytes, t, transferFlowId(coll, k, cfg().transfer_bits));
+    return kNever;
   }
-  /// Transfer `k` of `coll` arrived at `t`: releases its successors, and the last transfer
-  /// completes the collective.
-  MV_HD void finishTransfer(uint32_t coll, uint32_t k, int64_t t) const {
-    const CollInfo& c = collInfo(coll);
+  /**
+   * Transfer `k` arrived at `t`: the last transfer completes the collective, and what it
+   * releases is ready a step latency later. In a generated ring that is its one successor
+   * (whose only predecessor it is), returned; in a DAG each successor whose counter it brings
+   * to zero, at the latest of its predecessors' ready times, put on `waiting`.
+   */
+  MV_HD uint32_t transferArrived(uint32_t coll, const CollInfo& c, uint32_t k, int64_t t, uint32_t& waiting) const {
     CollState& s = collState(coll);
     const int64_t ready = t + cfg().step_latency_ps;
-    releaseSuccessors(coll, c, k, ready);
+    uint32_t next = kNoTransfer;
+    if (c.mode == CollMode::kRing) {
+      next = transfer(c, k).next;
+    } else {
+      const TransferDef& d = shape(c, k);
+      for (uint32_t j = 0; j < d.succ_count; ++j) {
+        const uint32_t succ = nextTransfer(d, j);
+        TransferCounter& n = counter(c, succ);
+        atomicFetchMax<int64_t>(&n.ready_ps, ready);
+        if (atomicFetchAddAcqRel<int32_t>(&n.deps_left, -1) == 1) {
+          n.link = waiting;
+          waiting = succ;
+        }
+      }
+    }
     atomicFetchMax<int64_t>(&s.done_max, ready);
     if (atomicFetchAddAcqRel<uint32_t>(&s.transfers_done, 1u) + 1 == c.shape_count) {
       finishCollective(c, atomicLoad<int64_t>(&s.done_max));
     }
-  }
-  /// Starts what transfer `k`'s arrival releases at `ready`: in a generated ring its one
-  /// successor (whose only predecessor it is); in a DAG each successor whose counter it
-  /// brings to zero, at the latest of its predecessors' ready times.
-  MV_HD void releaseSuccessors(uint32_t coll, const CollInfo& c, uint32_t k, int64_t ready) const {
-    if (c.mode == CollMode::kRing) {
-      const uint32_t next = transfer(c, k).next;
-      if (next != kNoTransfer) startTransfer(coll, c, next, ready);
-      return;
-    }
-    const TransferDef& d = shape(c, k);
-    for (uint32_t j = 0; j < d.succ_count; ++j) {
-      const uint32_t next = nextTransfer(d, j);
-      TransferCounter& n = counter(c, next);
-      atomicFetchMax<int64_t>(&n.ready_ps, ready);
-      if (atomicFetchAddAcqRel<int32_t>(&n.deps_left, -1) == 1) {
-        startTransfer(coll, c, next, atomicLoad<int64_t>(&n.ready_ps));
-      }
-    }
+    return next;
   }
 };
 
