@@ -1,37 +1,52 @@
 #!/usr/bin/env python3
 """Registers, stack and spills of every CUDA kernel, as a Markdown table, from a build log
 of nvcc with -Xptxas=-v (bench/ptxas_report.sh makes one; bench/gpu_check.sh's build.log
-is one too). A kernel is named by its world (training or network) and what it runs: the
+is one too). A kernel is named by its world (training, netsim, or a test's) and what it runs: the
 megakernel (the whole graph) or one node's phase kernel (the kernel-per-node mode).
 Usage: ptxas_table.py BUILD.log
 """
 import re
 import sys
 
-ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(sm_\d+)'")
+ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(sm_\w+)'")
 FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes cumulative stack size)?")
 
 
-def first_name(mangled, after):
-    """The first identifier of a mangled name after `after` that is no namespace or wrapper."""
-    i = mangled.find(after) + len(after)
+def identifiers(mangled, start):
+    """The source names in a mangled name from `start` on: each is its length, then the name
+    (a digit run after S or T belongs to a substitution or a template parameter)."""
+    i = start
     while i < len(mangled):
-        m = re.compile(r"\d+").search(mangled, i)
-        if m is None:
-            break
-        n = int(m.group(0))
-        word = mangled[m.end():m.end() + n]
-        if word not in ("mv", "net", "train", "System"):
+        if not mangled[i].isdigit() or (i > 0 and mangled[i - 1] in "ST"):
+            i += 1
+            continue
+        j = i
+        while j < len(mangled) and mangled[j].isdigit():
+            j += 1
+        word = mangled[j:j + int(mangled[i:j])]
+        if word[:1].isalpha() or word[:1] == "_" and word[1:2].isalpha():
+            yield word
+            i = j + len(word)
+        else:
+            i = j
+
+
+def first_name(mangled, after, skip=("mv", "net", "train", "demo", "System")):
+    """The first name of a mangled name after `after` that is none of the project's namespaces
+    (the tests' `demo` among them) nor the System wrapper."""
+    for word in identifiers(mangled, mangled.find(after) + len(after)):
+        if word not in skip:
             return word
-        i = m.end() + n
     return mangled[:60]
 
 
 def label(mangled):
-    """(world, kernel) of an entry function (read from its mangled name: c++filt gives up on
-    some of these names)."""
-    world = "training" if "TrainWorldConfig" in mangled else "network"
+    """(world, kernel) of an entry function, read from its mangled name (c++filt gives up on
+    some of these names): the world is the configuration type of its WorldView
+    (TrainWorldConfig: training, NetSimConfig: netsim, another: a test's world)."""
+    world = first_name(mangled, "WorldView")
+    world = {"TrainWorldConfig": "training", "NetSimConfig": "netsim"}.get(world, "test")
     if "megakernel" in mangled:
         return world, "megakernel (whole graph)"
     return world, first_name(mangled, "nodePhaseKernel")
