@@ -175,14 +175,14 @@ class CudaExecutor {
   }
 
   /// Raises the device's per-thread stack limit, before `kernel` is launched, to twice the
-  /// stack it needs (its local memory, cudaFuncGetAttributes) and at least 4 KiB. On an H200
-  /// (driver 580.159, CUDA 13.0, commit 675cf34) the training megakernel overflowed its stack
-  /// (compute-sanitizer: stack overflow; unchecked: cudaErrorIllegalAddress). Its frame as
-  /// ptxas gave it (1,040 bytes) was just over the 1,024 a GPU thread starts with, but
-  /// collective transfers then also recursed, 240 bytes deeper per NVLink hop, which no static
-  /// figure counts; device code no longer recurses (tests/kernels/check_no_recursion.py).
-  /// Until a GPU has run that, the limit keeps a wide margin: 4 KiB for each thread the
-  /// device can hold, about 1.1 GiB of an H200.
+  /// stack it needs (its local memory, cudaFuncGetAttributes) and at least 4 KiB. The driver
+  /// is documented to grow the limit at launch as needed, yet on an H200 (driver 580.159,
+  /// CUDA 13.0) the training megakernel, whose frame ptxas gave as 1,040 bytes, overflowed
+  /// the 1,024 bytes a GPU thread starts with in every training world (compute-sanitizer:
+  /// stack overflow; unchecked: cudaErrorIllegalAddress). Since the static figure alone did
+  /// not protect it, the limit keeps a wide margin: 4 KiB for each thread the device can
+  /// hold, about 1.1 GiB of an H200. The figure is the whole need only because device code
+  /// never recurses (tests/kernels/check_no_recursion.py).
   template <class... P>
   static void reserveStack(void (*kernel)(P...)) {
     constexpr std::size_t kMinStackBytes = 4096;
