@@ -113,7 +113,7 @@ FluidBatch runFluid(const net::NetworkLayout& layout, const Workload& w, uint32_
   for (ExpId e = 0; e < exps; ++e) {
     const double fct = meanFct(*world, e, w.flows.size(), w.name);
     if (e == 0) r.mean_fct_ps = fct;
-    const net::FluidNetState c = net::fluidCounters(*world, e);
+    const net::FluidNetState c = net::fluidNetState(*world, e);
     r.flows += c.flows_done;
     r.events += c.events;
     r.rounds += c.fill_rounds;

@@ -169,10 +169,4 @@ void addFluidFlow(WorldT& world, ExpId e, uint32_t src, uint32_t dst, int64_t by
                                        FluidFlowState{}, FluidListSlot{});
 }
 
-/// The fluid counters of experiment `e`.
-template <class WorldT>
-FluidNetState fluidCounters(WorldT& world, ExpId e) {
-  return fluidNetState(world, e);
-}
-
 }  // namespace mv::net

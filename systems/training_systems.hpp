@@ -205,8 +205,9 @@ struct TrainOps {
    * Transfer `k` starts at `t` (or, `arrived`, arrives at `t`), and so does everything that
    * follows at once: a hop inside a server arrives as it starts, and an arrival may release
    * other transfers. A loop, not recursion (one level per NVLink hop, on a GPU thread's stack
-   * of a few kB; tests/kernels/check_no_recursion.py). A DAG's released transfers wait on a list linked through
-   * their counters (each is released once, by one thread), a ring's one successor goes next.
+   * of a few kB; tests/kernels/check_no_recursion.py). A DAG's released transfers wait on a
+   * list linked through their counters (each is released once, by one thread), a ring's one
+   * successor goes next.
    */
   MV_HD void runTransfers(uint32_t coll, const CollInfo& c, uint32_t k, int64_t t, bool arrived) const {
     uint32_t waiting = kNoTransfer;

@@ -101,7 +101,7 @@ def main(args):
     for path in files:
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()
-        if not text.lstrip().startswith("//") and ".version" not in text:
+        if re.search(r"^\.version", text, re.MULTILINE) is None:
             print(f"FAIL: {path} is not PTX")
             return 1
         entries, graph = call_graph(text)

@@ -82,7 +82,7 @@ std::vector<FluidRun> runFluidBatch(const std::vector<FluidCase>& cases, int thr
     for (int64_t row = records.expBegin(e); row < records.expEnd(e); ++row) {
       run.flows.push_back(records.get<net::FlowResult>(row));
     }
-    run.counters = net::fluidCounters(world, e);
+    run.counters = net::fluidNetState(world, e);
     run.status = r.status;
     out.push_back(std::move(run));
   }
