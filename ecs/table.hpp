@@ -34,6 +34,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "ecs/atomic.hpp"
@@ -690,6 +691,22 @@ struct TableView {
   MV_HD void copyRow(TypeList<Cs...>, int64_t from, int64_t to) const {
     (copyColumn<Cs>(from, to), ...);
   }
+  /// Copies `n` consecutive rows of every column, the handles, experiments and keys to the
+  /// alternate columns, one block copy per column (the buffers do not overlap).
+  template <class... Cs>
+  MV_HD void copyRun(TypeList<Cs...>, int64_t from, int64_t to, int64_t n) const {
+    (copyBlock(static_cast<const detail::ColumnSlot<Cs>&>(columns).cur + from,
+               static_cast<const detail::ColumnSlot<Cs>&>(columns).alt + to, n),
+     ...);
+    copyBlock(entity + from, entity_alt + to, n);
+    copyBlock(exp + from, exp_alt + to, n);
+    copyBlock(key + from, key_alt + to, n);
+    for (int64_t i = 0; i < n; ++i) slot_row[entity[from + i].index] = static_cast<uint32_t>(to + i);
+  }
+  template <class T>
+  MV_HD static void copyBlock(const T* from, T* to, int64_t n) {
+    memcpy(to, from, static_cast<size_t>(n) * sizeof(T));
+  }
   template <class... Cs>
   MV_HD void copyPendingRow(TypeList<Cs...>, int64_t from, int64_t to) const {
     (copyPendingColumn<Cs>(from, to), ...);
@@ -745,19 +762,29 @@ struct TableView {
       // continues from the previous one's instead of a binary search per row.
       const int64_t n = commit_end - commit_first;
       const int64_t rows_end = commit_first + partBegin(n, policy.count(), policy.rank() + 1);
+      // Survivors go in runs that stay consecutive at their destination (survivorRunEnd),
+      // one block copy per column and run.
       ExpId at = kGapRow;
       int64_t below = 0;
-      for (int64_t r = commit_first + partBegin(n, policy.count(), policy.rank()); r < rows_end; ++r) {
+      int64_t r = commit_first + partBegin(n, policy.count(), policy.rank());
+      while (r < rows_end) {
         const ExpId e = exp[r];
-        if (e == kGapRow || dropDead(r)) continue;
+        if (e == kGapRow || dropDead(r)) {
+          ++r;
+          continue;
+        }
+        const int64_t first_new = exp_pending_before[e];
+        const int64_t news = exp_pending_before[e + 1] - first_new;
         if (e != at) {
           at = e;
           below = newRowsBelow(sorted, e, key[r]);
         } else {
-          const int64_t last = exp_pending_before[e + 1] - exp_pending_before[e];
-          while (below < last && pending_key[sorted[exp_pending_before[e] + below]] < key[r]) ++below;
+          while (below < news && pending_key[sorted[first_new + below]] < key[r]) ++below;
         }
-        scatterSurvivor(r, below);
+        const uint64_t next_new = below < news ? pending_key[sorted[first_new + below]] : ~uint64_t{0};
+        const int64_t run_end = survivorRunEnd(r, rows_end < expEnd(e) ? rows_end : expEnd(e), next_new);
+        copyRun(Components{}, r, survivorDest(r, below), run_end - r);
+        r = run_end;
       }
       const int64_t m = pendingCount();
       const int64_t new_end = partBegin(m, policy.count(), policy.rank() + 1);
@@ -787,11 +814,33 @@ struct TableView {
     dead[r] = 0u;
     return true;
   }
-  /// Copies survivor r to its place in the alternate columns: after its experiment's
-  /// survivors before it and the `below` new rows whose keys are below its own.
+  /// Survivor r's row in the new layout: after its experiment's survivors before it and
+  /// the `below` new rows whose keys are below its own.
+  MV_HD int64_t survivorDest(int64_t r, int64_t below) const {
+    const ExpId e = exp[r];
+    return exp_begin_alt[e] + (alive_before[r] - alive_before[exp_begin[e]]) + below;
+  }
+  /// One past the last row of the run from survivor r: the rows after it, up to `limit`,
+  /// with no destroyed row and no new row (the next one's key is `next_new`) among them.
+  MV_HD int64_t survivorRunEnd(int64_t r, int64_t limit, uint64_t next_new) const {
+    int64_t lo = r + 1;
+    int64_t hi = limit;
+    while (lo < hi) {
+      const int64_t mid = (lo + hi) / 2;
+      if (key[mid] < next_new) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    int64_t end = r + 1;
+    while (end < lo && dead[end] == 0u) ++end;
+    return end;
+  }
+  /// Copies survivor r to its place (survivorDest) in the alternate columns.
   MV_HD void scatterSurvivor(int64_t r, int64_t below) const {
     const ExpId e = exp[r];
-    const int64_t dest = exp_begin_alt[e] + (alive_before[r] - alive_before[exp_begin[e]]) + below;
+    const int64_t dest = survivorDest(r, below);
     copyRow(Components{}, r, dest);
     entity_alt[dest] = entity[r];
     exp_alt[dest] = e;
