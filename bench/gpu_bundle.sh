@@ -47,6 +47,9 @@ for p in "${programs[@]}"; do
   strip -o "$out/build/$p" "$build/$p"
 done
 cp "$build/bundle-build.log" "$out/build/ptxas.log"
+# The commit the programs were built from ("+dirty" with local changes): the GPU machine's
+# copy of the tree may have no history, and a bundle can outlive the commit it was built at.
+echo "$(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo +dirty)" > "$out/COMMIT"
 for lib in $(ldd "$build/experiments/multiverse" "$build/tests/kernels/mv_test_cuda_training" |
              awk '/=> \// {print $3}' | grep -E 'yaml-cpp|protobuf|gomp|cudart' | sort -u); do
   cp -L "$lib" "$out/lib/"
@@ -55,3 +58,4 @@ echo "gpu_bundle: $(du -sh "$out" | cut -f1) in $out (built for sm_$arch); on th
 libs=$out/lib
 [[ "$out" == /* ]] || libs="\$PWD/$out/lib"
 echo "  LD_LIBRARY_PATH=$libs bash bench/gpu_check.sh --build-dir $out/build --steps query,tests,sweep,bench"
+echo "  or, every check of a first call: bash bench/gpu_session.sh --bundle $out"

@@ -78,18 +78,19 @@ struct VirtualThread {
   void barrier() const {}
 };
 
-/// Commits table Item with a policy of `threads` OpenMP threads, for a run that visits
-/// experiments [run_first, run_end) (a block of the CPU executor; by default all).
-/// Commits table Item as a team of `threads` virtual threads, each phase thread by thread.
+/// Commits table Item as a team of `threads` virtual threads, each phase thread by thread,
+/// for a run that visits experiments [run_first, run_end) (by default all).
 template <bool kGridStride>
-void commitVirtual(ItemWorld& w, int threads) {
+void commitVirtual(ItemWorld& w, int threads, uint32_t run_first = 0, uint32_t run_end = UINT32_MAX) {
   auto& t = w.table<Item>();
   const int phases = t.commitPhaseCount();
   for (int p = 0; p < phases; ++p) {
-    for (int r = 0; r < threads; ++r) t.commitPhase(VirtualThread<kGridStride>{r, threads}, p);
+    for (int r = 0; r < threads; ++r) t.commitPhase(VirtualThread<kGridStride>{r, threads}, p, run_first, run_end);
   }
 }
 
+/// Commits table Item with a policy of `threads` OpenMP threads, for a run that visits
+/// experiments [run_first, run_end) (a block of the CPU executor; by default all).
 template <bool kGridStride = false>
 void commitParallel(ItemWorld& w, int threads, uint32_t run_first = 0, uint32_t run_end = UINT32_MAX) {
   auto& t = w.table<Item>();
@@ -271,6 +272,115 @@ TEST_CASE("a commit gives the same rows and handles at every width, grid-stride 
       CHECK(run(threads, grid_stride) == reference);
     }
   }
+}
+
+TEST_CASE("random commits leave the same table on the contiguous and grid-stride paths, at any width", "[table]") {
+  // Two worlds take the same creations and destructions; one commits on the CPU's path
+  // (contiguous shares, survivors copied in runs), the other on a GPU's (grid-stride), each
+  // at a width drawn per commit, blocked or not. Destructions come scattered, in runs or
+  // not at all; new keys fall anywhere, reuse keys destroyed in the same commit, or are the
+  // largest keys there are. After every commit both tables must hold the same rows, and
+  // one must be consistent: handles find their rows, keys grow within each experiment,
+  // slack rows are gaps and no destruction mark is left.
+  constexpr int kWidths[] = {1, 2, 3, 5, 17, 64, 300, 1000, 5000};
+  int in_place = 0;
+  int reused_keys = 0;
+  for (uint64_t seed = 1; seed <= 120; ++seed) {
+    uint64_t state = seed * 0x9E3779B97F4A7C15ull;
+    const auto draw = [&state](uint64_t n) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      return (state >> 33) % n;
+    };
+    const auto exps = static_cast<uint32_t>(1 + draw(7));
+    ItemWorld cpu(exps, TableCapacity{4000, 2000});
+    ItemWorld gpu(exps, TableCapacity{4000, 2000});
+    for (ExpId e = 0; e < exps; ++e) {
+      const uint64_t rows = draw(200);
+      for (uint64_t k = 0; k < 4 * rows; k += 4) {
+        for (ItemWorld* w : {&cpu, &gpu})
+          w->createHost<Item>(e, k, Value{static_cast<int64_t>(e * 100000 + k)}, Tag{0});
+      }
+    }
+    cpu.commitAllHost();
+    gpu.commitAllHost();
+    auto& a = cpu.table<Item>();
+    auto& b = gpu.table<Item>();
+    int64_t next_value = 1'000'000;
+    for (int step = 0; step < 40; ++step) {
+      INFO("seed " << seed << ", step " << step);
+      uint32_t run_first = 0;
+      uint32_t run_end = UINT32_MAX;
+      if (draw(3) != 0) {
+        run_first = static_cast<uint32_t>(draw(exps));
+        run_end = run_first + 1 + static_cast<uint32_t>(draw(exps - run_first));
+      }
+      const bool outside_block = draw(4) == 0;  // changes outside the block: the table is laid out again
+      const uint64_t destroy_percent = 1 + draw(60);
+      const uint64_t create_percent = draw(60);
+      for (ExpId e = 0; e < exps; ++e) {
+        if (!outside_block && (e < run_first || e >= (run_end == UINT32_MAX ? exps : run_end))) continue;
+        std::set<uint64_t> used;
+        std::vector<uint64_t> destroyed;
+        const uint64_t mode = draw(3);  // destructions scattered, in runs, or none
+        for (int64_t r = a.expBegin(e); r < a.expEnd(e); ++r) {
+          used.insert(a.key[r]);
+          const bool kill = mode == 0 ? draw(100) < destroy_percent : mode == 1 && (r / 7) % 3 == 0 && draw(2) == 0;
+          if (!kill) continue;
+          destroyed.push_back(a.key[r]);
+          a.destroyRow(r);
+          b.destroyRow(r);
+        }
+        const uint64_t creations = draw(100) < create_percent ? draw(30) : 0;
+        for (uint64_t i = 0; i < creations; ++i) {
+          const uint64_t kind = draw(10);
+          uint64_t k = draw(4 * 220);
+          const bool reuse = kind == 0 && !destroyed.empty();
+          if (reuse) {  // a key destroyed in this commit, taken once
+            const auto pick = static_cast<std::ptrdiff_t>(draw(destroyed.size()));
+            k = destroyed[pick];
+            destroyed.erase(destroyed.begin() + pick);
+          } else if (kind == 1) {
+            k = ~uint64_t{0} - draw(2);
+          }
+          if (!reuse && !used.insert(k).second) continue;
+          reused_keys += reuse ? 1 : 0;
+          ++next_value;
+          REQUIRE(a.create(e, k, Value{next_value}, Tag{1}));
+          REQUIRE(b.create(e, k, Value{next_value}, Tag{1}));
+        }
+      }
+      commitVirtual<false>(cpu, kWidths[draw(9)], run_first, run_end);
+      commitVirtual<true>(gpu, kWidths[draw(9)], run_first, run_end);
+      in_place += a.commit_in_place != 0u ? 1 : 0;
+      REQUIRE(a.status == kStatusOk);
+      REQUIRE(b.status == kStatusOk);
+      REQUIRE(a.rows == b.rows);
+      REQUIRE(a.live == b.live);
+      for (ExpId e = 0; e < exps; ++e) {
+        REQUIRE(a.expBegin(e) == b.expBegin(e));
+        REQUIRE(a.expRows(e) == b.expRows(e));
+        for (int64_t r = a.expEnd(e); r < a.expBegin(e + 1); ++r) REQUIRE(a.exp[r] == kGapRow);
+      }
+      bool same = true;
+      bool consistent = true;
+      for (int64_t r = 0; r < a.rows; ++r) {
+        same = same && a.exp[r] == b.exp[r];
+        if (a.exp[r] == kGapRow) continue;
+        same = same && a.entity[r] == b.entity[r] && a.key[r] == b.key[r] && a.get<Value>(r).v == b.get<Value>(r).v &&
+               a.get<Tag>(r).t == b.get<Tag>(r).t;
+        consistent = consistent && a.rowOf(a.entity[r]) == r && (r == a.expBegin(a.exp[r]) || a.key[r - 1] < a.key[r]);
+      }
+      CHECK(same);
+      CHECK(consistent);
+      CHECK(std::all_of(a.dead, a.dead + a.capacity, [](uint32_t d) { return d == 0u; }));
+      if (draw(10) == 0) {
+        cpu.view().closeGaps();
+        gpu.view().closeGaps();
+      }
+    }
+  }
+  CHECK(in_place > 0);     // the in-place path was taken
+  CHECK(reused_keys > 0);  // and keys destroyed in a commit were created again in it
 }
 
 TEST_CASE("a block's commits rewrite only its regions and, slack removed, equal unblocked commits", "[table]") {

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# @file gpu_session.sh
+# A lent GPU's whole first call, most important check first, in one command that fits the
+# device tool's 10 minutes: it runs on a bundle that bench/gpu_bundle.sh built here, and
+# leaves each result in OUT as soon as it exists (a call cut short keeps what finished).
+#   1. gpu_check.sh query,tests: the device, and every gpu test program against the CPU
+#   2. compute-sanitizer memcheck of the training test (the megakernel's stack)
+#   3. 64 flow-level experiments whose DP rings cross NVLink (bench/gpu_flow64.yaml) and 64
+#      packet-level ones (bench/gpu_packet64.yaml), --backend cpu against cuda, compared
+#   4. gpu_check.sh sweep: a small sweep (tests/emu/data/sweep.yaml) and the netsim incast,
+#      cpu against cuda
+#   5. gpu_check.sh bench: packet hops/s and the batch ratio of the network benchmark
+# Each step has a time limit (at most 550 s in all); OUT/session.log lists every step's exit
+# status and time, and the session exits 1 when a step failed.
+# Usage (on the GPU machine, at the repository root):
+#   bash bench/gpu_session.sh [--bundle DIR] [--out DIR]
+#   --bundle  what gpu_bundle.sh packed (default gpurun)
+#   --out     where results go (default $OUT, the device tool's folder, else results/gpu_session)
+set -uo pipefail
+here=$PWD
+cd "$(dirname "$0")/.."
+root=$PWD
+bundle=
+out=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bundle) bundle=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    *) echo "gpu_session: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+# Relative paths given on the command line are the caller's; the defaults are the tree's.
+absolute() { case "$1" in /*) echo "$1" ;; *) echo "$2/$1" ;; esac; }
+if [ -z "$bundle" ]; then bundle=$root/gpurun; else bundle=$(absolute "$bundle" "$here"); fi
+if [ -z "$out" ]; then out=${OUT:-$root/results/gpu_session}; else out=$(absolute "$out" "$here"); fi
+[ -x "$bundle/build/experiments/multiverse" ] || {
+  echo "gpu_session: no bundle in '$bundle' (build one with bench/gpu_bundle.sh)" >&2
+  exit 2
+}
+export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+build="$bundle/build"
+work=$(mktemp -d)
+mkdir -p "$out"
+log="$out/session.log"
+echo "bundle $bundle, built at commit $(cat "$bundle/COMMIT" 2>/dev/null || echo unknown); tree at" \
+  "$(git rev-parse HEAD 2>/dev/null || echo unknown)" | tee "$log"
+start=$SECONDS
+failed=0
+
+# Copies the reports and every log written so far into OUT (the archive replaced whole, so
+# a session cut short mid-copy keeps the previous one).
+keep() {
+  for report in "$work"/check-*/report.md; do
+    [ -f "$report" ] && cp "$report" "$out/$(basename "$(dirname "$report")").md"
+  done
+  tar czf "$out/logs.tgz.tmp" -C "$work" . 2>/dev/null && mv -f "$out/logs.tgz.tmp" "$out/logs.tgz"
+}
+trap keep EXIT
+# step NAME LIMIT COMMAND...: runs COMMAND under LIMIT seconds and logs its status.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  local t0=$SECONDS
+  timeout -k 5 "$limit" "$@" > "$work/$name.log" 2>&1
+  local rc=$?
+  [ $rc -eq 0 ] || failed=1
+  echo "$name: exit $rc, $((SECONDS - t0)) s (at $((SECONDS - start)) s)" | tee -a "$log"
+  keep
+}
+# sweep NAME FILE LIMIT: the sweep on both backends, then its results compared.
+sweep() {
+  local name=$1 file=$2 limit=$3
+  for backend in cpu cuda; do
+    step "$name-$backend" "$limit" "$build/experiments/multiverse" --experiments "$file" --backend "$backend" \
+      --out "$work/$name-$backend" --force --quiet --heartbeat 0
+  done
+  step "$name-compare" 10 python3 scripts/compare_results.py "$work/$name-cpu/summary.csv" "$work/$name-cuda/summary.csv"
+  tail -n 3 "$work/$name-compare.log" >> "$log"
+  for backend in cpu cuda; do  # the summaries stay; the rest would swell the logs
+    cp "$work/$name-$backend/summary.csv" "$work/$name-$backend.csv" 2>/dev/null
+    rm -rf "${work:?}/$name-$backend"
+  done
+  keep
+}
+# check NAME LIMIT PER_PROGRAM STEPS [ARGS...]: gpu_check.sh's STEPS on the bundle, into
+# check-NAME, each of its programs under PER_PROGRAM seconds (it adds 10 to kill one), so
+# that a stuck program ends inside LIMIT and does not outlive its step.
+check() {
+  local name=$1 limit=$2 per_program=$3 steps=$4
+  shift 4
+  step "check-$name" "$limit" bash bench/gpu_check.sh --build-dir "$build" --out "$work/check-$name" \
+    --timeout "$per_program" --steps "$steps" "$@"
+}
+check tests 130 30 query,tests                       # 3 test programs
+step memcheck-training 90 compute-sanitizer --tool memcheck --print-limit 5 --error-exitcode 3 \
+  "$build/tests/kernels/mv_test_cuda_training"
+tail -n 4 "$work/memcheck-training.log" | cut -c1-300 >> "$log"
+sweep flow64 bench/gpu_flow64.yaml 30
+sweep packet64 bench/gpu_packet64.yaml 30
+check sweep 90 12 sweep --sweep tests/emu/data/sweep.yaml   # 4 programs
+check bench 100 60 bench                             # last: nothing follows it
+echo "gpu_session: done in $((SECONDS - start)) s, $([ $failed -eq 0 ] && echo "every step passed" || echo "a step failed"); results in $out" | tee -a "$log"
+exit $failed
