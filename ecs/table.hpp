@@ -663,9 +663,9 @@ struct TableView {
     return lo - first;
   }
   /// First row of experiment e (old order) whose key is not below `k`.
-  MV_HD int64_t firstOldRowNotBelow(ExpId e, uint64_t k) const {
-    int64_t lo = expBegin(e);
-    int64_t hi = expEnd(e);
+  MV_HD int64_t firstOldRowNotBelow(ExpId e, uint64_t k) const { return firstRowNotBelow(expBegin(e), expEnd(e), k); }
+  /// First row of [lo, hi), rows of one experiment in key order, whose key is not below `k`.
+  MV_HD int64_t firstRowNotBelow(int64_t lo, int64_t hi, uint64_t k) const {
     while (lo < hi) {
       const int64_t mid = (lo + hi) / 2;
       if (key[mid] < k) {
@@ -823,18 +823,9 @@ struct TableView {
   /// One past the last row of the run from survivor r: the rows after it, up to `limit`,
   /// with no destroyed row and no new row (the next one's key is `next_new`) among them.
   MV_HD int64_t survivorRunEnd(int64_t r, int64_t limit, uint64_t next_new) const {
-    int64_t lo = r + 1;
-    int64_t hi = limit;
-    while (lo < hi) {
-      const int64_t mid = (lo + hi) / 2;
-      if (key[mid] < next_new) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
+    const int64_t before_new = firstRowNotBelow(r + 1, limit, next_new);
     int64_t end = r + 1;
-    while (end < lo && dead[end] == 0u) ++end;
+    while (end < before_new && dead[end] == 0u) ++end;
     return end;
   }
   /// Copies survivor r to its place (survivorDest) in the alternate columns.
