@@ -29,6 +29,10 @@ case "$arch" in ''|*[!0-9a-z]*) echo "gpu_bundle: --arch must look like 90 or 90
 case "$out" in ''|/|.|..|./) echo "gpu_bundle: --out must name a folder of its own" >&2; exit 2 ;; esac
 command -v nvcc > /dev/null || { echo "gpu_bundle: nvcc not found: the CUDA toolkit is needed" >&2; exit 2; }
 bash scripts/install-deps.sh
+# The commit the programs are built from ("+dirty" with local changes), taken before the
+# build: the GPU machine's copy of the tree may have no history, and a bundle can outlive
+# the commit it was built at.
+commit="$(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo +dirty)"
 programs=(tests/kernels/mv_test_kernels_cuda tests/kernels/mv_test_cuda_network tests/kernels/mv_test_cuda_training
           experiments/multiverse bench/mv_bench_network)
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DMV_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" \
@@ -47,9 +51,7 @@ for p in "${programs[@]}"; do
   strip -o "$out/build/$p" "$build/$p"
 done
 cp "$build/bundle-build.log" "$out/build/ptxas.log"
-# The commit the programs were built from ("+dirty" with local changes): the GPU machine's
-# copy of the tree may have no history, and a bundle can outlive the commit it was built at.
-echo "$(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo +dirty)" > "$out/COMMIT"
+echo "$commit" > "$out/COMMIT"
 for lib in $(ldd "$build/experiments/multiverse" "$build/tests/kernels/mv_test_cuda_training" |
              awk '/=> \// {print $3}' | grep -E 'yaml-cpp|protobuf|gomp|cudart' | sort -u); do
   cp -L "$lib" "$out/lib/"
