@@ -9,6 +9,7 @@
 set -u
 exe="$1"
 fail=0
+source "$(dirname "$0")/cli_expect.sh"
 src_dir="$(cd "$(dirname "$0")/../.." && pwd)"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -49,9 +50,7 @@ for name in flow64 packet64; do
 done
 check "each gpu_check step left its report" test -s "$tmp/out/check-tests.md" -a -s "$tmp/out/check-bench.md"
 
-bash "$src_dir/bench/gpu_session.sh" --bundle "$tmp/none" > /dev/null 2>&1
-rc=$?
-check "a missing bundle exits 2 (got $rc)" test "$rc" -eq 2
+expect_cmd 2 "no bundle in '$tmp/none'" bash "$src_dir/bench/gpu_session.sh" --bundle "$tmp/none"
 
 if [ $fail -ne 0 ]; then
   echo "--- gpu_session.sh output"
