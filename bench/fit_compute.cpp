@@ -22,8 +22,10 @@ namespace {
 
 void printKnobs(const char* what, const CalibrationKnobs& k) {
   const ComputeModelParams& p = k.compute;
-  std::printf("%s: gemm_ceiling %.4f, gemm_small_tile %.4f, memory_efficiency %.4f, tp_bandwidth_factor %.4f\n", what,
-              p.gemm.ceiling, p.gemm.small_tile, p.memory_efficiency, k.tp_bandwidth_factor);
+  std::printf(
+      "%s: gemm_ceiling %.4f, gemm_small_tile %.4f, gemm_gradient %.4f, memory_efficiency %.4f, tp_bandwidth_factor "
+      "%.4f\n",
+      what, p.gemm.ceiling, p.gemm.small_tile, p.gemm.gradient, p.memory_efficiency, k.tp_bandwidth_factor);
 }
 
 double worstOf(const std::vector<double>& e) {

@@ -305,10 +305,12 @@ class ExperimentReader {
   /// `cluster.compute`: the roofline's knobs (docs/workloads.md); each defaults to the
   /// Megatron A100 fit.
   void readCompute(const ConfigReader& r) {
-    r.allowOnly({"gemm_ceiling", "gemm_small_tile", "gemm_quantization", "memory_efficiency", "kernel_overhead"});
+    r.allowOnly({"gemm_ceiling", "gemm_small_tile", "gemm_gradient", "gemm_quantization", "memory_efficiency",
+                 "kernel_overhead"});
     ComputeModelParams& p = t_.cluster.compute;
     p.gemm.ceiling = r.real("gemm_ceiling", p.gemm.ceiling, 0.01, 1.0);
     p.gemm.small_tile = r.real("gemm_small_tile", p.gemm.small_tile, 0.01, 1.0);
+    p.gemm.gradient = r.real("gemm_gradient", p.gemm.gradient, 0.01, 1.0);
     p.gemm.quantization = r.boolean("gemm_quantization", p.gemm.quantization);
     p.memory_efficiency = r.real("memory_efficiency", p.memory_efficiency, 0.01, 1.0);
     p.kernel_overhead = Picoseconds{r.durationPs("kernel_overhead", p.kernel_overhead.ps, 0, milliseconds(1).ps)};

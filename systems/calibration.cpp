@@ -73,20 +73,22 @@ Picoseconds fromSeconds(double s) {
 }
 
 /// The knobs the fit moves, as a vector, clamped to their ranges.
-constexpr size_t kKnobs = 4;
+constexpr size_t kKnobs = 5;
 using Knobs = std::array<double, kKnobs>;
-constexpr Knobs kLower = {0.3, 0.5, 0.3, 0.5};
-constexpr Knobs kUpper = {1.0, 1.0, 1.0, 2.0};
+constexpr Knobs kLower = {0.3, 0.5, 0.3, 0.5, 0.5};
+constexpr Knobs kUpper = {1.0, 1.0, 1.0, 2.0, 1.0};
 
 CalibrationKnobs withKnobs(CalibrationKnobs c, const Knobs& k) {
   c.compute.gemm.ceiling = std::clamp(k[0], kLower[0], kUpper[0]);
   c.compute.gemm.small_tile = std::clamp(k[1], kLower[1], kUpper[1]);
   c.compute.memory_efficiency = std::clamp(k[2], kLower[2], kUpper[2]);
   c.tp_bandwidth_factor = std::clamp(k[3], kLower[3], kUpper[3]);
+  c.compute.gemm.gradient = std::clamp(k[4], kLower[4], kUpper[4]);
   return c;
 }
 Knobs knobsOf(const CalibrationKnobs& c) {
-  return {c.compute.gemm.ceiling, c.compute.gemm.small_tile, c.compute.memory_efficiency, c.tp_bandwidth_factor};
+  return {c.compute.gemm.ceiling, c.compute.gemm.small_tile, c.compute.memory_efficiency, c.tp_bandwidth_factor,
+          c.compute.gemm.gradient};
 }
 
 /// The compute model's own iteration (no communication) of `x` with `p`.
@@ -227,7 +229,7 @@ CalibrationKnobs searchKnobs(const std::vector<CalibrationRun>& runs, const std:
     for (double small : {0.8, 0.95}) {
       for (double memory : {0.6, 0.85}) {
         for (double tp_factor : {1.0, 1.4}) {
-          const Knobs k = nelderMead(f, {ceiling, small, memory, tp_factor}, {0.05, 0.05, 0.1, 0.1}, 200);
+          const Knobs k = nelderMead(f, {ceiling, small, memory, tp_factor, 0.9}, {0.05, 0.05, 0.1, 0.1, 0.05}, 200);
           const double v = f(k);
           if (v < best_value) {
             best_value = v;
@@ -237,7 +239,7 @@ CalibrationKnobs searchKnobs(const std::vector<CalibrationRun>& runs, const std:
       }
     }
   }
-  return withKnobs(base, nelderMead(f, best, {0.01, 0.01, 0.02, 0.02}, 300));
+  return withKnobs(base, nelderMead(f, best, {0.01, 0.01, 0.02, 0.02, 0.01}, 300));
 }
 
 std::vector<double> errorsOf(const std::vector<CalibrationRun>& runs, const std::vector<Simulated>& sims) {

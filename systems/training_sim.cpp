@@ -1022,6 +1022,8 @@ std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
   if (!(cp.gemm.small_tile > 0 && cp.gemm.small_tile <= 1)) {
     out.push_back("cluster.compute.gemm_small_tile: must be in (0, 1]");
   }
+  if (!(cp.gemm.gradient > 0 && cp.gemm.gradient <= 1))
+    out.push_back("cluster.compute.gemm_gradient: must be in (0, 1]");
   if (!(cp.memory_efficiency > 0 && cp.memory_efficiency <= 1)) {
     out.push_back("cluster.compute.memory_efficiency: must be in (0, 1]");
   }

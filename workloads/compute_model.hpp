@@ -133,6 +133,9 @@ struct GemmEfficiency {
   /// Speed of a 128×128 tile relative to a 256×128 one (per tile area per time).
   double small_tile = 1;
   bool quantization = true;
+  /// Efficiency of a backward pass's gradient GEMMs (the input and weight gradients)
+  /// relative to a forward GEMM of the same shape.
+  double gradient = 1;
 
   /// Efficiency of `g` on `sms` SMs.
   double operator()(const GemmShape& g, uint32_t sms) const;
@@ -169,7 +172,7 @@ ComputeModelParams megatronA100Params();
 
 /// TP collective bus bandwidth relative to the nccl-tests curves, fitted together with
 /// megatronA100Params (docs/workloads.md "Calibration").
-inline constexpr double kMegatronTpBandwidthFactor = 1.062;
+inline constexpr double kMegatronTpBandwidthFactor = 1.061;
 
 /**
  * Measured kernel times that replace the roofline, keyed by Operator::name (forward time
@@ -277,8 +280,8 @@ class ComputeModel {
 
  private:
   /// Roofline time of one kernel without the overhead, seconds (`flops` of `shape`'s efficiency).
-  double rooflineSeconds(OpKind kind, const GemmShape& shape, double flops, double bytes,
-                         TrainingPrecision precision) const;
+  double rooflineSeconds(OpKind kind, const GemmShape& shape, double flops, double bytes, TrainingPrecision precision,
+                         bool gradient = false) const;
 
   GpuComputeSpec gpu_;
   ComputeModelParams params_;

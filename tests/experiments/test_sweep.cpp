@@ -458,7 +458,7 @@ TEST_CASE("a full experiment round-trips into TrainingExperiment", "[sweep][expe
                 pp_comm_overlap: false, recompute: full, distributed_optimizer: true, schedule: interleaved}
   cluster: {gpu: h100, gpus: 16, gpus_per_server: 4, nics_per_server: 2, fabric: nvlink, nvls_all_reduce: false,
             tp_bandwidth_factor: 1.5, compute: {gemm_ceiling: 0.8, gemm_small_tile: 0.85,
-                                                gemm_quantization: false, memory_efficiency: 0.75, kernel_overhead: 2us}}
+                                                gemm_gradient: 0.9, gemm_quantization: false, memory_efficiency: 0.75, kernel_overhead: 2us}}
   topology: {kind: spine_leaf, leaves: 2, nics_per_leaf: 4, spines: 1, oversubscription: 4, link_rate: 200Gbps,
              link_delay: 500ns}
   network: {fidelity: analytical, cc: dctcp, load_balance: spray, payload: 4000}
@@ -508,6 +508,7 @@ TEST_CASE("a full experiment round-trips into TrainingExperiment", "[sweep][expe
   CHECK(x.cluster.tp_bandwidth_factor == 1.5);
   CHECK(x.cluster.compute.gemm.ceiling == 0.8);
   CHECK(x.cluster.compute.gemm.small_tile == 0.85);
+  CHECK(x.cluster.compute.gemm.gradient == 0.9);
   CHECK(!x.cluster.compute.gemm.quantization);
   CHECK(x.cluster.compute.memory_efficiency == 0.75);
   CHECK(x.cluster.compute.kernel_overhead == microseconds(2));
@@ -614,12 +615,13 @@ TEST_CASE("unknown keys, wrong types and out-of-range values", "[sweep][experime
   workload: {model: gpt3-13b, global_batch: 16}
   cluster:
     tp_bandwidth_factor: 9
-    compute: {gemm_small_tile: 1.5, gemm_ceiling: 0.5, memory_eficiency: 1, kernel_overhead: 2ms}
+    compute: {gemm_small_tile: 1.5, gemm_ceiling: 0.5, memory_eficiency: 1, kernel_overhead: 2ms, gemm_gradient: 0}
 )");
   CHECK(has(compute, 4, "cluster.tp_bandwidth_factor", "9 is out of range [0.25, 4]"));
   CHECK(has(compute, 5, "cluster.compute.gemm_small_tile", "1.5 is out of range [0.01, 1]"));
   CHECK(has(compute, 5, "cluster.compute.memory_eficiency", "unknown key (did you mean 'memory_efficiency'?)"));
   CHECK(has(compute, 5, "cluster.compute.kernel_overhead", "2ms is out of range [0s, 1ms]"));
+  CHECK(has(compute, 5, "cluster.compute.gemm_gradient", "0 is out of range [0.01, 1]"));
 }
 
 TEST_CASE("parallelism.zero names a ZeRO stage; distributed_optimizer is ZeRO-1", "[sweep][experiment]") {

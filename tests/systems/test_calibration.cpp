@@ -1,8 +1,8 @@
 /**
  * @file test_calibration.cpp
  * The shipped compute knobs against the published Megatron-LM runs they were fitted to
- * (systems/calibration.hpp): every run's simulated iteration within the fit's largest
- * error, and one layer against Korthikanti et al.'s per-layer measurements. The
+ * (systems/calibration.hpp): every run's simulated iteration within 5.5 % (the fit's
+ * largest error is 5.1 %), and one layer against Korthikanti et al.'s per-layer measurements. The
  * leave-one-out errors come from bench/fit_compute.cpp (docs/workloads.md).
  */
 #include <catch2/catch.hpp>
@@ -14,19 +14,21 @@
 namespace mv {
 namespace {
 
-TEST_CASE("simulated iterations reproduce the 19 published Megatron-LM runs within 6 %") {
+TEST_CASE("simulated iterations reproduce the 19 published Megatron-LM runs within 5.5 %") {
   const std::vector<CalibrationRun> runs = megatronCalibrationRuns();
   REQUIRE(runs.size() == 19);
   const std::vector<double> errors = simulatedErrors(runs, CalibrationKnobs{}, 2);
   for (size_t i = 0; i < runs.size(); ++i) {
     INFO(runs[i].experiment.name << " (" << runs[i].source << "): " << 100 * errors[i] << " %");
-    CHECK(std::abs(errors[i]) < 0.06);
+    CHECK(std::abs(errors[i]) < 0.055);
   }
 }
 
-TEST_CASE("one layer's forward and backward match Korthikanti et al.'s per-layer measurements within 6 %") {
+TEST_CASE("one layer's forward and backward match Korthikanti et al.'s per-layer measurements") {
   // Table 4 of the paper, fitted jointly with the iteration runs: checks the compute model
-  // and how TP collectives, their backward overlap and recomputation add up per layer.
+  // and how TP collectives, their backward overlap and recomputation add up per layer. The
+  // forward within 5.5 %; the backward, with the gradient GEMMs' own efficiency, within
+  // 2.5 % (at one efficiency for both passes it was up to 5.1 % fast).
   const std::vector<LayerMeasurement> rows = korthikantiLayerTable();
   REQUIRE(rows.size() == 5);
   for (const LayerMeasurement& row : rows) {
@@ -35,8 +37,8 @@ TEST_CASE("one layer's forward and backward match Korthikanti et al.'s per-layer
     const double bwd = t.backward().toSeconds() * 1e3;
     INFO(row.name << ": forward " << fwd << " ms (measured " << row.forward_ms << "), backward " << bwd
                   << " ms (measured " << row.backward_ms << ")");
-    CHECK(std::abs(fwd / row.forward_ms - 1) < 0.06);
-    CHECK(std::abs(bwd / row.backward_ms - 1) < 0.06);
+    CHECK(std::abs(fwd / row.forward_ms - 1) < 0.055);
+    CHECK(std::abs(bwd / row.backward_ms - 1) < 0.025);
   }
 }
 

@@ -117,6 +117,33 @@ TEST_CASE("the backward GEMMs run at their own shapes' efficiency", "[workloads]
   CHECK(bwd == Approx(1.7 * fwd).epsilon(1e-6));
 }
 
+TEST_CASE("gemm.gradient slows the gradient GEMMs alone", "[workloads][compute]") {
+  // The same qkv at 0.8 of the backward's efficiency: its two gradient GEMMs take 1/0.8 as
+  // long, each of them apart too; the forward and the memory-bound kernels do not move.
+  const ModelSpec m = megatronSc21Table()[3].model;
+  Parallelism par;
+  par.tp = 8;
+  const TrainingConfig c = job(8, 1, 2048);
+  ComputeModelParams params = megatronA100Params();
+  params.gemm = {0.8, 0.9, true};
+  const ComputeModel same(a100Compute(), params);
+  params.gemm.gradient = 0.8;
+  const ComputeModel slow(a100Compute(), params);
+  const std::vector<Operator> ops = layerOperators(m, c, par);
+  const Operator& qkv = findOp(ops, "qkv");
+  const Operator& norm = findOp(ops, "input_norm");
+  CHECK(slow.forwardTime(qkv, c.precision) == same.forwardTime(qkv, c.precision));
+  CHECK(slow.backwardTime(norm, c.precision) == same.backwardTime(norm, c.precision));
+  const auto ratio = [&](const Picoseconds a, const Picoseconds b) {
+    return static_cast<double>(a.ps) / static_cast<double>(b.ps);
+  };
+  CHECK(ratio(slow.backwardTime(qkv, c.precision), same.backwardTime(qkv, c.precision)) == Approx(1.25).epsilon(1e-6));
+  for (const bool weight : {false, true}) {
+    CHECK(ratio(slow.gradientGemmTime(qkv, c.precision, weight), same.gradientGemmTime(qkv, c.precision, weight)) ==
+          Approx(1.25).epsilon(1e-6));
+  }
+}
+
 TEST_CASE("kernel times follow the roofline plus the per-kernel overhead", "[workloads][compute]") {
   ComputeModelParams params = megatronA100Params();
   params.gemm = {0.5, 1, false};  // flat 50%
