@@ -78,6 +78,8 @@ struct RankInfo {
   uint32_t succ_base = 0;      ///< first ProgramSucc row of its stage
   uint32_t task_count = 0;
   uint32_t state_base = 0;     ///< first RankTask row of this rank
+  uint32_t comm_base = 0;      ///< first RankComm row of this rank
+  uint32_t sent_base = 0;      ///< first RankSent row of this rank
   uint32_t dp_coll_base = 0;   ///< Collective row of its DP group's collective 0
   uint32_t ep_coll_base = 0;   ///< Collective row of its EP group's collective 0
   uint32_t expert_dp_coll_base = 0;  ///< Collective row of its expert-DP group's collective 0
@@ -160,12 +162,28 @@ struct TaskState {
   int32_t deps_left = 0;
   CommKind ready_kind = CommKind::kNone;  ///< kind of the dependency that set ready_ps
   uint8_t pad[3] = {};
-  int64_t ready_ps = 0;     ///< latest finish among finished dependencies
-  int64_t done_ps = kNever; ///< communication tasks: completion, written by whoever completes it
-  int64_t sent_ps = 0;      ///< receives: when the sender started sending
+  int64_t ready_ps = 0;  ///< latest finish among finished dependencies
 };
 struct RankTask : Archetype<TaskState> {
   static constexpr const char* kName = "RankTask";
+  static constexpr bool kStatic = true;
+};
+/// Per-rank state of one communication task (send, receive, collective; TaskDef::comm_slot),
+/// about half of a training program's tasks, kept apart so that the others do not carry it.
+struct CommState {
+  int64_t done_ps = kNever;  ///< completion, written by whoever completes the task
+};
+struct RankComm : Archetype<CommState> {
+  static constexpr const char* kName = "RankComm";
+  static constexpr bool kStatic = true;
+};
+/// Per-rank state of one receive or successor of a receive (TaskDef::sent_slot): a few tasks
+/// per micro-batch.
+struct SentState {
+  int64_t sent_ps = 0;  ///< when the sender of the receive that made the task ready started sending
+};
+struct RankSent : Archetype<SentState> {
+  static constexpr const char* kName = "RankSent";
   static constexpr bool kStatic = true;
 };
 
@@ -280,7 +298,8 @@ struct FlowLog : Archetype<LoggedFlow> {
   static constexpr const char* kName = "FlowLog";
 };
 
-using TrainingArchetypes = TypeList<ProgramTask, ProgramSucc, Rank, RankTask, Collective, GroupMember, TransferShape,
-                                    TransferSucc, TransferState, RingShape, TaskSpan, FlowLog>;
+using TrainingArchetypes =
+    TypeList<ProgramTask, ProgramSucc, Rank, RankTask, RankComm, RankSent, Collective, GroupMember, TransferShape,
+             TransferSucc, TransferState, RingShape, TaskSpan, FlowLog>;
 
 }  // namespace mv::train

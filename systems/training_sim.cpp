@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -463,11 +464,41 @@ class CollectiveBuilder {
 };
 
 /// What filling an experiment gives: the most flows it may create in one step, and its
-/// ranks' task states (rows of RankTask, filled or counted).
+/// ranks' task states (rows of RankTask), communication states (RankComm) and send times
+/// (RankSent), filled or counted.
 struct Filled {
   int64_t flows = 0;
   int64_t rank_tasks = 0;
+  int64_t rank_comms = 0;
+  int64_t rank_sents = 0;
 };
+
+/// Rows per rank of a stage's RankComm and RankSent.
+struct StateSlots {
+  uint32_t comm = 0;
+  uint32_t sent = 0;
+};
+
+/// Numbers the tasks of one stage's program (`tasks`, `succs` its successor lists) that keep
+/// a communication state (sends, receives, collectives: TaskDef::comm_slot) or a send time
+/// (receives and their successors: TaskDef::sent_slot).
+StateSlots assignStateSlots(std::span<TaskDef> tasks, std::span<const uint32_t> succs) {
+  std::vector<bool> sent(tasks.size());
+  for (size_t k = 0; k < tasks.size(); ++k) {
+    const TaskDef& d = tasks[k];
+    if (d.kind != TaskKind::kRecv) continue;
+    sent[k] = true;
+    for (uint32_t j = 0; j < d.succ_count; ++j) sent[succs[d.succ_begin + j]] = true;
+  }
+  StateSlots n;
+  for (size_t k = 0; k < tasks.size(); ++k) {
+    TaskDef& d = tasks[k];
+    const bool comm = d.kind == TaskKind::kSend || d.kind == TaskKind::kRecv || d.kind == TaskKind::kCollective;
+    d.comm_slot = comm ? n.comm++ : kNoTask;
+    d.sent_slot = sent[k] ? n.sent++ : kNoTask;
+  }
+  return n;
+}
 
 /// Which tables fillExperiment fills.
 enum class Fill {
@@ -483,11 +514,13 @@ Filled buildTraining(TrainWorld& world, ExpId e, const TrainingExperiment& x, co
   std::vector<uint32_t> succs;
   std::vector<uint32_t> program_base;
   std::vector<uint32_t> succ_base;
+  std::vector<StateSlots> slots;
   for (const StageProgram& s : plan.program.stages) {
     program_base.push_back(static_cast<uint32_t>(tasks.size()));
     succ_base.push_back(static_cast<uint32_t>(succs.size()));
     tasks.insert(tasks.end(), s.tasks.begin(), s.tasks.end());
     succs.insert(succs.end(), s.succs.begin(), s.succs.end());
+    slots.push_back(assignStateSlots(std::span(tasks).subspan(program_base.back()), s.succs));
   }
   appendRows<ProgramTask>(world, e, tasks, [](auto& t, int64_t r, const TaskDef& v) { t.template get<TaskDef>(r) = v; });
   appendRows<ProgramSucc>(world, e, succs, [](auto& t, int64_t r, uint32_t v) { t.template get<Successor>(r) = Successor{v}; });
@@ -495,6 +528,8 @@ Filled buildTraining(TrainWorld& world, ExpId e, const TrainingExperiment& x, co
   const uint32_t gpus = c.tp * c.pp * c.dp;
   std::vector<RankInfo> ranks(gpus);
   int64_t states = 0;
+  int64_t comms = 0;
+  int64_t sents = 0;
   for (uint32_t r = 0; r < gpus; ++r) {
     RankInfo& ri = ranks[r];
     ri.rank = r;
@@ -508,7 +543,11 @@ Filled buildTraining(TrainWorld& world, ExpId e, const TrainingExperiment& x, co
     ri.succ_base = succ_base[ri.stage];
     ri.task_count = static_cast<uint32_t>(prog.tasks.size());
     ri.state_base = static_cast<uint32_t>(states);
+    ri.comm_base = static_cast<uint32_t>(comms);
+    ri.sent_base = static_cast<uint32_t>(sents);
     states += ri.task_count;
+    comms += slots[ri.stage].comm;
+    sents += slots[ri.stage].sent;
     if (states >= (int64_t{1} << 32)) throw TrainingError("parallelism: more than 2^32 task states over the ranks");
   }
   CollectiveBuilder colls(world, e, x, plan);
@@ -519,7 +558,8 @@ Filled buildTraining(TrainWorld& world, ExpId e, const TrainingExperiment& x, co
     t.template get<RankStreams>(r) = RankStreams{};
     t.template get<RankTimes>(r) = RankTimes{};
   });
-  // The ranks' task states (the largest table of a big experiment), written in place.
+  // The ranks' task and communication states and send times (the largest tables of a big
+  // experiment), written in place.
   if (states_too) {
     const int64_t state0 = world.appendStatic<RankTask>(e, states);
     auto& state_table = world.table<RankTask>();
@@ -529,9 +569,11 @@ Filled buildTraining(TrainWorld& world, ExpId e, const TrainingExperiment& x, co
         state_table.get<TaskState>(state0 + ri.state_base + k).deps_left = static_cast<int32_t>(prog.tasks[k].dep_count);
       }
     }
+    world.appendStatic<RankComm>(e, comms);
+    world.appendStatic<RankSent>(e, sents);
   }
   colls.commit();
-  return Filled{colls.liveFlows() + 2 * int64_t{gpus}, states};
+  return Filled{colls.liveFlows() + 2 * int64_t{gpus}, states, comms, sents};
 }
 
 /// The "args" object of a task's trace event: what it computed or moved.
@@ -883,17 +925,22 @@ TrainingFootprint measureFootprint(const TrainingExperiment& x, const Simulation
   const Filled filled = fillExperiment(world, 0, x, plan, options, count ? Fill::kCounted : Fill::kAll);
   f.flows_per_step = filled.flows;
   sizeForRun(world, runRows(x, filled.flows, options.network_detail), options.trace ? filled.rank_tasks : 0);
-  const std::size_t counted_states = count ? countedBytes<RankTask>(world, filled.rank_tasks) : 0;
+  const std::size_t counted_states = count ? countedBytes<RankTask>(world, filled.rank_tasks) +
+                                                 countedBytes<RankComm>(world, filled.rank_comms) +
+                                                 countedBytes<RankSent>(world, filled.rank_sents)
+                                           : 0;
   const std::size_t counted_pools = count ? countedPoolBytes(world, x, plan, options) : 0;
   f.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const TrainView& v = world.view();
   f.ranks = v.table<Rank>().rows;
   f.template_tasks = v.table<ProgramTask>().rows;
   f.rank_tasks = filled.rank_tasks;
+  f.rank_comms = filled.rank_comms;
+  f.rank_sents = filled.rank_sents;
   f.collectives = v.table<Collective>().rows;
   f.transfer_states = v.table<TransferState>().rows;
   f.program_bytes = bytesOf(world, TypeList<ProgramTask, ProgramSucc>{});
-  f.rank_bytes = bytesOf(world, TypeList<Rank, RankTask>{}) + counted_states;
+  f.rank_bytes = bytesOf(world, TypeList<Rank, RankTask, RankComm, RankSent>{}) + counted_states;
   f.collective_bytes =
       bytesOf(world, TypeList<Collective, GroupMember, TransferShape, TransferSucc, TransferState, RingShape>{});
   const std::size_t flow_tables = bytesOf(world, TypeList<net::Flow, net::FluidFlow, net::FlowRecord>{});

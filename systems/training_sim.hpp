@@ -64,6 +64,8 @@ struct TrainingFootprint {
   int64_t ranks = 0;
   int64_t template_tasks = 0;   ///< tasks over the stage programs (shared by the ranks of a stage)
   int64_t rank_tasks = 0;       ///< per-rank task states
+  int64_t rank_comms = 0;       ///< per-rank communication states (sends, receives, collectives)
+  int64_t rank_sents = 0;       ///< per-rank send times (receives and their successors)
   int64_t collectives = 0;
   int64_t transfer_states = 0;  ///< per-instance transfer counters (packet fidelity)
   int64_t network_rows = 0;

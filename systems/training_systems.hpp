@@ -49,6 +49,16 @@ struct TrainOps {
     auto& t = ctx.template table<RankTask>();
     return t.template get<TaskState>(base(t) + r.state_base + index);
   }
+  /// The communication state of task `index` (one with a TaskDef::comm_slot).
+  MV_HD CommState& commState(const RankInfo& r, uint32_t index) const {
+    auto& t = ctx.template table<RankComm>();
+    return t.template get<CommState>(base(t) + r.comm_base + task(r, index).comm_slot);
+  }
+  /// The send time of task `index` (one with a TaskDef::sent_slot).
+  MV_HD int64_t& sentPs(const RankInfo& r, uint32_t index) const {
+    auto& t = ctx.template table<RankSent>();
+    return t.template get<SentState>(base(t) + r.sent_base + task(r, index).sent_slot).sent_ps;
+  }
   MV_HD CollInfo& collInfo(uint32_t coll) const {
     auto& t = ctx.template table<Collective>();
     return t.template get<CollInfo>(base(t) + coll);
@@ -101,7 +111,7 @@ struct TrainOps {
   /// Marks a communication task of `rank` complete at `t` (atomic: its rank may be running;
   /// it acts on the value only in a later window, as t ≥ the next window's start).
   MV_HD void complete(uint32_t rank, uint32_t index, int64_t t) const {
-    atomicStore<int64_t>(&state(rankInfo(rank), index).done_ps, t);
+    atomicStore<int64_t>(&commState(rankInfo(rank), index).done_ps, t);
     auto& ranks = ctx.template table<Rank>();
     ranks.template get<RankStreams>(base(ranks) + rank).postCompletion(t);
     ctx.wakeAt(Picoseconds{t});
@@ -154,8 +164,7 @@ struct TrainOps {
   MV_HD void deliver(const RankInfo& sender, uint32_t index, const TaskDef& send, uint32_t peer, int64_t sent,
                      int64_t done) const {
     complete(sender.rank, index, done);
-    TaskState& recv = state(rankInfo(peer), send.peer_task);
-    recv.sent_ps = sent;
+    sentPs(rankInfo(peer), send.peer_task) = sent;
     complete(peer, send.peer_task, done);
   }
 
@@ -387,7 +396,7 @@ struct RankSystem {
   MV_HD static int64_t finishTime(const TrainOps<Ctx>& ops, const RankInfo& info, const RankStreams& st, int s) {
     const uint32_t index = st.running[s];
     if (timed(ops.task(info, index).kind)) return st.busy_until[s];
-    const int64_t done = atomicLoad<int64_t>(&ops.state(info, index).done_ps);
+    const int64_t done = atomicLoad<int64_t>(&ops.commState(info, index).done_ps);
     if (done == kNever) return kNever;
     return done > st.start[s] ? done : st.start[s];
   }
@@ -396,7 +405,10 @@ struct RankSystem {
                           int64_t t) {
     const uint32_t index = st.next[s];
     const TaskDef& d = ops.task(info, index);
-    if (s == kComputeStream) chargeGap(ops.state(info, index), st.busy_until[s], t, times);
+    if (s == kComputeStream) {
+      const int64_t sent = d.sent_slot == kNoTask ? 0 : ops.sentPs(info, index);
+      chargeGap(ops.state(info, index).ready_kind, sent, st.busy_until[s], t, times);
+    }
     st.running[s] = index;
     st.start[s] = t;
     st.next[s] = index + 1;
@@ -473,12 +485,12 @@ struct RankSystem {
   /// the bubble; DP/EP/CP collectives are exposed DP/EP/CP communication, a reload of offloaded
   /// activations is exposed offload, and the collectives of per-rank programs count as DP
   /// (kGroup: their process groups carry no parallelism).
-  MV_HD static void chargeGap(const TaskState& ts, int64_t idle_since, int64_t t, RankTimes& times) {
+  MV_HD static void chargeGap(CommKind ready_kind, int64_t sent_ps, int64_t idle_since, int64_t t, RankTimes& times) {
     const int64_t gap = t - idle_since;
     if (gap <= 0) return;
-    switch (ts.ready_kind) {
+    switch (ready_kind) {
       case CommKind::kPp: {
-        const int64_t from = ts.sent_ps > idle_since ? ts.sent_ps : idle_since;
+        const int64_t from = sent_ps > idle_since ? sent_ps : idle_since;
         const int64_t in_flight = t - from < 0 ? 0 : (t - from > gap ? gap : t - from);
         times.pp += in_flight;
         times.bubble += gap - in_flight;
@@ -514,14 +526,14 @@ struct RankSystem {
       times.tp += d.tp_ps;
       st.work_left = 0;
     }
-    const TaskState& own = ops.state(info, index);
     for (uint32_t k = 0; k < d.succ_count; ++k) {
-      TaskState& n = ops.state(info, ops.successor(info, d.succ_begin + k));
+      const uint32_t succ = ops.successor(info, d.succ_begin + k);
+      TaskState& n = ops.state(info, succ);
       n.deps_left -= 1;
       if (t >= n.ready_ps) {
         n.ready_ps = t;
         n.ready_kind = d.comm;
-        if (d.kind == TaskKind::kRecv) n.sent_ps = own.sent_ps;
+        if (d.kind == TaskKind::kRecv) ops.sentPs(info, succ) = ops.sentPs(info, index);
       }
     }
     if (ops.cfg().trace != 0) {

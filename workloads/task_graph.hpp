@@ -90,6 +90,11 @@ struct TaskDef {
   uint32_t chunk = 0;
   /// Forward pass (false: backward) of a per-micro-batch task.
   bool forward = true;
+  /// The task's row among its rank's communication states (sends, receives and collectives)
+  /// and among its send times (receives and their successors); kNoTask where it has none. Set
+  /// when a world loads the program.
+  uint32_t comm_slot = kNoTask;
+  uint32_t sent_slot = kNoTask;
 };
 
 /// The program of every rank of one pipeline stage.

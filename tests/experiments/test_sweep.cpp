@@ -1050,7 +1050,12 @@ TEST_CASE("the memory estimate is measured once per configuration and follows th
 
 TEST_CASE("an experiment's static tables are sized to their rows", "[sweep][estimate]") {
   std::vector<TrainingExperiment> xs;
-  const Diagnostics d = readAll(kBase, &xs);
+  const Diagnostics d = readAll(R"(base:
+  workload: {model: gpt3-13b, global_batch: 16}
+  parallelism: {tp: 8, pp: 2, dp: 1}
+  cluster: {gpu: a100-80gb}
+)",
+                                &xs);
   INFO(d.format());
   REQUIRE(xs.size() == 1);
   const TrainingFootprint f = measureFootprint(xs[0]);
@@ -1060,13 +1065,22 @@ TEST_CASE("an experiment's static tables are sized to their rows", "[sweep][esti
   constexpr int64_t kBookkeeping = 4;
   constexpr int64_t kPerTable = 512;
   const int64_t task_row = static_cast<int64_t>(sizeof(train::TaskState)) + kBookkeeping;
+  const int64_t comm_row = static_cast<int64_t>(sizeof(train::CommState)) + kBookkeeping;
+  const int64_t sent_row = static_cast<int64_t>(sizeof(train::SentState)) + kBookkeeping;
   const int64_t rank_row = kBookkeeping + static_cast<int64_t>(sizeof(train::RankInfo) + sizeof(train::RankStreams) +
                                                                 sizeof(train::RankTimes));
-  const int64_t rows_bytes = f.rank_tasks * task_row + f.ranks * rank_row;
+  const int64_t rows_bytes =
+      f.rank_tasks * task_row + f.rank_comms * comm_row + f.rank_sents * sent_row + f.ranks * rank_row;
   CHECK(f.ranks == 16);
   CHECK(f.rank_tasks > 1000);
+  // Every task has a TaskState; only communication tasks a CommState and only receives and
+  // their successors a send time. Without DP the communication is the pipeline's: each rank
+  // sends and receives one message per micro-batch and pass (16 micro-batches), and each
+  // receive releases one compute block.
+  CHECK(f.rank_comms == 16 * 2 * 16);
+  CHECK(f.rank_sents == 16 * 2 * 16);
   CHECK(static_cast<int64_t>(f.rank_bytes) >= rows_bytes);
-  CHECK(static_cast<int64_t>(f.rank_bytes) <= rows_bytes + 2 * kPerTable + task_row + rank_row);
+  CHECK(static_cast<int64_t>(f.rank_bytes) <= rows_bytes + 4 * kPerTable + task_row + comm_row + sent_row + rank_row);
 }
 
 TEST_CASE("bytes are printed for people", "[sweep][estimate]") {
