@@ -42,6 +42,20 @@ TrainingConfig job(uint32_t global, uint32_t micro = 1, uint32_t seq = 0) {
   return c;
 }
 
+/// The kernels of one layer of the SC'21 18.4B model (h 6144) at TP 8 running `c`.
+std::vector<Operator> tp8Layer(const TrainingConfig& c) {
+  Parallelism par;
+  par.tp = 8;
+  return layerOperators(megatronSc21Table()[3].model, c, par);
+}
+
+/// The shipped knobs with a ceiling of 0.8 and 128×128 tiles at 0.9 of full speed.
+ComputeModelParams quantisedParams() {
+  ComputeModelParams params = megatronA100Params();
+  params.gemm = {0.8, 0.9, true};
+  return params;
+}
+
 }  // namespace
 
 TEST_CASE("compute alone is faster than Megatron-LM SC'21 Table 1, whose runs include communication",
@@ -99,14 +113,9 @@ TEST_CASE("the backward GEMMs run at their own shapes' efficiency", "[workloads]
   // qkv of a TP-8 layer with h 6144: forward 2048 x 2304 x 6144 (quantised 0.8); the input
   // gradient 2048 x 6144 x 2304 (8/9) and the weight gradient 6144 x 2304 x 2048 (1) fill
   // their waves better, so the backward is 1.7 times the forward, not 2.
-  const ModelSpec m = megatronSc21Table()[3].model;
-  Parallelism par;
-  par.tp = 8;
   const TrainingConfig c = job(8, 1, 2048);
-  ComputeModelParams params = megatronA100Params();
-  params.gemm = {0.8, 0.9, true};
-  const ComputeModel cm(a100Compute(), params);
-  const std::vector<Operator> ops = layerOperators(m, c, par);
+  const ComputeModel cm(a100Compute(), quantisedParams());
+  const std::vector<Operator> ops = tp8Layer(c);
   const Operator& qkv = findOp(ops, "qkv");
   CHECK(qkv.shape.n == 2304);
   const double fwd = static_cast<double>(cm.forwardTime(qkv, c.precision).ps);
@@ -120,16 +129,12 @@ TEST_CASE("the backward GEMMs run at their own shapes' efficiency", "[workloads]
 TEST_CASE("gemm.gradient slows the gradient GEMMs alone", "[workloads][compute]") {
   // The same qkv at 0.8 of the backward's efficiency: its two gradient GEMMs take 1/0.8 as
   // long, each of them apart too; the forward and the memory-bound kernels do not move.
-  const ModelSpec m = megatronSc21Table()[3].model;
-  Parallelism par;
-  par.tp = 8;
   const TrainingConfig c = job(8, 1, 2048);
-  ComputeModelParams params = megatronA100Params();
-  params.gemm = {0.8, 0.9, true};
+  ComputeModelParams params = quantisedParams();
   const ComputeModel same(a100Compute(), params);
   params.gemm.gradient = 0.8;
   const ComputeModel slow(a100Compute(), params);
-  const std::vector<Operator> ops = layerOperators(m, c, par);
+  const std::vector<Operator> ops = tp8Layer(c);
   const Operator& qkv = findOp(ops, "qkv");
   const Operator& norm = findOp(ops, "input_norm");
   CHECK(slow.forwardTime(qkv, c.precision) == same.forwardTime(qkv, c.precision));
