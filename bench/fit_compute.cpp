@@ -1,11 +1,12 @@
 /**
  * @file fit_compute.cpp
- * Fits the compute model's knobs (GEMM ceiling, small-tile speed, HBM
- * efficiency) to the published Megatron-LM runs (systems/calibration.hpp) and prints, per
- * run, the measured and simulated iteration, the error of the fit and the error when the
- * run is left out of the fit (leave one out), then checks one layer's forward and backward
- * against Korthikanti et al.'s per-layer measurements. `--evaluate` only simulates the runs
- * with the shipped defaults.
+ * Fits the compute model's knobs (GEMM ceiling, small-tile speed, gradient GEMMs' efficiency,
+ * HBM efficiency, TP bandwidth factor) to the published Megatron-LM runs
+ * (systems/calibration.hpp) and prints, per run, the measured and simulated iteration, the
+ * error of the fit and the error when the run is left out of the fit (leave one out), then
+ * checks one layer's forward and backward against Korthikanti et al.'s per-layer
+ * measurements and lists that layer's kernels, operator by operator. `--evaluate` only
+ * simulates the runs with the shipped defaults.
  */
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -51,6 +52,35 @@ void printLayerCheck(const CalibrationKnobs& knobs) {
   std::printf("largest per-layer |error|: %.1f %%\n", 100 * worst);
 }
 
+/// The kernels of one layer of the 22B run (`x`: micro-batch 4, TP 8) without and with
+/// sequence parallelism, with `knobs`: where the per-layer passes' time goes.
+void printLayerOperators(TrainingExperiment x, const CalibrationKnobs& knobs) {
+  std::printf("\nPer operator, the same layer with the knobs above (no recomputation), ms:\n\n");
+  std::printf("| operator | kind | forward | backward | forward with SP | backward with SP |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  const ComputeModel cm(computeSpecOf(clusterGpu(x.cluster)), knobs.compute, x.operator_times);
+  const TrainingPrecision precision = x.training.precision;
+  x.parallelism.recompute = Recompute::kNone;
+  x.parallelism.sequence_parallel = false;
+  const std::vector<Operator> plain = layerOperators(x.model, x.training, x.parallelism);
+  x.parallelism.sequence_parallel = true;
+  const std::vector<Operator> sp = layerOperators(x.model, x.training, x.parallelism);
+  const auto ms = [](Picoseconds t) { return t.toSeconds() * 1e3; };
+  for (size_t i = 0; i < plain.size() && i < sp.size(); ++i) {
+    const Operator& op = plain[i];
+    std::printf("| %s | %s%s | %.3f | %.3f | %.3f | %.3f |\n", std::string(op.name).c_str(),
+                op.kind == OpKind::kGemm ? "GEMM" : "memory", op.attention_core ? ", attention core" : "",
+                ms(cm.forwardTime(op, precision)), ms(cm.backwardTime(op, precision)),
+                ms(cm.forwardTime(sp[i], precision)), ms(cm.backwardTime(sp[i], precision)));
+  }
+  const LayerPassTimes without = simulatedLayer(LayerMeasurement{"", false, Recompute::kNone, 0, 0}, knobs);
+  const LayerPassTimes with = simulatedLayer(LayerMeasurement{"", true, Recompute::kNone, 0, 0}, knobs);
+  std::printf("| TP collectives | exposed | %.3f | %.3f | %.3f | %.3f |\n", ms(without.tp_forward),
+              ms(without.tp_backward), ms(with.tp_forward), ms(with.tp_backward));
+  std::printf("| the pass | | %.3f | %.3f | %.3f | %.3f |\n", ms(without.forward()), ms(without.backward()),
+              ms(with.forward()), ms(with.backward()));
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"Fit the compute model to published Megatron-LM runs, with leave-one-out errors"};
   uint32_t threads = 2;
@@ -94,6 +124,9 @@ int run(int argc, char** argv) {
     printKnobs(("  without " + runs[i].experiment.name).c_str(), fit.held_out_knobs[i]);
   }
   printLayerCheck(fit.knobs);
+  for (const CalibrationRun& r : runs) {
+    if (r.experiment.name == "megatron-22b") printLayerOperators(r.experiment, fit.knobs);
+  }
   return 0;
 }
 

@@ -38,8 +38,8 @@ struct CalibrationRun {
  */
 std::vector<CalibrationRun> megatronCalibrationRuns();
 
-/// What the fit moves: the GEMM ceiling and small-tile speed, the HBM
-/// efficiency, and the TP bandwidth factor (ClusterSpec::tp_bandwidth_factor).
+/// What the fit moves: the GEMM ceiling, small-tile speed and gradient GEMMs' efficiency,
+/// the HBM efficiency, and the TP bandwidth factor (ClusterSpec::tp_bandwidth_factor).
 struct CalibrationKnobs {
   ComputeModelParams compute = megatronA100Params();
   double tp_bandwidth_factor = kMegatronTpBandwidthFactor;
