@@ -493,8 +493,7 @@ StateSlots assignStateSlots(std::span<TaskDef> tasks, std::span<const uint32_t> 
   StateSlots n;
   for (size_t k = 0; k < tasks.size(); ++k) {
     TaskDef& d = tasks[k];
-    const bool comm = d.kind == TaskKind::kSend || d.kind == TaskKind::kRecv || d.kind == TaskKind::kCollective;
-    d.comm_slot = comm ? n.comm++ : kNoTask;
+    d.comm_slot = isTimed(d.kind) ? kNoTask : n.comm++;
     d.sent_slot = sent[k] ? n.sent++ : kNoTask;
   }
   return n;

@@ -389,13 +389,9 @@ struct RankSystem {
     while (st.next[s] < info.task_count && ops.task(info, st.next[s]).stream != s) ++st.next[s];
     return st.next[s] < info.task_count ? st.next[s] : kNoTask;
   }
-  /// Compute and copy tasks take a time known when they start; communication ends when
-  /// whoever completes it writes its done_ps.
-  MV_HD static bool timed(TaskKind kind) { return kind == TaskKind::kCompute || kind == TaskKind::kCopy; }
-
   MV_HD static int64_t finishTime(const TrainOps<Ctx>& ops, const RankInfo& info, const RankStreams& st, int s) {
     const uint32_t index = st.running[s];
-    if (timed(ops.task(info, index).kind)) return st.busy_until[s];
+    if (isTimed(ops.task(info, index).kind)) return st.busy_until[s];
     const int64_t done = atomicLoad<int64_t>(&ops.commState(info, index).done_ps);
     if (done == kNever) return kNever;
     return done > st.start[s] ? done : st.start[s];

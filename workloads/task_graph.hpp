@@ -33,6 +33,10 @@ enum class TaskKind : uint8_t {
   kCopy,        ///< activation offload: a copy between GPU and host memory for a fixed time (compute_ps)
 };
 
+/// Compute and copy tasks take a time known when they start; the others (communication)
+/// end when whoever completes them writes their completion (TaskDef::comm_slot).
+MV_HD constexpr bool isTimed(TaskKind kind) { return kind == TaskKind::kCompute || kind == TaskKind::kCopy; }
+
 /// What the time a task occupies counts as in the iteration breakdown.
 enum class CommKind : uint8_t {
   kNone,
