@@ -245,15 +245,11 @@ struct PacketSlots {
 
   MV_HD PacketHeader& operator[](int64_t s) const { return headers[s]; }
   MV_HD IntStack& intsOf(int64_t s) const { return ints[s]; }
-  /// Stores a packet (its header and the INT records it carries) in slot `s`.
-  MV_HD void put(int64_t s, const PacketHeader& h, const IntStack& in) const {
+  /// Stores a packet in slot `s`: its header and the `h.hops` INT records at `in` (which
+  /// may be null when it carries none).
+  MV_HD void put(int64_t s, const PacketHeader& h, const IntHop* in) const {
     headers[s] = h;
-    for (int i = 0; i < h.hops; ++i) ints[s].hop[i] = in.hop[i];
-  }
-  /// Loads slot `s` into `p`.
-  MV_HD void get(int64_t s, Packet& p) const {
-    static_cast<PacketHeader&>(p) = headers[s];
-    for (int i = 0; i < p.hops; ++i) p.ints.hop[i] = ints[s].hop[i];
+    for (int i = 0; i < h.hops; ++i) ints[s].hop[i] = in[i];
   }
 };
 

@@ -83,10 +83,11 @@ struct LinkRings {
     if (r.head[par] != r.tail[prev]) prefetch(&slots[slotOf(r.head_chunk, r.head[par])]);
   }
 
-  /// Puts a packet on the wire. The push that fills a chunk first takes the next one
-  /// (takeChunk) and links it from the filled slot; false when none is left (a sizing
-  /// problem: the packet is not stored).
-  MV_HD bool push(uint32_t link, const PacketHeader& p, const IntStack& ints) const {
+  /// Puts a packet (header `p`, its `p.hops` INT records at `ints`, null when none) on the
+  /// wire. The push that fills a chunk first takes the next one (takeChunk) and links it
+  /// from the filled slot; false when none is left (a sizing problem: the packet is not
+  /// stored).
+  MV_HD bool push(uint32_t link, const PacketHeader& p, const IntHop* ints) const {
     LinkRing& r = ring(link);
     const uint32_t pos = r.tail[par];
     const int64_t s = slotOf(r.tail_chunk, pos);
@@ -156,15 +157,14 @@ struct LinkRings {
   }
 
   /**
-   * Serialises `p` (INT records `ints`) onto `link` from `t` at the link's rate; it arrives
-   * after the link's delay. Counts the hop (in the sending unit's `counters`) and the link's
-   * time bin (`samples`, when `bin_ps` > 0); an empty chunk pool raises kStatusLinkRing in
-   * `status`.
+   * Serialises `p` (its INT records at `ints`, null when it carries none) onto `link` from
+   * `t` at the link's rate; it arrives after the link's delay. Counts the hop (in the
+   * sending unit's `counters`) and the link's time bin (`samples`, when `bin_ps` > 0); an
+   * empty chunk pool raises kStatusLinkRing in `status`.
    * Returns when the link is free again.
    */
-  MV_HD int64_t transmit(uint32_t link, PacketHeader& p, const IntStack& ints, int64_t t,
-                         TableView<LinkSample>& samples, ExpId e, int64_t bin_ps, NetCounters& counters,
-                         int64_t& first_push, uint32_t* status) const {
+  MV_HD int64_t transmit(uint32_t link, PacketHeader& p, const IntHop* ints, int64_t t, TableView<LinkSample>& samples,
+                         ExpId e, int64_t bin_ps, NetCounters& counters, int64_t& first_push, uint32_t* status) const {
     const LinkInfo& li = info(link);
     const int64_t wire_ps = li.whole_ns != 0u ? serializationTimeWholeNs(Bytes{p.wire_bytes}, BitsPerSecond{li.rate_bps}).ps
                             : li.ps_per_byte > 0

@@ -291,9 +291,12 @@ struct NicSystem {
     MV_HD void transmit(const NetExperiment& ne, const CcPath& path, const LinkRings& rings, TableView<Flow>& flows,
                         int64_t row, int64_t t, int64_t& first_push) {
       const NetworkConfig& cfg = ne.network;
-      Packet p;
+      PacketHeader p;
+      const IntHop* ints = nullptr;  // a data packet leaves without INT records
       if (row < 0) {
-        ctrl.get(ctrlSlotOf(st.ctrl_head), p);
+        const int64_t slot = ctrlSlotOf(st.ctrl_head);
+        p = ctrl[slot];
+        ints = ctrl.intsOf(slot).hop;
         st.ctrl_head += 1;
       } else {
         const FlowSpec& spec = flows.template get<FlowSpec>(row);
@@ -328,7 +331,7 @@ struct NicSystem {
         counters.packets_sent += 1;
       }
       st.tx_bytes += p.wire_bytes;
-      st.busy_until_ps = rings.transmit(info.tx_link, p, p.ints, t, ctx.template table<LinkSample>(), ctx.exp,
+      st.busy_until_ps = rings.transmit(info.tx_link, p, ints, t, ctx.template table<LinkSample>(), ctx.exp,
                                         cfg.link_bin_ps, counters, first_push, &ctx.world->status);
     }
 
@@ -350,13 +353,15 @@ struct NicSystem {
     }
 
     // --- receiving ----------------------------------------------------------------------
-    MV_HD void sendControl(const Packet& p) {
+    /// Queues control packet `p` with its `p.hops` INT records at `ints` (an ACK echoes
+    /// those of the data packet it answers).
+    MV_HD void sendControl(const PacketHeader& p, const IntHop* ints) {
       if (st.ctrl_tail - st.ctrl_head >= info.ctrl_capacity) {
         counters.overflow += 1;
         atomicFetchOr<uint32_t>(&ctx.world->status, kStatusNicControl);
         return;
       }
-      ctrl.put(ctrlSlotOf(st.ctrl_tail), p, p.ints);
+      ctrl.put(ctrlSlotOf(st.ctrl_tail), p, ints);
       st.ctrl_tail += 1;
     }
 
@@ -403,23 +408,23 @@ struct NicSystem {
         } else if (r.last_nack_seq != r.expected || p.time_ps - r.last_nack_ps >= cfg.nack_interval_ps) {
           r.last_nack_seq = r.expected;
           r.last_nack_ps = p.time_ps;
-          const Packet nack = feedback(cfg, p, ints, PacketKind::kNack, r.expected);
           counters.nacks += 1;
-          sendControl(nack);
+          sendControl(feedback(cfg, p, PacketKind::kNack, r.expected), ints.hop);
         }
       } else {
         ack = true;  // a duplicate: tell the sender again where we are
       }
       if (ack) {
         r.since_ack = 0;
-        sendControl(feedback(cfg, p, ints, PacketKind::kAck, r.expected));
+        sendControl(feedback(cfg, p, PacketKind::kAck, r.expected), ints.hop);
       }
     }
 
-    /// An ACK or NACK for data packet `p`, echoing its CE mark and INT records.
-    MV_HD Packet feedback(const NetworkConfig& cfg, const PacketHeader& p, const IntStack& ints, PacketKind kind,
-                          int64_t expected) const {
-      Packet a;
+    /// The header of an ACK or NACK for data packet `p`, echoing its CE mark and carrying
+    /// as many INT records as `p` (sendControl copies them from `p`'s).
+    MV_HD static PacketHeader feedback(const NetworkConfig& cfg, const PacketHeader& p, PacketKind kind,
+                                       int64_t expected) {
+      PacketHeader a;
       a.kind = kind;
       a.time_ps = p.time_ps;
       a.seq = expected;
@@ -430,7 +435,6 @@ struct NicSystem {
       a.prio = static_cast<uint8_t>(ackHighPriority(cfg) ? kControlPriority : p.prio);
       a.flags = static_cast<uint8_t>((p.flags & kFlagCe) != 0u ? uint32_t{kFlagEcnEcho} : 0u);
       a.hops = p.hops;
-      for (int i = 0; i < p.hops; ++i) a.ints.hop[i] = ints.hop[i];
       a.wire_bytes = static_cast<uint16_t>(cfg.cc == CcKind::kHpcc ? kAckIntBytes : kAckBytes);
       return a;
     }

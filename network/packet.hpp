@@ -73,6 +73,9 @@ MV_HD inline IntHop intRecord(uint32_t int_multi, int64_t t_ps, int64_t tx_bytes
 }
 
 /// The INT records of one packet; only the first `hops` of its header are meaningful.
+/// Pooled storage keeps them apart from the headers (PacketSlots), so a packet without INT
+/// moves 48 bytes; a unit handles a header and a pointer to its records, never a copy of
+/// both (on the GPU, such copies were 384 B of local memory in every NIC thread).
 struct IntStack {
   IntHop hop[kMaxIntHops];
 };
@@ -110,12 +113,5 @@ struct PacketHeader {
 };
 static_assert(sizeof(PacketHeader) == 48);
 static_assert(kMaxIntHops < 16 && kFlagRetransmit < 16, "hops and flags fit their 4-bit fields");
-
-/// A packet a unit is building or holding: its header and INT records together. Pooled
-/// storage keeps the two apart (PacketSlots), so packets without INT move 48 bytes.
-struct Packet : PacketHeader {
-  IntStack ints;
-};
-static_assert(sizeof(Packet) == 128);
 
 }  // namespace mv::net

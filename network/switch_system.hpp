@@ -377,7 +377,7 @@ struct SwitchSystem {
         atomicFetchOr<uint32_t>(&ctx.world->status, kStatusSwitchPool);
         return;
       }
-      pool_slots.put(s, in, in_ints);
+      pool_slots.put(s, in, in_ints.hop);
       PacketHeader& p = slot(s);
       p.in_port = static_cast<uint16_t>(port);
       p.next = kNone32;
@@ -413,12 +413,12 @@ struct SwitchSystem {
         int c = 0;
         while (((bits >> c) & 1u) == 0u) ++c;
         (pause ? q.send_pause : q.send_resume) &= ~(1u << c);
-        Packet frame{};  // no INT records; zeroed so that no copy reads indeterminate bytes
+        PacketHeader frame;  // no INT records
         frame.kind = pause ? PacketKind::kPause : PacketKind::kResume;
         frame.prio = static_cast<uint8_t>(c);
         frame.wire_bytes = kPfcBytes;
         if (pause) counters.pauses += 1;
-        send(pi, q, frame, frame.ints, t, first_push);
+        send(pi, q, frame, nullptr, t, first_push);
         return;
       }
       const int c = pickQueue(q);
@@ -447,12 +447,12 @@ struct SwitchSystem {
           wakePort(p.in_port, t);
         }
       }
-      send(pi, q, p, ints, t, first_push);
+      send(pi, q, p, ints.hop, t, first_push);
       releaseSlot(s);
     }
 
     /// Serialises `p` onto the port's link starting at `t`.
-    MV_HD void send(const PortInfo& pi, PortQueue& q, PacketHeader& p, const IntStack& ints, int64_t t,
+    MV_HD void send(const PortInfo& pi, PortQueue& q, PacketHeader& p, const IntHop* ints, int64_t t,
                     int64_t& first_push) {
       q.tx_bytes += p.wire_bytes;
       q.busy_until_ps = rings.transmit(pi.out_link, p, ints, t, ctx.template table<LinkSample>(), ctx.exp,

@@ -49,16 +49,18 @@ struct TrainOps {
     auto& t = ctx.template table<RankTask>();
     return t.template get<TaskState>(base(t) + r.state_base + index);
   }
-  /// The communication state of task `index` (one with a TaskDef::comm_slot).
-  MV_HD CommState& commState(const RankInfo& r, uint32_t index) const {
+  /// The communication state of task `d` of rank `r` (a task with a TaskDef::comm_slot).
+  MV_HD CommState& commState(const RankInfo& r, const TaskDef& d) const {
     auto& t = ctx.template table<RankComm>();
-    return t.template get<CommState>(base(t) + r.comm_base + task(r, index).comm_slot);
+    return t.template get<CommState>(base(t) + r.comm_base + d.comm_slot);
   }
-  /// The send time of task `index` (one with a TaskDef::sent_slot).
-  MV_HD int64_t& sentPs(const RankInfo& r, uint32_t index) const {
+  MV_HD CommState& commState(const RankInfo& r, uint32_t index) const { return commState(r, task(r, index)); }
+  /// The send time of task `d` of rank `r` (a task with a TaskDef::sent_slot).
+  MV_HD int64_t& sentPs(const RankInfo& r, const TaskDef& d) const {
     auto& t = ctx.template table<RankSent>();
-    return t.template get<SentState>(base(t) + r.sent_base + task(r, index).sent_slot).sent_ps;
+    return t.template get<SentState>(base(t) + r.sent_base + d.sent_slot).sent_ps;
   }
+  MV_HD int64_t& sentPs(const RankInfo& r, uint32_t index) const { return sentPs(r, task(r, index)); }
   MV_HD CollInfo& collInfo(uint32_t coll) const {
     auto& t = ctx.template table<Collective>();
     return t.template get<CollInfo>(base(t) + coll);
@@ -390,9 +392,9 @@ struct RankSystem {
     return st.next[s] < info.task_count ? st.next[s] : kNoTask;
   }
   MV_HD static int64_t finishTime(const TrainOps<Ctx>& ops, const RankInfo& info, const RankStreams& st, int s) {
-    const uint32_t index = st.running[s];
-    if (isTimed(ops.task(info, index).kind)) return st.busy_until[s];
-    const int64_t done = atomicLoad<int64_t>(&ops.commState(info, index).done_ps);
+    const TaskDef& d = ops.task(info, st.running[s]);
+    if (isTimed(d.kind)) return st.busy_until[s];
+    const int64_t done = atomicLoad<int64_t>(&ops.commState(info, d).done_ps);
     if (done == kNever) return kNever;
     return done > st.start[s] ? done : st.start[s];
   }
@@ -402,7 +404,7 @@ struct RankSystem {
     const uint32_t index = st.next[s];
     const TaskDef& d = ops.task(info, index);
     if (s == kComputeStream) {
-      const int64_t sent = d.sent_slot == kNoTask ? 0 : ops.sentPs(info, index);
+      const int64_t sent = d.sent_slot == kNoTask ? 0 : ops.sentPs(info, d);
       chargeGap(ops.state(info, index).ready_kind, sent, st.busy_until[s], t, times);
     }
     st.running[s] = index;
@@ -529,7 +531,7 @@ struct RankSystem {
       if (t >= n.ready_ps) {
         n.ready_ps = t;
         n.ready_kind = d.comm;
-        if (d.kind == TaskKind::kRecv) ops.sentPs(info, succ) = ops.sentPs(info, index);
+        if (d.kind == TaskKind::kRecv) ops.sentPs(info, succ) = ops.sentPs(info, d);
       }
     }
     if (ops.cfg().trace != 0) {

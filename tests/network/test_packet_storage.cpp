@@ -131,9 +131,9 @@ TEST_CASE("a packet header holds every value a flow can give it, and flows beyon
   std::vector<net::PacketHeader> headers(2);
   std::vector<net::IntStack> ints(2);
   const net::PacketSlots slots{headers.data(), ints.data()};
-  slots.put(1, h, net::IntStack{});
-  net::Packet p;
-  slots.get(1, p);
+  const net::IntStack records{};
+  slots.put(1, h, records.hop);
+  const net::PacketHeader& p = slots[1];
   CHECK(p.time_ps == kTimeHorizonPs);
   CHECK(p.seq == kMaxInputBytes);
   CHECK(p.flow_id == (uint64_t{1} << 40) - 1);
@@ -186,7 +186,6 @@ TEST_CASE("a link ring runs through pooled chunks: order kept, chunks returned, 
     return net::LinkRings{&info, &ring, &bins, slots, &pool, &cache, par, par ^ 1};
   };
   auto held = [&] { return pool.capacity - pool.freeCount(freeLink) - cache.count; };  // chunks in the ring
-  const net::IntStack none{};
   int64_t sent = 0;
   auto send = [&](const net::LinkRings& r, int count) {
     int pushed = 0;
@@ -194,7 +193,7 @@ TEST_CASE("a link ring runs through pooled chunks: order kept, chunks returned, 
       net::PacketHeader p;
       p.seq = sent;
       p.time_ps = sent;
-      if (!r.push(0, p, none)) break;
+      if (!r.push(0, p, nullptr)) break;
       sent += 1;
       pushed += 1;
     }
