@@ -131,8 +131,10 @@ TEST_CASE("a packet header holds every value a flow can give it, and flows beyon
   std::vector<net::PacketHeader> headers(2);
   std::vector<net::IntStack> ints(2);
   const net::PacketSlots slots{headers.data(), ints.data()};
-  const net::IntStack records{};
+  net::IntStack records{};
+  records.hop[net::kMaxIntHops - 1].rate_mbps = 400'000;
   slots.put(1, h, records.hop);
+  CHECK(ints[1].hop[net::kMaxIntHops - 1].rate_mbps == 400'000);  // all `hops` records are stored
   const net::PacketHeader& p = slots[1];
   CHECK(p.time_ps == kTimeHorizonPs);
   CHECK(p.seq == kMaxInputBytes);
