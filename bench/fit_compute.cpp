@@ -5,8 +5,9 @@
  * (systems/calibration.hpp) and prints, per run, the measured and simulated iteration, the
  * error of the fit and the error when the run is left out of the fit (leave one out), then
  * checks one layer's forward and backward against Korthikanti et al.'s per-layer
- * measurements and lists that layer's kernels, operator by operator. `--evaluate` only
- * simulates the runs with the shipped defaults.
+ * measurements and lists that layer's kernels, operator by operator; between them, where
+ * each run's simulated iteration goes (compute, exposed communication, bubble). `--evaluate`
+ * only simulates the runs with the shipped defaults.
  */
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -81,6 +82,34 @@ void printLayerOperators(TrainingExperiment x, const CalibrationKnobs& knobs) {
               ms(with.forward()), ms(with.backward()));
 }
 
+/**
+ * Where each run's simulated iteration goes, in seconds: the critical rank's compute and
+ * exposed TP, PP and DP time, its bubble, and the part of that bubble a balanced pipeline
+ * has while it fills and drains, (p − 1)/(v·m) of compute + TP (p stages, v model chunks
+ * per GPU, m micro-batches); the rest of the bubble is waiting on slower stages (the last
+ * stage's output layer and loss) and on pipeline messages.
+ */
+void printBreakdown(const std::vector<CalibrationRun>& runs, const std::vector<TrainingResult>& results) {
+  std::printf("\nWhere each simulated iteration goes, s (the critical rank):\n\n");
+  std::printf(
+      "| run | measured | simulated | compute | exposed TP | exposed PP | exposed DP | bubble | of it, the "
+      "pipeline's fill | the rest |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const TrainingExperiment& x = runs[i].experiment;
+    const TrainingResult& r = results[i];
+    const double p = std::max<uint32_t>(x.parallelism.pp, 1);
+    const double v = std::max<uint32_t>(x.parallelism.vpp, 1);
+    const double m = microBatchCount(x.training, x.parallelism);
+    const double busy = r.compute.toSeconds() + r.exposed_tp.toSeconds();
+    const double fill = std::min(r.bubble.toSeconds(), busy * (p - 1) / (v * m));
+    std::printf("| %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f |\n", x.name.c_str(),
+                runs[i].measured.toSeconds(), r.iteration.toSeconds(), r.compute.toSeconds(), r.exposed_tp.toSeconds(),
+                r.exposed_pp.toSeconds(), r.exposed_dp.toSeconds(), r.bubble.toSeconds(), fill,
+                r.bubble.toSeconds() - fill);
+  }
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"Fit the compute model to published Megatron-LM runs, with leave-one-out errors"};
   uint32_t threads = 2;
@@ -94,10 +123,12 @@ int run(int argc, char** argv) {
   const auto begin = std::chrono::steady_clock::now();
   const std::vector<CalibrationRun> runs = megatronCalibrationRuns();
   CalibrationFit fit;
+  if (!evaluate) fit = fitComputeModel(runs, CalibrationKnobs{}, rounds, true, threads);
+  const std::vector<TrainingResult> results = simulatedResults(runs, fit.knobs, threads);
   if (evaluate) {
-    fit.fit_error = simulatedErrors(runs, fit.knobs, threads);
-  } else {
-    fit = fitComputeModel(runs, CalibrationKnobs{}, rounds, true, threads);
+    for (size_t i = 0; i < runs.size(); ++i) {
+      fit.fit_error.push_back(results[i].iteration.toSeconds() / runs[i].measured.toSeconds() - 1);
+    }
   }
   std::printf("| run | source | TP | PP | GPUs | recompute | measured s | %s | held out |\n",
               evaluate ? "defaults" : "fit");
@@ -123,6 +154,7 @@ int run(int argc, char** argv) {
   for (size_t i = 0; i < fit.held_out_knobs.size(); ++i) {
     printKnobs(("  without " + runs[i].experiment.name).c_str(), fit.held_out_knobs[i]);
   }
+  printBreakdown(runs, results);
   printLayerCheck(fit.knobs);
   for (const CalibrationRun& r : runs) {
     if (r.experiment.name == "megatron-22b") printLayerOperators(r.experiment, fit.knobs);

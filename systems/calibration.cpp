@@ -104,9 +104,9 @@ struct Simulated {
   double tp = 0;
 };
 
-/// Simulates run i with knobs[i].
-std::vector<Simulated> simulate(const std::vector<CalibrationRun>& runs, const std::vector<CalibrationKnobs>& knobs,
-                                uint32_t threads) {
+/// Simulates run i with knobs[i]: each run's whole result.
+std::vector<TrainingResult> simulateResults(const std::vector<CalibrationRun>& runs,
+                                            const std::vector<CalibrationKnobs>& knobs, uint32_t threads) {
   std::vector<TrainingExperiment> xs;
   for (size_t i = 0; i < runs.size(); ++i) {
     xs.push_back(runs[i].experiment);
@@ -115,16 +115,25 @@ std::vector<Simulated> simulate(const std::vector<CalibrationRun>& runs, const s
   }
   SimulationOptions o;
   o.threads = threads;
-  const std::vector<TrainingResult> results = simulateTraining(xs, o);
-  std::vector<Simulated> out;
+  std::vector<TrainingResult> results = simulateTraining(xs, o);
   for (size_t i = 0; i < results.size(); ++i) {
     if (results[i].oom || !results[i].error.empty()) {
       throw std::runtime_error("calibration run " + runs[i].experiment.name + " did not simulate: " +
                                (results[i].oom ? std::string("out of memory") : results[i].error));
     }
-    const Parallelism& par = xs[i].parallelism;
-    const double m = microBatchCount(xs[i].training, par);
-    const double p = std::max<uint32_t>(par.pp, 1);
+  }
+  return results;
+}
+
+/// Simulates run i with knobs[i]: its iteration and the TP time on its critical path.
+std::vector<Simulated> simulate(const std::vector<CalibrationRun>& runs, const std::vector<CalibrationKnobs>& knobs,
+                                uint32_t threads) {
+  const std::vector<TrainingResult> results = simulateResults(runs, knobs, threads);
+  std::vector<Simulated> out;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const TrainingExperiment& x = runs[i].experiment;
+    const double m = microBatchCount(x.training, x.parallelism);
+    const double p = std::max<uint32_t>(x.parallelism.pp, 1);
     out.push_back({results[i].iteration.toSeconds(), results[i].exposed_tp.toSeconds() * (1 + (p - 1) / m)});
   }
   return out;
@@ -284,6 +293,11 @@ std::vector<CalibrationRun> megatronCalibrationRuns() {
   runs.push_back(dp);
   for (size_t i = 0; i < runs.size(); ++i) runs[i].experiment.id = i + 1;
   return runs;
+}
+
+std::vector<TrainingResult> simulatedResults(const std::vector<CalibrationRun>& runs, const CalibrationKnobs& knobs,
+                                             uint32_t threads) {
+  return simulateResults(runs, std::vector<CalibrationKnobs>(runs.size(), knobs), threads);
 }
 
 std::vector<double> simulatedErrors(const std::vector<CalibrationRun>& runs, const CalibrationKnobs& knobs,

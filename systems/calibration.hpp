@@ -45,6 +45,10 @@ struct CalibrationKnobs {
   double tp_bandwidth_factor = kMegatronTpBandwidthFactor;
 };
 
+/// Each run's simulated result with `knobs` (one batch on `threads` threads).
+std::vector<TrainingResult> simulatedResults(const std::vector<CalibrationRun>& runs, const CalibrationKnobs& knobs,
+                                             uint32_t threads);
+
 /// simulated / measured − 1 of each run with `knobs` (one batch on `threads` threads).
 std::vector<double> simulatedErrors(const std::vector<CalibrationRun>& runs, const CalibrationKnobs& knobs,
                                     uint32_t threads);
