@@ -86,6 +86,13 @@ inline constexpr int64_t kCommitChunkMinRows = 64;
 inline constexpr ExpId kGapRow = UINT32_MAX;
 /// Slack a blocked run's layout gives each region beyond its rows (as many again, plus this).
 inline constexpr int64_t kCommitSlackRows = 16;
+/// A commit's first phase sorts its pending rows in runs of kCommitSortRun (2^8), and each
+/// later sort phase merges runs pairwise, doubling their width. On a GPU a pending row
+/// finds its place in its run by comparing itself with every other row of the run: 256
+/// comparisons per thread cost less than the 8 grid-wide barriers of the doublings up to
+/// that width.
+inline constexpr int kCommitSortRunLog2 = 8;
+inline constexpr int64_t kCommitSortRun = int64_t{1} << kCommitSortRunLog2;
 
 namespace detail {
 
@@ -106,6 +113,19 @@ MV_HD constexpr int ceilLog2(int64_t n) {
   int r = 0;
   while ((int64_t{1} << r) < n) ++r;
   return r;
+}
+
+/// Merge rounds of a commit with n rows pending: one per doubling of the sorted runs' width
+/// from kCommitSortRun up to n.
+MV_HD constexpr int commitMergeRounds(int64_t n) {
+  const int doublings = ceilLog2(n) - kCommitSortRunLog2;
+  return doublings > 0 ? doublings : 0;
+}
+/// Barrier-separated phases of a commit with `merges` merge rounds: the first phase plans
+/// the commit and sorts runs of kCommitSortRun; the prefix sums (two phases) run beside the
+/// first two merge rounds; then the scatter, the entity slots and the finish.
+MV_HD constexpr int commitPhases(int merges) {
+  return (merges > 2 ? merges : 2) + 4;
 }
 
 MV_HD constexpr int64_t ceilDiv(int64_t n, int64_t d) {
@@ -198,7 +218,7 @@ struct TableView {
   uint32_t commit_exp_end = 0;
   uint32_t commit_in_place = 0;  ///< regions stay where they are (else the table is laid out again)
   uint32_t commit_slack = 0;     ///< a new layout gives regions slack (the run is blocked)
-  int32_t commit_rounds = 0;     ///< merge rounds of the current commit, ceil(log2(pending rows))
+  int32_t commit_rounds = 0;     ///< merge rounds of the current commit (detail::commitMergeRounds)
   int64_t commit_chunk = 0;      ///< rows per chunk of the current commit's row passes
 
   // --- row access ----------------------------------------------------------------
@@ -290,12 +310,12 @@ struct TableView {
 
   // --- commit (an engine node) -----------------------------------------------------
   /// Number of barrier-separated phases of this step's `commitPhase`, from the rows pending
-  /// (read it before phase 0: the last phase resets the counters): the merge sort of the
-  /// pending rows takes ceil(log2(rows)) rounds, the rest 6 phases.
-  MV_HD int commitPhaseCount() const { return detail::ceilLog2(pendingCount()) + 6; }
+  /// (read it before phase 0: the last phase resets the counters): with M =
+  /// max(0, ceil(log2(P / kCommitSortRun))) merge rounds for P rows pending, max(M, 2) + 4.
+  MV_HD int commitPhaseCount() const { return detail::commitPhases(detail::commitMergeRounds(pendingCount())); }
   /// The most phases a commit can take, fixed by the capacities (launches planned on the
   /// host, which cannot see the counters); phases past a commit's own count do nothing.
-  MV_HD int commitMaxPhaseCount() const { return detail::ceilLog2(pending_capacity) + 6; }
+  MV_HD int commitMaxPhaseCount() const { return detail::commitPhases(detail::commitMergeRounds(pending_capacity)); }
 
   /// True when this step created or destroyed nothing (every phase is then a no-op).
   MV_HD bool commitIsNoop() const { return pending == 0 && destroyed == 0; }
@@ -311,25 +331,28 @@ struct TableView {
     if (phase == 0) {
       if (commitIsNoop()) return;
       // Later phases read the round count recorded here, not the counters the last resets.
-      if (policy.rank() == 0) commit_rounds = detail::ceilLog2(pendingCount());
+      if (policy.rank() == 0) commit_rounds = detail::commitMergeRounds(pendingCount());
       commitPrepare(policy, run_first, run_end);
+      commitSortRuns(policy);
       return;
     }
-    const int rounds = commit_rounds;
+    const int merges = commit_rounds;
+    const int last = detail::commitPhases(merges) - 1;
     // The last phase resets the counters commitIsNoop() reads: only its one writer runs it.
-    if (phase > rounds + 5 || (phase == rounds + 5 && policy.rank() != 0)) return;
+    if (phase > last || (phase == last && policy.rank() != 0)) return;
     if (commitIsNoop()) return;
-    if (phase <= rounds) {
-      commitMergeRound(policy, phase - 1);
-    } else if (phase == rounds + 1) {
+    // The prefix sums and the merge rounds read nothing the other writes: phases 1 and 2
+    // run both.
+    if (phase <= merges) commitMergeRound(policy, phase);
+    if (phase == 1) {
       commitScan(policy);
-    } else if (phase == rounds + 2) {
+    } else if (phase == 2) {
       commitRankRows(policy);
-    } else if (phase == rounds + 3) {
+    } else if (phase == last - 2) {
       commitScatter(policy);
-    } else if (phase == rounds + 4) {
+    } else if (phase == last - 1) {
       commitAssignEntities(policy);
-    } else {
+    } else if (phase == last) {
       commitFinish();
     }
   }
@@ -405,10 +428,9 @@ struct TableView {
   MV_HD int64_t chunkCount() const { return chunkCount(commit_first, commit_end, commit_chunk); }
   MV_HD int64_t chunkBegin(int64_t c) const { return commit_first + c * commit_chunk; }
   MV_HD int64_t chunkEnd(int64_t c) const { return chunkEnd(commit_first, commit_end, commit_chunk, c); }
-  /// The permutation holding the sorted pending slots once all merge rounds ran.
-  MV_HD uint32_t* sortedPending() const {
-    return detail::ceilLog2(pendingCount()) % 2 == 0 ? sort_a : sort_b;
-  }
+  /// The permutation holding the sorted pending slots once all merge rounds ran (the runs
+  /// are sorted into sort_b, and each merge round writes the other buffer).
+  MV_HD uint32_t* sortedPending() const { return detail::commitMergeRounds(pendingCount()) % 2 == 0 ? sort_b : sort_a; }
   MV_HD bool pendingLess(uint32_t a, uint32_t b) const {
     return pending_exp[a] != pending_exp[b] ? pending_exp[a] < pending_exp[b]
                                             : pending_key[a] < pending_key[b];
@@ -431,7 +453,6 @@ struct TableView {
     }
     const int64_t chunk = chunkRows(first, end, policy.count());
     if (policy.rank() == 0) commit_chunk = chunk;
-    parallelFor(policy, pendingCount(), [&](int64_t i) { sort_a[i] = static_cast<uint32_t>(i); });
     parallelFor(policy, chunkCount(first, end, chunk), [&](int64_t c) {
       int64_t n_alive = 0;
       int64_t n_dead = 0;
@@ -445,30 +466,36 @@ struct TableView {
     });
   }
 
-  /// Merges runs of width 2^round; each element finds its place by binary search in its
-  /// partner run (left runs win ties, though keys are unique).
+  /// Merges the sorted runs src[begin, mid) and src[mid, end) into dst[begin, end) front
+  /// to back, stably (the left run wins ties, though keys are unique).
+  MV_HD void mergeRuns(const uint32_t* src, uint32_t* dst, int64_t begin, int64_t mid, int64_t end) const {
+    int64_t a = begin;
+    int64_t b = mid;
+    for (int64_t out = begin; out < end; ++out) {
+      dst[out] = b < end && (a == mid || pendingLess(src[b], src[a])) ? src[b++] : src[a++];
+    }
+  }
+
+  /// Merge round `round` (from 1) of the pending slots: merges sorted runs of width
+  /// kCommitSortRun << (round - 1) pairwise, from one permutation buffer into the other
+  /// (sort_b into sort_a in odd rounds). Every path gives the one stable order.
   MV_EXEC_CHECK_DISABLE
   template <class Policy>
   MV_HD void commitMergeRound(const Policy& policy, int round) {
     const int64_t n = pendingCount();
-    const int64_t width = int64_t{1} << round;
-    if (width >= n) return;
-    const uint32_t* src = round % 2 == 0 ? sort_a : sort_b;
-    uint32_t* dst = round % 2 == 0 ? sort_b : sort_a;
+    const uint32_t* src = round % 2 == 1 ? sort_b : sort_a;
+    uint32_t* dst = round % 2 == 1 ? sort_a : sort_b;
+    const int64_t width = kCommitSortRun << (round - 1);
     if constexpr (!kGridStrideOf<Policy>) {
       // The CPU's few threads: each merges whole pairs of runs front to back, the same
       // stable order as the binary searches below in linear time per round.
-      parallelFor(policy, (n + 2 * width - 1) / (2 * width), [&](int64_t q) {
+      parallelFor(policy, detail::ceilDiv(n, 2 * width), [&](int64_t q) {
         const int64_t mid = q * 2 * width + width < n ? q * 2 * width + width : n;
-        const int64_t end = mid + width < n ? mid + width : n;
-        int64_t a = q * 2 * width;
-        int64_t b = mid;
-        for (int64_t out = q * 2 * width; out < end; ++out) {
-          dst[out] = b < end && (a == mid || pendingLess(src[b], src[a])) ? src[b++] : src[a++];
-        }
+        mergeRuns(src, dst, q * 2 * width, mid, mid + width < n ? mid + width : n);
       });
       return;
     }
+    // Each element finds its place by binary search in its partner run.
     parallelFor(policy, n, [&](int64_t i) {
       const int64_t run = i / width;
       const int64_t run_start = run * width;
@@ -493,6 +520,53 @@ struct TableView {
         }
       }
       dst[pair_start + (i - run_start) + (lo - partner_start)] = me;
+    });
+  }
+
+  /// The first phase's sort: each run of kCommitSortRun pending slots (the last one
+  /// shorter) sorted into sort_b, stably. It reads only the pending keys, which the systems
+  /// wrote before the commit, so it shares a phase with commitPrepare.
+  MV_EXEC_CHECK_DISABLE
+  template <class Policy>
+  MV_HD void commitSortRuns(const Policy& policy) {
+    const int64_t n = pendingCount();
+    if constexpr (!kGridStrideOf<Policy>) {
+      // The CPU's few threads: each sorts whole runs, merging widths 1, 2, 4, ... back and
+      // forth between the run's ranges of sort_a and sort_b, which no other thread touches
+      // in this phase.
+      parallelFor(policy, detail::ceilDiv(n, kCommitSortRun), [&](int64_t q) {
+        const int64_t begin = q * kCommitSortRun;
+        const int64_t end = begin + kCommitSortRun < n ? begin + kCommitSortRun : n;
+        uint32_t* from = sort_a;
+        uint32_t* to = sort_b;
+        for (int64_t i = begin; i < end; ++i) from[i] = static_cast<uint32_t>(i);
+        for (int64_t width = 1; width < end - begin; width *= 2) {
+          for (int64_t lo = begin; lo < end; lo += 2 * width) {
+            const int64_t mid = lo + width < end ? lo + width : end;
+            mergeRuns(from, to, lo, mid, mid + width < end ? mid + width : end);
+          }
+          uint32_t* const was = from;
+          from = to;
+          to = was;
+        }
+        if (from != sort_b) {
+          for (int64_t i = begin; i < end; ++i) sort_b[i] = from[i];
+        }
+      });
+      return;
+    }
+    // A GPU: a slot's place in its run is the number of the run's slots before it in the
+    // stable order, counted against every other slot of the run (the threads of a warp
+    // read the same slots together).
+    parallelFor(policy, n, [&](int64_t i) {
+      const int64_t begin = i / kCommitSortRun * kCommitSortRun;
+      const int64_t end = begin + kCommitSortRun < n ? begin + kCommitSortRun : n;
+      int64_t place = begin;
+      for (int64_t j = begin; j < end; ++j) {
+        place += j < i ? !pendingLess(static_cast<uint32_t>(i), static_cast<uint32_t>(j))
+                       : pendingLess(static_cast<uint32_t>(j), static_cast<uint32_t>(i));
+      }
+      sort_b[place] = static_cast<uint32_t>(i);
     });
   }
 

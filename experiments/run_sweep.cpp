@@ -438,6 +438,27 @@ void stopMpi() {
 #endif
 }
 
+/// A note when --backend auto chose a GPU for a sweep whose experiments' estimated cost is
+/// mostly flow-level: the flow level's event loop runs on one GPU thread per experiment,
+/// and on an H200 64 such experiments took 15-40x longer than on 16 CPU cores
+/// (bench/README.md "The flow level on a GPU"). Empty otherwise.
+std::string flowLevelOnGpuNote(const BackendPlan& plan, const std::string& requested, const std::vector<Job>& jobs) {
+  if (requested != "auto" || !plan.cuda) return "";
+  double flow = 0;
+  double all = 0;
+  int64_t flow_jobs = 0;
+  for (const Job& j : jobs) {
+    all += j.cost;
+    if (j.x.fidelity != NetworkFidelity::kFlow) continue;
+    flow += j.cost;
+    ++flow_jobs;
+  }
+  if (flow_jobs == 0 || 2 * flow < all) return "";
+  return std::to_string(flow_jobs) + " of " + std::to_string(jobs.size()) +
+         " experiments are flow-level, whose event loop runs on one GPU thread per experiment; on an H200 64 of "
+         "them ran 15-40x slower than on 16 CPU cores, so --backend cpu may be faster here";
+}
+
 int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
   Shard shard;
   Diagnostics diags;
@@ -452,6 +473,8 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
   if (plan.error.empty()) {
     const std::string warning = confirmAutoBackend(plan, options.backend, CheckedWorlds::kTraining);
     if (!warning.empty() && shard.root()) std::cerr << "multiverse: warning: " << warning << "\n";
+    const std::string note = flowLevelOnGpuNote(plan, options.backend, jobs);
+    if (!note.empty() && shard.root()) std::cerr << "multiverse: note: " << note << "\n";
   }
   if (plan.error.empty()) planCpuWorkers(plan, options.cpu_workers, options.threads, static_cast<int64_t>(jobs.size()));
   if (!plan.error.empty()) diags.add(Diagnostic{"", 0, "--backend", plan.error});

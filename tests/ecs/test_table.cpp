@@ -274,6 +274,39 @@ TEST_CASE("a commit gives the same rows and handles at every width, grid-stride 
   }
 }
 
+TEST_CASE("a commit takes 6 phases up to 1,024 pending rows, then one more per doubling", "[table]") {
+  // Pending keys in descending order, so that every sort round has work; both paths at
+  // widths that split the runs differently must give the one sorted order.
+  for (const int pending : {1, 2, 255, 256, 257, 512, 513, 1500}) {
+    for (const int threads : {1, 3, 64, 700}) {
+      for (const bool grid_stride : {false, true}) {
+        INFO(pending << " pending, " << threads << " threads, grid-stride " << grid_stride);
+        ItemWorld w(2, TableCapacity{4096, 2048});
+        for (int i = 0; i < pending; ++i) {
+          const auto e = static_cast<ExpId>(i % 2);
+          w.table<Item>().create(e, static_cast<uint64_t>(3 * (pending - i)), Value{pending - i}, Tag{0});
+        }
+        // Runs of 256 sorted in the first phase, one merge round per doubling beyond; the
+        // prefix sums' two phases run beside the first two rounds.
+        CHECK(w.table<Item>().commitPhaseCount() == (pending <= 1024 ? 6 : 7));
+        if (threads <= 3) {
+          grid_stride ? commitParallel<true>(w, threads) : commitParallel<false>(w, threads);
+        } else {
+          grid_stride ? commitVirtual<true>(w, threads) : commitVirtual<false>(w, threads);
+        }
+        REQUIRE(w.table<Item>().status == kStatusOk);
+        for (ExpId e = 0; e < 2; ++e) {
+          const std::vector<int64_t> values = valuesOf(w, e);
+          CHECK(static_cast<int>(values.size()) == (pending + 1 - static_cast<int>(e)) / 2);
+          CHECK(std::is_sorted(values.begin(), values.end()));
+        }
+      }
+    }
+  }
+  CHECK(ItemWorld(1, TableCapacity{64, 300}).table<Item>().commitMaxPhaseCount() == 6);
+  CHECK(ItemWorld(1, TableCapacity{64, 5000}).table<Item>().commitMaxPhaseCount() == 9);
+}
+
 TEST_CASE("random commits leave the same table on the contiguous and grid-stride paths, at any width", "[table]") {
   // Two worlds take the same creations and destructions; one commits on the CPU's path
   // (contiguous shares, survivors copied in runs), the other on a GPU's (grid-stride), each

@@ -129,6 +129,16 @@ fi
 # fail (MV_EMU_FAIL_LAUNCH=0) is dropped for the CPU with a warning, results unchanged.
 run auto-emu "$emu" --backend auto --experiments "$src/tests/emu/data/sweep.yaml" --out "$tmp/auto" --threads 2
 grep -q "backend cuda" "$tmp/auto-emu.log" || { echo "FAIL: auto did not pick the emulated GPU"; fail=1; }
+# Flow-level experiments are most of a sweep's cost only when nearly all are flow-level:
+# then auto's choice of the GPU comes with a note that the CPU may be faster.
+sed 's/network.fidelity: \[analytical, flow, packet\]/network.fidelity: [flow]/' "$src/tests/emu/data/sweep.yaml" \
+  > "$tmp/flow_only.yaml"
+run auto-flow "$emu" --backend auto --experiments "$tmp/flow_only.yaml" --out "$tmp/auto-flow" --threads 2
+if grep -q "note: 2 of 2 experiments are flow-level" "$tmp/auto-flow.log" && ! grep -q "note:" "$tmp/auto-emu.log"; then
+  echo "ok: auto notes that flow-level sweeps may be faster on the CPU, and only for them"
+else
+  echo "FAIL: the flow-level note is missing from a flow-only sweep or present in a mixed one"; fail=1
+fi
 MV_EMU_FAIL_LAUNCH=0 run auto-faulty "$emu" --backend auto --experiments "$src/tests/emu/data/sweep.yaml" \
   --out "$tmp/fallback" --threads 2
 grep -q "warning: the GPU self-check failed" "$tmp/auto-faulty.log" && grep -q "backend cpu" "$tmp/auto-faulty.log" ||
