@@ -125,11 +125,7 @@ int run(int argc, char** argv) {
   CalibrationFit fit;
   if (!evaluate) fit = fitComputeModel(runs, CalibrationKnobs{}, rounds, true, threads);
   const std::vector<TrainingResult> results = simulatedResults(runs, fit.knobs, threads);
-  if (evaluate) {
-    for (size_t i = 0; i < runs.size(); ++i) {
-      fit.fit_error.push_back(results[i].iteration.toSeconds() / runs[i].measured.toSeconds() - 1);
-    }
-  }
+  if (evaluate) fit.fit_error = iterationErrors(runs, results);
   std::printf("| run | source | TP | PP | GPUs | recompute | measured s | %s | held out |\n",
               evaluate ? "defaults" : "fit");
   std::printf("|---|---|---|---|---|---|---|---|---|\n");
