@@ -300,9 +300,11 @@ std::vector<TrainingResult> simulatedResults(const std::vector<CalibrationRun>& 
   return simulateResults(runs, std::vector<CalibrationKnobs>(runs.size(), knobs), threads);
 }
 
-std::vector<double> iterationErrors(const std::vector<CalibrationRun>& runs, const std::vector<TrainingResult>& results) {
+std::vector<double> iterationErrors(const std::vector<CalibrationRun>& runs,
+                                    const std::vector<TrainingResult>& results) {
   std::vector<double> e;
-  for (size_t i = 0; i < runs.size(); ++i) e.push_back(results[i].iteration.toSeconds() / runs[i].measured.toSeconds() - 1);
+  for (size_t i = 0; i < runs.size(); ++i)
+    e.push_back(results[i].iteration.toSeconds() / runs[i].measured.toSeconds() - 1);
   return e;
 }
 

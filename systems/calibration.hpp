@@ -50,7 +50,8 @@ std::vector<TrainingResult> simulatedResults(const std::vector<CalibrationRun>& 
                                              uint32_t threads);
 
 /// simulated / measured − 1 of each run's iteration, from its simulated result.
-std::vector<double> iterationErrors(const std::vector<CalibrationRun>& runs, const std::vector<TrainingResult>& results);
+std::vector<double> iterationErrors(const std::vector<CalibrationRun>& runs,
+                                    const std::vector<TrainingResult>& results);
 
 /// simulated / measured − 1 of each run with `knobs` (one batch on `threads` threads).
 std::vector<double> simulatedErrors(const std::vector<CalibrationRun>& runs, const CalibrationKnobs& knobs,
