@@ -7,7 +7,8 @@
 #   2. 64 packet-level training experiments (bench/gpu_packet64.yaml) and 64 flow-level ones
 #      whose DP rings cross NVLink (bench/gpu_flow64.yaml), --backend cpu against cuda,
 #      compared; the cuda runs write the megakernel's time per graph phase
-#      (MV_CUDA_PROFILE) to OUT/profile-NAME.txt
+#      (MV_CUDA_PROFILE) to OUT/profile-NAME.txt; the flow-level batch runs a second time on
+#      cuda with one thread per experiment's event loop instead of a warp (MV_CUDA_TEAM_ROWS=0)
 #   3. gpu_check.sh sweep: a small sweep (tests/emu/data/sweep.yaml) and the netsim incast,
 #      cpu against cuda
 #   4. gpu_check.sh bench: packet hops/s and the batch ratio of the network benchmark
@@ -98,7 +99,16 @@ check() {
 }
 check tests 100 30 query,tests                       # 3 test programs
 sweep packet64 bench/gpu_packet64.yaml 30 30
-sweep flow64 bench/gpu_flow64.yaml 30 120             # cuda took 30-84 s on 2026-12-01
+sweep flow64 bench/gpu_flow64.yaml 30 90              # cuda took 30-84 s on 2026-12-01, one thread per loop
+# The same flow-level batch with one GPU thread per experiment's event loop, as before the
+# warp teams (MV_CUDA_TEAM_ROWS=0): its time and profile beside flow64-cuda's, its results
+# against the CPU's.
+MV_CUDA_TEAM_ROWS=0 MV_CUDA_PROFILE="$out/profile-flow64-solo.txt" step flow64-solo 50 \
+  "$build/experiments/multiverse" --experiments bench/gpu_flow64.yaml --backend cuda --out "$work/flow64-solo" \
+  --force --quiet --heartbeat 0
+step flow64-solo-compare 10 python3 scripts/compare_results.py "$work/flow64-cpu.csv" "$work/flow64-solo/summary.csv"
+tail -n 3 "$work/flow64-solo-compare.log" >> "$log"
+rm -rf "${work:?}/flow64-solo"
 check sweep 90 12 sweep --sweep tests/emu/data/sweep.yaml   # 4 programs
 check bench 100 60 bench
 # Last, in what is left of 550 s: the whole training test took over 420 s under memcheck.

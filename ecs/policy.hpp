@@ -92,6 +92,55 @@ MV_HD MV_INLINE void parallelForUnits(const Policy& policy, int64_t n, F&& f) {
   parallelFor(policy, n, static_cast<F&&>(f));
 }
 
+/**
+ * The threads that run one row of a team system together (a system that declares
+ * `static constexpr bool kTeam = true` and a `runTeam(ctx, team, components...)`): a CUDA
+ * warp under the CUDA policies (WarpTeam, kernels/cuda/cuda_policy.cuh), the calling thread
+ * alone everywhere else (SoloTeam). A team's lanes run the same code on the same row; the
+ * work they can share they split by lane, and they meet with sync(), which also orders every
+ * lane's writes before it against every lane's reads after it. Every lane takes part in
+ * every sync and every collective (broadcast, minimum, exclusiveSum).
+ */
+struct SoloTeam {
+  static constexpr int kSize = 1;
+  MV_HD int lane() const { return 0; }
+  MV_HD bool leader() const { return true; }
+  MV_HD void sync() const {}
+  /// Lane 0's value.
+  template <class T>
+  MV_HD T broadcast(T v) const {
+    return v;
+  }
+  /// The least value over the lanes.
+  template <class T>
+  MV_HD T minimum(T v) const {
+    return v;
+  }
+  /// The sum of the values of the lanes below this one; `total`: over every lane.
+  MV_HD uint32_t exclusiveSum(uint32_t v, uint32_t& total) const {
+    total = v;
+    return 0;
+  }
+};
+
+/// Runs f(i, team) for i in [0, n) where each i is a row of a team system. Under a policy
+/// with teams whose teamRows() is true (the CUDA policies), each warp of the grid takes rows
+/// in turn and its 32 lanes run each together; otherwise the rows go to threads as
+/// parallelForUnits gives them, each thread its own SoloTeam.
+MV_EXEC_CHECK_DISABLE
+template <class Policy, class F>
+MV_HD MV_INLINE void parallelForTeams(const Policy& policy, int64_t n, F&& f) {
+  if constexpr (requires { policy.team(); }) {
+    if (policy.teamRows() && policy.count() % kWarpLanes == 0) {
+      const auto team = policy.team();
+      const int64_t warps = policy.count() / kWarpLanes;
+      for (int64_t i = policy.rank() / kWarpLanes; i < n; i += warps) f(i, team);
+      return;
+    }
+  }
+  parallelForUnits(policy, n, [&](int64_t i) { f(i, SoloTeam{}); });
+}
+
 /// One thread that runs everything, with a barrier that does nothing. Used on the host for
 /// set-up (committing rows created before a run) and in tests.
 struct SerialPolicy {

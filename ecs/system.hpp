@@ -78,6 +78,16 @@ struct AfterOf<S> {
 template <class S>
 using SystemComponents = typename detail::SystemSignature<decltype(&S::run)>::Components;
 
+/// True for a team system: `static constexpr bool kTeam = true` and, beside `run` (which
+/// names its components), `template <class Team> runTeam(const Ctx&, const Team&, ...)`
+/// that the lanes of a team (a warp on a GPU) run together on each row (parallelForTeams).
+template <class S>
+concept TeamSystem = requires {
+  requires S::kTeam;
+};
+template <class S>
+inline constexpr bool kTeamSystem = TeamSystem<S>;
+
 /// True when archetype A has every component system S touches (the system's query).
 template <class S, class A>
 inline constexpr bool kSystemMatches = kContainsAll<SystemComponents<S>, typename A::Components>;
@@ -122,29 +132,47 @@ struct System {
       TableView<A>& t = world.template table<A>();
       const int64_t first = world.run_first < world.num_exps ? t.expBegin(world.run_first) : t.rows;
       const int64_t end = world.run_end < world.num_exps ? t.expBegin(world.run_end) : t.rows;
-      parallelForUnits(policy, end > first ? end - first : 0, [&](int64_t i) {
-        const int64_t row = first + i;
-        const ExpId e = t.exp[row];
-        if (e == kGapRow) return;
-        const ExperimentClock& c = world.clocks[e];
-        if (c.done()) return;
-        // A StaticArchetype's rows have no handle, and their key is their index within the
-        // experiment (World::appendStatic): static tables never move rows.
-        Entity self = Entity::none();
-        uint64_t key = static_cast<uint64_t>(row - t.expBegin(e));
-        if constexpr (!StaticArchetype<A>) {
-          self = t.entity[row];
-          key = t.key[row];
-        }
-        const RowContext<WV> ctx{&world, e, row, self, key, Picoseconds{c.now_ps}, Picoseconds{c.now_ps + c.lookahead_ps}};
-        callRun(ctx, t, row, SystemComponents<S>{});
-      });
+      const int64_t n = end > first ? end - first : 0;
+      if constexpr (kTeamSystem<S>) {
+        parallelForTeams(policy, n, [&](int64_t i, const auto& team) {
+          visitRow(world, t, first + i,
+                   [&](const RowContext<WV>& ctx) { callRunTeam(ctx, team, t, ctx.row, SystemComponents<S>{}); });
+        });
+      } else {
+        parallelForUnits(policy, n, [&](int64_t i) {
+          visitRow(world, t, first + i,
+                   [&](const RowContext<WV>& ctx) { callRun(ctx, t, ctx.row, SystemComponents<S>{}); });
+        });
+      }
     }
+  }
+
+  /// Calls f with row `row`'s context, unless the row is a gap or its experiment is done.
+  MV_EXEC_CHECK_DISABLE
+  template <class A, class WV, class F>
+  MV_HD MV_INLINE static void visitRow(WV& world, TableView<A>& t, int64_t row, F&& f) {
+    const ExpId e = t.exp[row];
+    if (e == kGapRow) return;
+    const ExperimentClock& c = world.clocks[e];
+    if (c.done()) return;
+    // A StaticArchetype's rows have no handle, and their key is their index within the
+    // experiment (World::appendStatic): static tables never move rows.
+    Entity self = Entity::none();
+    uint64_t key = static_cast<uint64_t>(row - t.expBegin(e));
+    if constexpr (!StaticArchetype<A>) {
+      self = t.entity[row];
+      key = t.key[row];
+    }
+    f(RowContext<WV>{&world, e, row, self, key, Picoseconds{c.now_ps}, Picoseconds{c.now_ps + c.lookahead_ps}});
   }
 
   template <class Ctx, class A, class... Cs>
   MV_HD static void callRun(const Ctx& ctx, TableView<A>& t, int64_t row, TypeList<Cs...>) {
     S::run(ctx, t.template get<Cs>(row)...);
+  }
+  template <class Ctx, class Team, class A, class... Cs>
+  MV_HD static void callRunTeam(const Ctx& ctx, const Team& team, TableView<A>& t, int64_t row, TypeList<Cs...>) {
+    S::runTeam(ctx, team, t.template get<Cs>(row)...);
   }
 };
 

@@ -495,10 +495,17 @@ struct FluidSystem {
       "advance each experiment's fluid flows: arrivals, completions and max-min fair rates at exact times";
   using Ctx = RowContext<WV>;
   using After = TypeList<FluidPrepareSystem<WV>>;
+  /// A team system: on a GPU a warp runs each experiment's loop, its lanes sharing the
+  /// water-filling (fillTogether); elsewhere one thread runs it alone.
+  static constexpr bool kTeam = true;
 
   MV_HD static void run(const Ctx& ctx, const FluidNetInfo& info, FluidNetState& st) {
+    runTeam(ctx, SoloTeam{}, info, st);
+  }
+  template <class Team>
+  MV_HD static void runTeam(const Ctx& ctx, const Team& team, const FluidNetInfo& info, FluidNetState& st) {
     TableView<FluidFlow>& flows = ctx.template table<FluidFlow>();
-    Unit u{ctx, info, st, FluidTables::of(*ctx.world, ctx.exp), flows, flows.expBegin(ctx.exp), 0, 0, 0, 0};
+    Unit<Team> u{ctx, team, info, st, FluidTables::of(*ctx.world, ctx.exp), flows, flows.expBegin(ctx.exp), 0, 0, 0, 0};
     u.step();
   }
 
@@ -526,8 +533,17 @@ struct FluidSystem {
     }
   };
 
+  /**
+   * One experiment's loop, run by the lanes of `team` together. The events, the drain queue
+   * and the search for the components to refill are the leader's (lane 0): its counters
+   * below are current on the leader only. A team of more than one shares each water-filling
+   * (fillTogether); alone, the loop fills with a heap of links (fillAlone). Both give the same
+   * rates: every round freezes the link with the least (fair share, link index).
+   */
+  template <class Team>
   struct Unit {
     const Ctx& ctx;
+    const Team& team;
     const FluidNetInfo& info;
     FluidNetState& st;
     FluidTables tables;
@@ -550,6 +566,27 @@ struct FluidSystem {
 
     MV_HD void step() {
       const int64_t end = ctx.window_end.ps;
+      if (team.leader()) begin();
+      for (;;) {
+        int64_t t = 0;
+        int32_t taken = 1;
+        if (team.leader()) {
+          t = nextEvent();
+          if (t < end) taken = takeEvents(t) ? 1 : 0;
+        }
+        t = team.broadcast(t);
+        if (t >= end) break;
+        if (team.broadcast(taken) == 0) return;
+        fillRates(t);
+        if (team.leader()) st.events += 1;
+      }
+      if (!team.leader()) return;
+      const int64_t next = nextEvent();  // a drain: every arrival of the window was taken
+      if (next != INT64_MAX) ctx.wakeAt(Picoseconds{next});
+    }
+
+    /// The leader takes the step's lists: records due, arrivals into their queue.
+    MV_HD void begin() {
       queued = st.active;
       arriving = st.arrivals;
       for (uint32_t i = 0; i < st.finishes; ++i) {
@@ -559,25 +596,23 @@ struct FluidSystem {
       st.arrivals = 0;
       st.finishes = 0;
       BinaryHeap<ArrivalQueue>::heapify(arrivals(), arriving);
-      for (;;) {
-        const int64_t t = nextEvent();
-        if (t >= end) break;
-        // The events at t leave their queues in order and wait in the entries the queues free:
-        // drains in [queued, drains_end), arrivals in [arriving, arrivals_end), the first last.
-        const uint32_t drains_end = queued;
-        while (queued > 0 && tables.drain(0).time == t) BinaryHeap<DrainQueue>::popTo(drains(), queued--);
-        const uint32_t arrivals_end = arriving;
-        while (arriving > 0 && arrivals().entry(0).time == t) BinaryHeap<ArrivalQueue>::popTo(arrivals(), arriving--);
-        for (uint32_t i = drains_end; i-- > queued;) complete(tables.drain(i).block, t);
-        for (uint32_t i = arrivals_end; i-- > arriving;) {
-          if (!arrive(flow0 + arrivals().entry(i).row, t)) return;
-        }
-        for (uint32_t i = arriving; i < arrivals_end; ++i) pushDrain(flow0 + arrivals().entry(i).row);
-        fillRates(t);
-        st.events += 1;
+    }
+
+    /// The leader handles the drains and arrivals at `t`; false when an arrival found no
+    /// free path block (the run stops).
+    MV_HD bool takeEvents(int64_t t) {
+      // The events at t leave their queues in order and wait in the entries the queues free:
+      // drains in [queued, drains_end), arrivals in [arriving, arrivals_end), the first last.
+      const uint32_t drains_end = queued;
+      while (queued > 0 && tables.drain(0).time == t) BinaryHeap<DrainQueue>::popTo(drains(), queued--);
+      const uint32_t arrivals_end = arriving;
+      while (arriving > 0 && arrivals().entry(0).time == t) BinaryHeap<ArrivalQueue>::popTo(arrivals(), arriving--);
+      for (uint32_t i = drains_end; i-- > queued;) complete(tables.drain(i).block, t);
+      for (uint32_t i = arrivals_end; i-- > arriving;) {
+        if (!arrive(flow0 + arrivals().entry(i).row, t)) return false;
       }
-      const int64_t next = nextEvent();  // a drain: every arrival of the window was taken
-      if (next != INT64_MAX) ctx.wakeAt(Picoseconds{next});
+      for (uint32_t i = arriving; i < arrivals_end; ++i) pushDrain(flow0 + arrivals().entry(i).row);
+      return true;
     }
 
     /// The earliest drain or arrival left, or INT64_MAX.
@@ -752,15 +787,26 @@ struct FluidSystem {
     /**
      * Progressive filling: every unfrozen flow's rate rises together; the link whose fair
      * share (capacity left / unfrozen flows, whole b/s) is the lowest saturates first and
-     * freezes its flows at that share. Links wait in a min-heap by (share, link index). A
-     * share never falls when flows freeze elsewhere (they take at most the current level), so
-     * the heap keeps stale shares as lower bounds: a popped link whose share has grown goes
-     * back with its new share, otherwise it is the true minimum. The result depends only on
-     * the set of active flows, and a flow's rate only on those of its connected component
-     * (flows joined by shared links): only the components holding a changed link are filled
-     * again (reachComponents), the others' flows are left as they are.
+     * freezes its flows at that share; ties go to the lower link index. The result depends
+     * only on the set of active flows, and a flow's rate only on those of its connected
+     * component (flows joined by shared links): only the components holding a changed link
+     * are filled again (reachComponents), the others' flows are left as they are.
      */
     MV_HD void fillRates(int64_t t) {
+      if constexpr (Team::kSize == 1) {
+        fillAlone(t);
+      } else {
+        fillTogether(t);
+      }
+    }
+
+    /**
+     * Filling by one thread. Links wait in a min-heap by (share, link index). A share never
+     * falls when flows freeze elsewhere (they take at most the current level), so the heap
+     * keeps stale shares as lower bounds: a popped link whose share has grown goes back with
+     * its new share, otherwise it is the least (share, link) of all.
+     */
+    MV_HD void fillAlone(int64_t t) {
       const uint32_t reached = reachComponents();
       const bool whole = reached == kNone32;
       if (whole) groupByLink();
@@ -806,6 +852,102 @@ struct FluidSystem {
         st.fill_rounds += 1;
       }
       if (requeue_all) requeueAll();
+    }
+
+    /**
+     * Filling by a team of lanes. The leader finds the components to refill; then each lane
+     * takes a contiguous share of their links (the heap entries become the list of them):
+     * it resets their filling and lists their flows, grouped by link, in the incident rows
+     * (each link's place from a prefix sum over the lanes). Each round every lane finds the
+     * least (share, link) of its links, dropping those with no unfrozen flow, the team takes
+     * the least of those, and the lanes freeze that link's unfrozen flows between them
+     * (taking their rates from the links they cross with atomics). The drains that moved are
+     * re-sorted by the leader, or all brought up to date by the lanes and the queue rebuilt
+     * when most moved.
+     */
+    MV_HD void fillTogether(int64_t t) {
+      uint32_t reached = 0;
+      uint32_t queued_now = 0;
+      if (team.leader()) {
+        reached = reachComponents();
+        queued_now = queued;
+        if (reached == kNone32) refilled = queued;
+      }
+      reached = team.broadcast(reached);
+      queued_now = team.broadcast(queued_now);
+      team.sync();  // the leader's events and search before every lane's reads
+      const bool whole = reached == kNone32;
+      const uint32_t candidates = whole ? st.busy_links : reached;
+      if (whole) {
+        for (uint32_t q = team.lane(); q < queued_now; q += Team::kSize) tables.block(tables.drain(q).block).frozen = 0;
+      }
+      const auto lane = static_cast<int64_t>(team.lane());
+      const auto first = static_cast<uint32_t>(partBegin(candidates, Team::kSize, lane));
+      auto last = static_cast<uint32_t>(partBegin(candidates, Team::kSize, lane + 1));
+      uint32_t mine = 0;
+      for (uint32_t i = first; i < last; ++i) {
+        const uint32_t l = whole ? tables.busy(i) : tables.heap(i).link;
+        tables.heap(i).link = l;
+        FluidLinkFill& k = tables.fill(l);
+        k.reached = 0;
+        k.left_bps = tables.link(l).rate_bps;
+        k.unfrozen = k.flows;
+        mine += k.flows;
+      }
+      uint32_t listed = 0;
+      uint32_t at = team.exclusiveSum(mine, listed);
+      for (uint32_t i = first; i < last; ++i) {
+        FluidLinkFill& k = tables.fill(tables.heap(i).link);
+        k.first = at;
+        for (uint32_t n = k.head; n != kNone32; n = tables.node(n).next) {
+          tables.incident(at++) = tables.block(tables.node(n).block).flow;
+        }
+      }
+      team.sync();
+      for (;;) {
+        int64_t share = INT64_MAX;
+        uint32_t link = kNone32;
+        uint32_t kept = first;
+        for (uint32_t i = first; i < last; ++i) {
+          const uint32_t l = tables.heap(i).link;
+          const FluidLinkFill& k = tables.fill(l);
+          if (k.unfrozen == 0) continue;
+          tables.heap(kept++).link = l;
+          const int64_t s = k.left_bps / k.unfrozen;
+          if (s < share || (s == share && l < link)) {
+            share = s;
+            link = l;
+          }
+        }
+        last = kept;
+        const int64_t least = team.minimum(share);
+        link = team.minimum(share == least ? link : kNone32);
+        if (link == kNone32) break;
+        const FluidLinkFill& k = tables.fill(link);
+        const uint32_t end = k.first + k.flows;
+        for (uint32_t i = k.first + team.lane(); i < end; i += Team::kSize) {
+          const int64_t r = flow0 + tables.incident(i);
+          if (tables.block(state(r).block).frozen == 0u) freezeShared(r, least, t);
+        }
+        team.sync();
+        if (team.leader()) st.fill_rounds += 1;
+      }
+      team.sync();  // every lane's last writes (the lists it kept) before the leader's next ones
+      const int32_t requeue_all = team.broadcast(team.leader() && uint64_t{refilled} * 8 > queued ? 1 : 0);
+      if (requeue_all != 0) {
+        for (uint32_t q = team.lane(); q < queued_now; q += Team::kSize) {
+          FluidDrainSlot& e = tables.drain(q);
+          e.time = state(flow0 + tables.block(e.block).flow).drain_ps;
+        }
+        team.sync();
+        if (team.leader()) BinaryHeap<DrainQueue>::heapify(drains(), queued);
+      } else if (team.leader()) {  // each refilled flow is listed once per link: re-sort it once
+        for (uint32_t i = 0; i < listed; ++i) {
+          const int64_t r = flow0 + tables.incident(i);
+          const FluidFlowState& f = state(r);
+          if (tables.drain(tables.block(f.block).slot).time != f.drain_ps) requeue(r);
+        }
+      }
     }
 
     MV_HD static bool shareLess(const FluidShareEntry& a, const FluidShareEntry& b) {
@@ -905,13 +1047,31 @@ struct FluidSystem {
         k.left_bps -= rate;
         k.unfrozen -= 1;
       }
-      if (rate == f.rate_bps) return;  // same rate: its drain time stands
+      if (setRate(f, rate, t) && requeue_now) requeue(r);
+    }
+    /// freeze() by one lane of a team while others freeze other flows: the links' capacity
+    /// is taken with atomics; the drain is re-sorted by the leader afterwards.
+    MV_HD void freezeShared(int64_t r, int64_t rate, int64_t t) {
+      FluidFlowState& f = state(r);
+      FluidBlockUse& use = tables.block(f.block);
+      use.frozen = 1;
+      for (uint32_t i = 0; i < use.hops; ++i) {
+        FluidLinkFill& k = tables.fill(tables.hop(f.block, info.path_stride, i));
+        atomicFetchAdd<int64_t>(&k.left_bps, -rate);
+        atomicFetchAdd<uint32_t>(&k.unfrozen, ~0u);
+      }
+      setRate(f, rate, t);
+    }
+    /// Flow f drains at `rate` from `t`; false when that was already its rate (its drain
+    /// time stands).
+    MV_HD static bool setRate(FluidFlowState& f, int64_t rate, int64_t t) {
+      if (rate == f.rate_bps) return false;
       const Int128 left = fluidLeft(f) - static_cast<Int128>(f.rate_bps) * (t - f.since_ps);
       setFluidLeft(f, left);
       f.since_ps = t;
       f.rate_bps = rate;
       f.drain_ps = fluidDrainTime(t, left, rate);
-      if (requeue_now) requeue(r);
+      return true;
     }
   };
 };

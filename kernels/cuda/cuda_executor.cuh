@@ -31,8 +31,8 @@
 namespace mv {
 
 template <class G, class WV>
-__global__ void megakernel(WV* world, int64_t max_steps, int64_t* steps_out, bool spread_rows) {
-  const CudaGridPolicy policy{spread_rows};
+__global__ void megakernel(WV* world, int64_t max_steps, int64_t* steps_out, bool spread_rows, bool team_rows) {
+  const CudaGridPolicy policy{spread_rows, team_rows};
 #ifndef MV_EMULATED_DEVICE
   if (policy.rank() == 0) cuda_profile::startLaunch();
 #endif
@@ -68,6 +68,13 @@ class CudaExecutor {
   static bool spreadRows() {
     static const bool spread = tuningVariable("MV_CUDA_SPREAD_ROWS", 1, 0, 1, 1) != 0;
     return spread;
+  }
+
+  /// Whether a team system's rows each take a warp (parallelForTeams): yes, unless
+  /// MV_CUDA_TEAM_ROWS=0 (a tuning variable: one thread per row instead, to time both).
+  static bool teamRows() {
+    static const bool team = tuningVariable("MV_CUDA_TEAM_ROWS", 1, 0, 1, 1) != 0;
+    return team;
   }
 
   /// The whole number in environment variable `name`, `fallback` when it is not set; one
@@ -117,7 +124,8 @@ class CudaExecutor {
     reserveStack(megakernel<G, WV>);
     WV* view = dev.deviceView();
     bool spread = spreadRows();
-    void* args[] = {&view, &max_steps, &steps_dev, &spread};
+    bool team = teamRows();
+    void* args[] = {&view, &max_steps, &steps_dev, &spread, &team};
 #ifndef MV_EMULATED_DEVICE
     const bool profile = !cuda_profile::outputPath().empty();
     if (profile) cuda_profile::armDevice();

@@ -8,6 +8,8 @@
  * (it parks) or returns. When every worker has run a round, the round's outcome is checked:
  * all returned (the launch is over), all parked (the next round releases them), or some
  * returned while others wait at the sync, which would hang a GPU and fails here at once.
+ * Workers own whole warps and resume them warp by warp: a lane that reaches __syncwarp parks
+ * until every lane of its warp has, and shuffles exchange values through warp syncs.
  * A watchdog ends the process when a launch runs longer than MV_EMU_WATCHDOG_S seconds.
  *
  * Memory: every cudaMalloc is its own mapping, filled with a poison byte (device memory
@@ -20,7 +22,7 @@
  * (default 1) resident blocks of any size, so a 256-thread megakernel runs 512 virtual
  * threads; MV_EMU_WORKERS host workers (default 2); MV_EMU_MEMORY device bytes (default
  * 8 GiB); MV_EMU_WATCHDOG_S (default 600); MV_EMU_PROFILE, a file that receives at exit,
- * per graph phase, the rounds (grid syncs) and the busiest and mean virtual thread's CPU time;
+ * per graph phase, the rounds (grid syncs) and the busiest and mean virtual thread's running time;
  * MV_EMU_FAIL_LAUNCH=N, every launch after the first N fails (a device fault, for tests);
  * MV_EMU_KERNEL_STACK=B (default 0), the stack every kernel is taken to need per thread, in
  * bytes: cudaFuncGetAttributes reports it as localSizeBytes, and a launch while the device's
@@ -250,6 +252,9 @@ struct CachedStack {
 
 struct Launch;
 
+/// Where a virtual thread that has not returned waits.
+enum class Park : uint8_t { kNone, kGrid, kWarp };
+
 /// One virtual thread.
 struct VirtualThread {
   ThreadCoords coords;
@@ -257,16 +262,24 @@ struct VirtualThread {
   boost::context::fiber self;  ///< resumes the thread
   boost::context::fiber back;  ///< inside the thread: returns to its worker
   bool returned = false;
+  Park parked = Park::kNone;   ///< at a grid sync (until the next round) or a warp sync
   const char* node = nullptr;  ///< graph node whose phase the thread's next sync ends
   int phase = 0;
+  int lane = 0;                   ///< within its warp
+  int warp_lanes = 0;             ///< lanes of its warp (32 but at the end of a block of another size)
+  VirtualThread* warp = nullptr;  ///< lane 0 of its warp (the warp's lanes are consecutive)
+  uint64_t shuffle = 0;           ///< the value this lane offers a warp shuffle
+  int64_t round_ns = 0;           ///< time it ran in this round (profiled launches)
 };
 
-/// What one worker saw in a round: its virtual threads' busiest and total running time.
+/// What one worker saw in a round: its virtual threads' busiest and total running time,
+/// and a warp whose lanes disagreed about a warp sync.
 struct WorkerRound {
   int64_t max_ns = 0;
   int64_t sum_ns = 0;
   const char* node = nullptr;
   int phase = 0;
+  std::string error;
 };
 
 /// The work between grid syncs, by the graph phase the sync ends (MV_EMU_PROFILE).
@@ -339,35 +352,69 @@ struct Launch {
   std::vector<WorkerRound> worker_rounds;  ///< this round, one per worker
 };
 
-/// CPU time of the calling host thread: a fiber's work, without the time the OS gave the
-/// core to someone else.
-int64_t threadCpuNs() {
+/// The host's monotonic clock (a vDSO read, about 20 ns; the thread's CPU-time clock is a
+/// system call of about 0.5 us, which swamped the lanes of warps that meet at warp syncs
+/// every few instructions). It counts the time the OS gives the core to someone else too:
+/// profile on an otherwise idle machine.
+int64_t clockNs() {
   timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  clock_gettime(CLOCK_MONOTONIC, &ts);
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
-/// Runs each of `mine` that has not returned up to its next grid sync or its end; with a
-/// profile, times each and files the worker's busiest and total time in `seen`.
-void runRound(std::vector<VirtualThread>& mine, bool timed, WorkerRound& seen) {
+/// Resumes virtual thread t until its next sync or its end; with a profile, adds the time
+/// it ran to its round's.
+void resume(VirtualThread& t, bool timed) {
+  tls_thread = &t;
+  if (timed) {
+    const int64_t start = clockNs();
+    t.self = std::move(t.self).resume();
+    t.round_ns += clockNs() - start;
+  } else {
+    t.self = std::move(t.self).resume();
+  }
+  tls_thread = nullptr;
+}
+
+/// Runs each thread of `mine` that has not returned up to its next grid sync or its end,
+/// warp by warp (`warps`: the index in `mine` of each warp's lane 0, then mine.size()): a
+/// lane that reaches a warp sync waits until every lane of its warp has, then they all go on.
+/// A warp sync that some lane of the warp never reaches (it returned or waits at a grid sync)
+/// would hang a GPU: the round reports it. With a profile, files the worker's busiest and
+/// total thread time in `seen`.
+void runRound(std::vector<VirtualThread>& mine, const std::vector<std::size_t>& warps, bool timed, WorkerRound& seen) {
   seen = WorkerRound{};
-  for (VirtualThread& t : mine) {
-    if (t.returned) continue;
-    tls_thread = &t;
-    if (timed) {
-      const int64_t start = threadCpuNs();
-      t.self = std::move(t.self).resume();
-      const int64_t ns = threadCpuNs() - start;
-      seen.max_ns = std::max(seen.max_ns, ns);
-      seen.sum_ns += ns;
-      if (seen.node == nullptr && !t.returned) {
-        seen.node = t.node;
-        seen.phase = t.phase;
-      }
-    } else {
-      t.self = std::move(t.self).resume();
+  for (std::size_t w = 0; w + 1 < warps.size(); ++w) {
+    VirtualThread* first = mine.data() + warps[w];
+    VirtualThread* last = mine.data() + warps[w + 1];
+    for (VirtualThread* t = first; t != last; ++t) {
+      t->parked = Park::kNone;
+      t->round_ns = 0;
     }
-    tls_thread = nullptr;
+    for (;;) {
+      for (VirtualThread* t = first; t != last; ++t) {
+        if (!t->returned && t->parked == Park::kNone) resume(*t, timed);
+      }
+      const auto at_warp = std::count_if(first, last, [](const VirtualThread& t) { return t.parked == Park::kWarp; });
+      if (at_warp == 0) break;
+      if (at_warp != last - first) {
+        seen.error = "warp sync divergence: " + std::to_string(at_warp) + " of the " + std::to_string(last - first) +
+                     " lanes of the warp of block " + std::to_string(first->coords.block_idx.x) + " thread " +
+                     std::to_string(first->coords.thread_idx.x) +
+                     " wait at a warp sync the others never reach (a GPU would hang)";
+        return;
+      }
+      for (VirtualThread* t = first; t != last; ++t) t->parked = Park::kNone;
+    }
+    if (!timed) continue;
+    for (VirtualThread* t = first; t != last; ++t) {
+      seen.max_ns = std::max(seen.max_ns, t->round_ns);
+      seen.sum_ns += t->round_ns;
+      if (seen.node == nullptr && !t->returned) {
+        seen.node = t->node;
+        seen.phase = t->phase;
+      }
+    }
   }
 }
 
@@ -445,6 +492,13 @@ class Device {
     Launch* l;
     void operator()() noexcept {
       ++l->rounds;
+      for (const WorkerRound& r : l->worker_rounds) {
+        if (!r.error.empty() && l->error.empty()) l->error = r.error;
+      }
+      if (!l->error.empty()) {
+        l->over = true;
+        return;
+      }
       const int64_t returned = l->returned.load();
       if (l->profile != nullptr) fileRound(*l, returned == l->threads);
       if (returned == l->threads) {
@@ -505,11 +559,25 @@ class Device {
     }
   }
 
+  /// Runs worker w's share of the launch: whole warps (32 consecutive threads of a block,
+  /// fewer at the end of a block whose size is not a multiple of 32), as many as its
+  /// neighbours' give or take one.
   static void runLaunch(Launch& l, std::barrier<RoundCheck>& round_end, int w) {
-    const int64_t begin = partBegin(l.threads, l.workers, w);
-    const int64_t end = partBegin(l.threads, l.workers, w + 1);
-    std::vector<VirtualThread> mine(static_cast<std::size_t>(end - begin));
     const int64_t per_block = int64_t{l.block.x} * l.block.y * l.block.z;
+    const int64_t warps_per_block = (per_block + kWarpLanes - 1) / kWarpLanes;
+    const int64_t warps = l.threads / per_block * warps_per_block;
+    const auto first_thread = [&](int64_t warp) {
+      return warp / warps_per_block * per_block + std::min(warp % warps_per_block * kWarpLanes, per_block);
+    };
+    const int64_t warp_begin = partBegin(warps, l.workers, w);
+    const int64_t warp_end = partBegin(warps, l.workers, w + 1);
+    const int64_t begin = first_thread(warp_begin);
+    const int64_t end = warp_end == warps ? l.threads : first_thread(warp_end);
+    std::vector<VirtualThread> mine(static_cast<std::size_t>(end - begin));
+    std::vector<std::size_t> warp_starts;
+    for (int64_t g = warp_begin; g < warp_end; ++g)
+      warp_starts.push_back(static_cast<std::size_t>(first_thread(g) - begin));
+    warp_starts.push_back(mine.size());
     for (int64_t i = begin; i < end; ++i) {
       VirtualThread& t = mine[static_cast<std::size_t>(i - begin)];
       const int64_t b = i / per_block;
@@ -520,6 +588,9 @@ class Device {
                                  static_cast<unsigned>(b / l.grid.x / l.grid.y)};
       t.coords.thread_idx = uint3{static_cast<unsigned>(r % l.block.x), static_cast<unsigned>(r / l.block.x % l.block.y),
                                   static_cast<unsigned>(r / l.block.x / l.block.y)};
+      t.lane = static_cast<int>(r % kWarpLanes);
+      t.warp_lanes = static_cast<int>(std::min<int64_t>(kWarpLanes, per_block - (r - t.lane)));
+      t.warp = &t - t.lane;
       t.launch = &l;
       t.self = boost::context::fiber(std::allocator_arg, CachedStack{}, [&t](boost::context::fiber&& back) {
         t.back = std::move(back);
@@ -530,7 +601,7 @@ class Device {
       });
     }
     while (!l.over) {
-      runRound(mine, l.profile != nullptr, l.worker_rounds[static_cast<std::size_t>(w)]);
+      runRound(mine, warp_starts, l.profile != nullptr, l.worker_rounds[static_cast<std::size_t>(w)]);
       round_end.arrive_and_wait();
     }
     // Threads still parked (after an error) are unwound when their fibers are destroyed.
@@ -589,8 +660,33 @@ void nameRound(const char* node, int phase) {
 void gridSync() {
   VirtualThread* t = tls_thread;
   if (t == nullptr) fatal("grid sync outside a kernel");
+  t->parked = Park::kGrid;
   t->back = std::move(t->back).resume();
   tls_thread = t;
+}
+
+void warpSync() {
+  VirtualThread* t = tls_thread;
+  if (t == nullptr) fatal("__syncwarp outside a kernel");
+  t->parked = Park::kWarp;
+  t->back = std::move(t->back).resume();
+  tls_thread = t;
+}
+
+int laneId() {
+  if (tls_thread == nullptr) fatal("a warp shuffle outside a kernel");
+  return tls_thread->lane;
+}
+
+uint64_t warpShuffle(uint64_t value, int src) {
+  VirtualThread* t = tls_thread;
+  if (t == nullptr) fatal("a warp shuffle outside a kernel");
+  if (src < 0 || src >= t->warp_lanes) fatal("a warp shuffle from lane " + std::to_string(src));
+  t->shuffle = value;
+  warpSync();
+  const uint64_t got = t->warp[src].shuffle;
+  warpSync();  // no lane offers its next value before every lane has read this one
+  return got;
 }
 
 void trap() {

@@ -5,6 +5,7 @@
  *   divergence  half the threads return while the others wait at a grid sync
  *   plain-sync  a grid sync in a launch that is not cooperative
  *   spin        a thread waits for a flag no thread will set (the watchdog)
+ *   warp        half the lanes of a warp return while the others wait at a warp sync
  *   host-read   the host dereferences device memory outside a copy (SIGSEGV)
  */
 #include <cstdint>
@@ -25,6 +26,11 @@ __global__ void syncs() {
   mv::CudaGridPolicy{}.barrier();
 }
 
+__global__ void warpDivergent() {
+  if (threadIdx.x % 32 < 16) return;
+  __syncwarp();
+}
+
 __global__ void spins(volatile int* flag) {
   while (*flag == 0) {
   }
@@ -34,7 +40,7 @@ __global__ void spins(volatile int* flag) {
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: emu_faults divergence|plain-sync|spin|host-read\n");
+    std::fprintf(stderr, "usage: emu_faults divergence|plain-sync|spin|warp|host-read\n");
     return 2;
   }
   const char* what = argv[1];
@@ -50,6 +56,8 @@ int main(int argc, char** argv) {
     volatile int* v = flag;
     void* args[] = {&v};
     cudaLaunchKernel(spins, dim3(1), dim3(32), args, 0, nullptr);
+  } else if (std::strcmp(what, "warp") == 0) {
+    cudaLaunchKernel(warpDivergent, dim3(1), dim3(64), nullptr, 0, nullptr);
   } else if (std::strcmp(what, "host-read") == 0) {
     int* dev = nullptr;
     cudaMalloc(&dev, sizeof(int));

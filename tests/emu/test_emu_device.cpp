@@ -1,7 +1,8 @@
 /**
  * @file test_emu_device.cpp
  * The emulated device itself: every virtual thread gets its own coordinates, a grid sync
- * orders the writes before it against the reads after it, device memory is closed to the
+ * orders the writes before it against the reads after it, a warp's lanes meet at a warp sync
+ * and exchange values through shuffles, a team system's row gets one whole warp, device memory is closed to the
  * host outside launches and copies, the device mirror poisons the host world while the
  * device owns it and restores it on download, and an allocation beyond the device's memory
  * fails as on a GPU.
@@ -39,6 +40,37 @@ __global__ void ringShift(int64_t* slots, int64_t* seen, int rounds) {
     p.barrier();
   }
   seen[me] = sum;
+}
+
+/// Per thread: its warp's lane-0 rank (broadcast), the warp's least value (minimum), the
+/// sum of the lower lanes' values and of all (exclusiveSum), and what the next lane wrote
+/// before a warp sync.
+__global__ void warpOps(int64_t* out, int64_t* slots) {
+  const CudaGridPolicy p;
+  const WarpTeam team = p.team();
+  const int64_t me = p.rank();
+  const int64_t base = me - team.lane();
+  slots[me] = 3 * me;
+  team.sync();
+  const int64_t next = slots[base + (team.lane() + 1) % WarpTeam::kSize];
+  uint32_t total = 0;
+  const uint32_t below = team.exclusiveSum(static_cast<uint32_t>(team.lane() + 1), total);
+  int64_t* o = out + me * 5;
+  o[0] = team.broadcast(me);
+  o[1] = team.minimum((team.lane() * 13 + 7) % WarpTeam::kSize + base);
+  o[2] = below;
+  o[3] = total;
+  o[4] = next;
+}
+
+/// parallelForTeams over `n` rows: every lane that runs row i adds one to hits[i] and its
+/// lane bit to lanes[i].
+__global__ void teamRows(int64_t n, uint32_t* hits, uint32_t* lanes) {
+  const CudaGridPolicy p;
+  parallelForTeams(p, n, [&](int64_t i, const auto& team) {
+    atomicFetchAdd<uint32_t>(&hits[i], 1u);
+    atomicFetchOr<uint32_t>(&lanes[i], 1u << team.lane());
+  });
 }
 
 template <class T>
@@ -94,6 +126,53 @@ TEST_CASE("a grid sync orders every write before it against every read after it"
   }
   CHECK(cudaFree(slots) == cudaSuccess);
   CHECK(cudaFree(seen) == cudaSuccess);
+}
+
+TEST_CASE("a warp's lanes meet at a warp sync and exchange values through shuffles", "[emu]") {
+  const dim3 grid(2);
+  const dim3 block(96);
+  const int64_t n = 2 * 96;
+  int64_t* out = nullptr;
+  int64_t* slots = nullptr;
+  REQUIRE(cudaMalloc(&out, n * 5 * sizeof(int64_t)) == cudaSuccess);
+  REQUIRE(cudaMalloc(&slots, n * sizeof(int64_t)) == cudaSuccess);
+  void* args[] = {&out, &slots};
+  REQUIRE(cudaLaunchKernel(warpOps, grid, block, args, 0, nullptr) == cudaSuccess);
+  const std::vector<int64_t> got = download(out, n * 5);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t lane = i % 32;
+    const int64_t base = i - lane;
+    CHECK(got[i * 5 + 0] == base);
+    CHECK(got[i * 5 + 1] == base);
+    CHECK(got[i * 5 + 2] == lane * (lane + 1) / 2);
+    CHECK(got[i * 5 + 3] == 32 * 33 / 2);
+    CHECK(got[i * 5 + 4] == 3 * (base + (lane + 1) % 32));
+  }
+  CHECK(cudaFree(out) == cudaSuccess);
+  CHECK(cudaFree(slots) == cudaSuccess);
+}
+
+TEST_CASE("a team system's row is run by the 32 lanes of one warp", "[emu]") {
+  for (const int64_t rows : {int64_t{5}, int64_t{37}}) {  // fewer rows than the 6 warps, and more
+    uint32_t* hits = nullptr;
+    uint32_t* lanes = nullptr;
+    REQUIRE(cudaMalloc(&hits, rows * sizeof(uint32_t)) == cudaSuccess);
+    REQUIRE(cudaMalloc(&lanes, rows * sizeof(uint32_t)) == cudaSuccess);
+    const std::vector<uint32_t> zeros(static_cast<std::size_t>(rows), 0u);
+    REQUIRE(cudaMemcpy(hits, zeros.data(), rows * sizeof(uint32_t), cudaMemcpyHostToDevice) == cudaSuccess);
+    REQUIRE(cudaMemcpy(lanes, zeros.data(), rows * sizeof(uint32_t), cudaMemcpyHostToDevice) == cudaSuccess);
+    int64_t n = rows;
+    void* args[] = {&n, &hits, &lanes};
+    REQUIRE(cudaLaunchKernel(teamRows, dim3(2), dim3(96), args, 0, nullptr) == cudaSuccess);
+    const std::vector<uint32_t> h = download(hits, static_cast<std::size_t>(rows));
+    const std::vector<uint32_t> l = download(lanes, static_cast<std::size_t>(rows));
+    for (int64_t i = 0; i < rows; ++i) {
+      CHECK(h[i] == 32u);
+      CHECK(l[i] == 0xffffffffu);
+    }
+    CHECK(cudaFree(hits) == cudaSuccess);
+    CHECK(cudaFree(lanes) == cudaSuccess);
+  }
 }
 
 TEST_CASE("device memory starts as poison and copies need the right direction", "[emu]") {

@@ -30,8 +30,8 @@ rc=$?
 log="$tmp/out/session.log"
 check "session.log written" test -s "$log"
 check "the bundle's commit is logged" grep -q "built at commit test-bundle" "$log"
-for name in check-tests memcheck-training flow64-cpu flow64-cuda flow64-compare packet64-cpu packet64-cuda \
-            packet64-compare check-sweep check-bench; do
+for name in check-tests memcheck-training flow64-cpu flow64-cuda flow64-compare flow64-solo flow64-solo-compare \
+            packet64-cpu packet64-cuda packet64-compare check-sweep check-bench; do
   check "step $name logged" grep -q "^$name: exit [0-9]*, " "$log"
 done
 check "the flow-level cpu sweep passes" grep -q "^flow64-cpu: exit 0," "$log"

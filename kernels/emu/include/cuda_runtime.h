@@ -13,7 +13,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 // The runtime API's types, enums and C declarations are the toolkit's own (libcu++ includes
@@ -61,6 +63,16 @@ void nameRound(const char* node, int phase);
 /// cooperative_groups::this_grid().sync() of the calling virtual thread.
 void gridSync();
 
+/// __syncwarp() of the calling virtual thread: it waits until every lane of its warp has
+/// reached a warp sync; a warp sync some lane never reaches stops the launch with a message.
+void warpSync();
+
+/// The calling virtual thread's lane in its warp.
+int laneId();
+
+/// A warp shuffle: every lane offers `value` and gets lane `src`'s (two warp syncs).
+uint64_t warpShuffle(uint64_t value, int src);
+
 /// __trap(): ends the program with a message naming the virtual thread.
 [[noreturn]] void trap();
 
@@ -99,6 +111,28 @@ cudaError_t launchKernel(const char* kind, void (*fn)(P...), dim3 grid, dim3 blo
 }
 
 }  // namespace mv::emu
+
+/// Warp-level intrinsics over the whole warp (mask 0xffffffff, width 32: the only forms
+/// Multiverse uses), for values of up to 8 bytes.
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+  if (mask != 0xffffffffu) ::mv::emu::trap();
+  ::mv::emu::warpSync();
+}
+template <class T>
+T __shfl_sync(unsigned mask, T var, int src_lane, int width = 32) {
+  static_assert(sizeof(T) <= sizeof(uint64_t) && std::is_trivially_copyable_v<T>, "a shuffle moves up to 8 bytes");
+  if (mask != 0xffffffffu || width != 32) ::mv::emu::trap();
+  uint64_t bits = 0;
+  std::memcpy(&bits, &var, sizeof(T));
+  bits = ::mv::emu::warpShuffle(bits, src_lane);
+  T out;
+  std::memcpy(&out, &bits, sizeof(T));
+  return out;
+}
+template <class T>
+T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = 32) {
+  return __shfl_sync(mask, var, ::mv::emu::laneId() ^ lane_mask, width);
+}
 
 #define blockIdx (::mv::emu::coords().block_idx)
 #define threadIdx (::mv::emu::coords().thread_idx)
