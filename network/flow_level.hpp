@@ -59,8 +59,10 @@ struct FluidNetState {
   uint32_t free_block = kNone32;  ///< first free path block (a list through FluidBlock rows)
   uint32_t active = 0;            ///< flows draining now
   uint32_t busy_links = 0;        ///< links some active flow crosses (FluidBusyLink entries)
+  uint32_t reach_end = 0;         ///< component search scratch: heap entries listed so far
   int64_t events = 0;             ///< event times processed (each ends with one water-filling)
   int64_t fill_rounds = 0;        ///< water-filling rounds (bottleneck levels) over all events
+  int64_t whole_refills = 0;      ///< events whose filling recomputed every active flow
   int64_t flows_done = 0;         ///< FlowRecord rows created
   int64_t overflow = 0;           ///< arrivals that found no free path block
   /// Flows that arrive in this step's window, listed by FluidPrepareSystem (FluidListSlot
@@ -534,11 +536,12 @@ struct FluidSystem {
   };
 
   /**
-   * One experiment's loop, run by the lanes of `team` together. The events, the drain queue
-   * and the search for the components to refill are the leader's (lane 0): its counters
-   * below are current on the leader only. A team of more than one shares each water-filling
-   * (fillTogether); alone, the loop fills with a heap of links (fillAlone). Both give the same
-   * rates: every round freezes the link with the least (fair share, link index).
+   * One experiment's loop, run by the lanes of `team` together. The events and the drain
+   * queue are the leader's (lane 0): the counters below are current on the leader only,
+   * but for `refilled`. The team searches the components to refill together
+   * (reachComponents). A team of more than one shares each water-filling (fillTogether);
+   * alone, the loop fills with a heap of links (fillAlone). Both give the same rates: every
+   * round freezes the link with the least (fair share, link index).
    */
   template <class Team>
   struct Unit {
@@ -556,7 +559,7 @@ struct FluidSystem {
     uint32_t queued;
     /// Arrivals of this step not yet taken (entries [0, arriving)).
     uint32_t arriving;
-    /// Flows the current filling recomputes (unfrozen by reachComponents).
+    /// Flows the current filling recomputes (unfrozen by reachComponents); current on every lane.
     uint32_t refilled;
 
     MV_HD const FlowSpec& spec(int64_t r) const { return flows.template get<FlowSpec>(r); }
@@ -635,13 +638,19 @@ struct FluidSystem {
       BinaryHeap<DrainQueue>::siftUp(drains(), i);
       BinaryHeap<DrainQueue>::siftDown(drains(), tables.block(f.block).slot, queued);
     }
-    /// Brings every queued drain time up to date and restores the queue's order at once.
-    MV_HD void requeueAll() {
-      for (uint32_t i = 0; i < queued; ++i) {
+    /// Brings the drain times of the `count` queued flows up to date, the team's lanes
+    /// sharing them, and the leader restores the queue's order at once.
+    MV_HD void requeueAll(uint32_t count) {
+      for (uint32_t i = team.lane(); i < count; i += Team::kSize) {
         FluidDrainSlot& e = tables.drain(i);
         e.time = state(flow0 + tables.block(e.block).flow).drain_ps;
       }
-      BinaryHeap<DrainQueue>::heapify(drains(), queued);
+      team.sync();
+      if (team.leader()) BinaryHeap<DrainQueue>::heapify(drains(), count);
+    }
+    /// Unfreezes the `count` queued flows, the team's lanes sharing them (a whole refill).
+    MV_HD void unfreezeQueued(uint32_t count) {
+      for (uint32_t q = team.lane(); q < count; q += Team::kSize) tables.block(tables.drain(q).block).frozen = 0;
     }
 
     // --- events -------------------------------------------------------------------------
@@ -851,11 +860,11 @@ struct FluidSystem {
         }
         st.fill_rounds += 1;
       }
-      if (requeue_all) requeueAll();
+      if (requeue_all) requeueAll(queued);
     }
 
     /**
-     * Filling by a team of lanes. The leader finds the components to refill; then each lane
+     * Filling by a team of lanes. The lanes find the components to refill; then each lane
      * takes a contiguous share of their links (the heap entries become the list of them):
      * it resets their filling and lists their flows, grouped by link, in the incident rows
      * (each link's place from a prefix sum over the lanes). Each round every lane finds the
@@ -866,21 +875,12 @@ struct FluidSystem {
      * when most moved.
      */
     MV_HD void fillTogether(int64_t t) {
-      uint32_t reached = 0;
-      uint32_t queued_now = 0;
-      if (team.leader()) {
-        reached = reachComponents();
-        queued_now = queued;
-        if (reached == kNone32) refilled = queued;
-      }
-      reached = team.broadcast(reached);
-      queued_now = team.broadcast(queued_now);
-      team.sync();  // the leader's events and search before every lane's reads
+      const uint32_t reached = reachComponents();
+      const uint32_t queued_now = team.broadcast(queued);
+      if (reached == kNone32) refilled = queued_now;
       const bool whole = reached == kNone32;
       const uint32_t candidates = whole ? st.busy_links : reached;
-      if (whole) {
-        for (uint32_t q = team.lane(); q < queued_now; q += Team::kSize) tables.block(tables.drain(q).block).frozen = 0;
-      }
+      if (whole) unfreezeQueued(queued_now);
       const auto lane = static_cast<int64_t>(team.lane());
       const auto first = static_cast<uint32_t>(partBegin(candidates, Team::kSize, lane));
       auto last = static_cast<uint32_t>(partBegin(candidates, Team::kSize, lane + 1));
@@ -935,12 +935,7 @@ struct FluidSystem {
       team.sync();  // every lane's last writes (the lists it kept) before the leader's next ones
       const int32_t requeue_all = team.broadcast(team.leader() && uint64_t{refilled} * 8 > queued ? 1 : 0);
       if (requeue_all != 0) {
-        for (uint32_t q = team.lane(); q < queued_now; q += Team::kSize) {
-          FluidDrainSlot& e = tables.drain(q);
-          e.time = state(flow0 + tables.block(e.block).flow).drain_ps;
-        }
-        team.sync();
-        if (team.leader()) BinaryHeap<DrainQueue>::heapify(drains(), queued);
+        requeueAll(queued_now);
       } else if (team.leader()) {  // each refilled flow is listed once per link: re-sort it once
         for (uint32_t i = 0; i < listed; ++i) {
           const int64_t r = flow0 + tables.incident(i);
@@ -973,44 +968,80 @@ struct FluidSystem {
      * Lists in heap entries [0, n) the links of every component (flows joined by shared
      * links) that holds a changed link, and returns n; unfreezes the active flows of those
      * components (every other active flow stays frozen at its rate) and clears the changes.
-     * Gives up and returns kNone32 (refill every flow) when the components hold more than
-     * half the active flows (chasing the links' lists then costs more than grouping every
-     * flow by link, groupByLink, which walks only the busy links), and at once with
-     * FluidNetInfo::recompute_all.
+     * The team searches together, breadth first, one level (links one flow further from the
+     * changed ones) at a time: the lanes share the level's links, claiming each flow and each
+     * newly reached link with an exchange, and append the links they reach to the entries.
+     * Gives up and returns kNone32 (refill every flow) when, after a level that leaves links
+     * to search, the components hold more than half the active flows (chasing the links'
+     * lists then costs more than grouping every flow by link, groupByLink, which walks only
+     * the busy links), and at once with FluidNetInfo::recompute_all. A level's links and
+     * flows do not depend on the order they are found in, so neither does the result: the
+     * same entries, in some order, whatever the team.
      */
     MV_HD uint32_t reachComponents() {
-      const uint32_t limit = st.active / 2 + 64;
-      const uint32_t n0 = changed;
+      const uint32_t n0 = team.broadcast(changed);
       changed = 0;
-      refilled = 0;
-      uint32_t n = n0;
-      for (uint32_t i = 0; i < n0; ++i) {
+      if (team.leader()) st.reach_end = n0;
+      team.sync();  // the leader's events and changes before every lane's reads
+      const uint32_t limit = st.active / 2 + 64;
+      for (uint32_t i = team.lane(); i < n0; i += Team::kSize) {
         FluidLinkFill& k = tables.fill(tables.heap(i).link);
         k.changed = 0;
         k.reached = 1;
       }
-      for (uint32_t head = 0; head < n; ++head) {  // breadth first: the entries are the queue
-        if (refilled > limit || info.recompute_all != 0u) {
-          for (uint32_t i = 0; i < n; ++i) tables.fill(tables.heap(i).link).reached = 0;
+      refilled = 0;
+      uint32_t level = 0;  // the level's entries are [level, n)
+      uint32_t n = n0;
+      while (level < n) {
+        if (info.recompute_all != 0u || refilled > limit) {
+          for (uint32_t i = team.lane(); i < n; i += Team::kSize) tables.fill(tables.heap(i).link).reached = 0;
+          if (team.leader()) st.whole_refills += 1;
+          team.sync();
           return kNone32;
         }
-        const FluidLinkFill& k = tables.fill(tables.heap(head).link);
-        for (uint32_t node = k.head; node != kNone32; node = tables.node(node).next) {
-          const uint32_t b = tables.node(node).block;
-          FluidBlockUse& u = tables.block(b);
-          if (u.frozen == 0u) continue;
-          u.frozen = 0;
-          refilled += 1;
-          for (uint32_t h = 0; h < u.hops; ++h) {
-            const uint32_t m = tables.hop(b, info.path_stride, h);
-            FluidLinkFill& km = tables.fill(m);
-            if (km.reached != 0u) continue;
-            km.reached = 1;
-            tables.heap(n++).link = m;
+        team.sync();  // the level's entries and marks before any lane claims from them
+        uint32_t mine = 0;
+        for (uint32_t i = level + team.lane(); i < n; i += Team::kSize) {
+          const FluidLinkFill& k = tables.fill(tables.heap(i).link);
+          for (uint32_t node = k.head; node != kNone32; node = tables.node(node).next) {
+            const uint32_t b = tables.node(node).block;
+            FluidBlockUse& u = tables.block(b);
+            if (!claim(u.frozen, 0)) continue;
+            mine += 1;
+            for (uint32_t h = 0; h < u.hops; ++h) {
+              const uint32_t m = tables.hop(b, info.path_stride, h);
+              if (claim(tables.fill(m).reached, 1)) tables.heap(listEntry()).link = m;
+            }
           }
         }
+        uint32_t level_flows = 0;
+        team.exclusiveSum(mine, level_flows);
+        refilled += level_flows;
+        team.sync();  // every lane's appends before the count is read
+        level = n;
+        n = team.broadcast(st.reach_end);
       }
       return n;
+    }
+    /// Sets `flag` to `v` and says whether it held another value: whether this lane is the
+    /// one that changed it (an exchange when the team has other lanes).
+    MV_HD bool claim(uint8_t& flag, uint8_t v) const {
+      if constexpr (Team::kSize == 1) {
+        if (flag == v) return false;
+        flag = v;
+        return true;
+      } else {
+        return atomicLoad(&flag) != v && atomicExchange<uint8_t>(&flag, v) != v;
+      }
+    }
+    /// The next free heap entry of the component search (an atomic count when the team has
+    /// other lanes).
+    MV_HD uint32_t listEntry() const {
+      if constexpr (Team::kSize == 1) {
+        return st.reach_end++;
+      } else {
+        return atomicFetchAdd<uint32_t>(&st.reach_end, 1u);
+      }
     }
 
     /// Whole refills: unfreezes every active flow and groups the flows by link (counting sort
@@ -1025,10 +1056,10 @@ struct FluidSystem {
         first += k.flows;
       }
       refilled = queued;
+      unfreezeQueued(queued);
       for (uint32_t q = 0; q < queued; ++q) {
         const uint32_t b = tables.drain(q).block;
-        FluidBlockUse& use = tables.block(b);
-        use.frozen = 0;
+        const FluidBlockUse& use = tables.block(b);
         for (uint32_t i = 0; i < use.hops; ++i) {
           FluidLinkFill& k = tables.fill(tables.hop(b, info.path_stride, i));
           tables.incident(k.first + k.unfrozen++) = use.flow;
