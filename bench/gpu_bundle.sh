@@ -33,7 +33,8 @@ bash scripts/install-deps.sh
 # build: the GPU machine's copy of the tree may have no history, and a bundle can outlive
 # the commit it was built at.
 commit="$(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo +dirty)"
-programs=(tests/kernels/mv_test_kernels_cuda tests/kernels/mv_test_cuda_network tests/kernels/mv_test_cuda_training
+programs=(tests/kernels/mv_test_kernels_cuda tests/kernels/mv_test_cuda_network tests/kernels/mv_test_cuda_flow
+          tests/kernels/mv_test_cuda_training
           experiments/multiverse bench/mv_bench_network)
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DMV_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" \
   "-DCMAKE_CUDA_FLAGS=-lineinfo -Xptxas=-v" -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON > /dev/null

@@ -57,7 +57,8 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 report=$out/report.md
 failed=0
-gpu_tests=(tests/kernels/mv_test_kernels_cuda tests/kernels/mv_test_cuda_network tests/kernels/mv_test_cuda_training)
+gpu_tests=(tests/kernels/mv_test_kernels_cuda tests/kernels/mv_test_cuda_network tests/kernels/mv_test_cuda_flow
+           tests/kernels/mv_test_cuda_training)
 
 wants() { [[ ",$steps," == *",$1,"* ]]; }
 say() { echo "$@" | tee -a "$report"; }

@@ -97,7 +97,7 @@ check() {
   step "check-$name" "$limit" bash bench/gpu_check.sh --build-dir "$build" --out "$work/check-$name" \
     --timeout "$per_program" --steps "$steps" "$@"
 }
-check tests 100 30 query,tests                       # 3 test programs
+check tests 100 30 query,tests                       # 4 test programs
 sweep packet64 bench/gpu_packet64.yaml 30 30
 sweep flow64 bench/gpu_flow64.yaml 30 90              # cuda took 30-84 s on 2026-12-01, one thread per loop
 # The same flow-level batch with one GPU thread per experiment's event loop, as before the

@@ -5,11 +5,14 @@ A GPU thread's stack is a few kB: the executor reserves it from the kernel's fra
 reports it (kernels/cuda/cuda_executor.cuh), and ptxas reported a fixed size (1,056 B) for the
 training megakernel while its collective transfers recursed, one level per NVLink hop. Such a
 recursion overflows the stack on a real device only, as deep as the simulated work goes. Reads
-PTX files (systems/cuda's mv_systems_cuda_ptx), builds the graph of direct calls between the
-functions each defines, and reports a cycle; an indirect call (through a register) fails
-too, since its callee is unknown.
-Usage: check_no_recursion.py FILE.ptx...  (CMake lists separated by ';' too)
+PTX files (those nvcc keeps while it compiles systems/cuda; a folder stands for every .ptx
+file in it), builds the graph of direct calls between the functions each defines, and
+reports a cycle; an indirect call (through a register) fails too, since its callee is
+unknown.
+Usage: check_no_recursion.py FILE.ptx|FOLDER...  (CMake lists separated by ';' too)
 """
+import glob
+import os
 import re
 import shutil
 import subprocess
@@ -94,10 +97,20 @@ def find_cycle(graph):
 
 
 def main(args):
-    files = [p for a in args for p in a.split(";") if p]
-    if not files:
-        print("usage: check_no_recursion.py FILE.ptx... (CMake lists separated by ';' too)")
+    paths = [p for a in args for p in a.split(";") if p]
+    if not paths:
+        print("usage: check_no_recursion.py FILE.ptx|FOLDER... (CMake lists separated by ';' too)")
         return 2
+    files = []
+    for path in paths:
+        if os.path.isdir(path):
+            found = sorted(glob.glob(os.path.join(path, "*.ptx")))
+            if not found:
+                print(f"FAIL: no .ptx file in {path}")
+                return 1
+            files += found
+        else:
+            files.append(path)
     for path in files:
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()

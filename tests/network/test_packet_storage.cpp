@@ -104,8 +104,7 @@ TEST_CASE("a run stops at the engine's time horizon instead of overflowing its c
   net::addFlow(*b.world, 0, 0, 1, 1'000'000'000, kTimeHorizonPs - 10'000'000, 0);
   b.world->commitAllHost();
   b.world->grow<net::FlowRecord>(TableCapacity{16, 16});
-  const CpuExecutor exec(1, 0);
-  const RunReport r = exec.runToEnd<net::NetGraph>(b.world->view());
+  const RunReport r = runNetToEnd(*b.world, 1);
   CHECK(r.status == 0u);
   CHECK(r.steps < 100);
   CHECK(b.world->clock(0).outcome == Outcome::kTimeLimit);
@@ -158,7 +157,7 @@ TEST_CASE("a packet header holds every value a flow can give it, and flows beyon
   net::addFlow(*b.world, 0, 0, 1, 100'000, 0, top_id);
   b.world->commitAllHost();
   b.world->grow<net::FlowRecord>(TableCapacity{16, 16});
-  const RunReport r = CpuExecutor(1, 0).runToEnd<net::NetGraph>(b.world->view());
+  const RunReport r = runNetToEnd(*b.world, 1);
   CHECK(r.status == 0u);
   REQUIRE(b.world->view().table<net::FlowRecord>().rows == 1);
   CHECK(b.world->table<net::FlowRecord>().get<net::FlowResult>(0).id == top_id);
@@ -242,8 +241,7 @@ TEST_CASE("after a run every link ring is back to one chunk: nothing leaks from 
     for (uint32_t i = 1; i < 17; ++i) net::addFlow(*b.world, 0, i, 0, 200'000, 0, i);
     b.world->commitAllHost();
     b.world->grow<net::FlowRecord>(TableCapacity{16, 16});
-    const CpuExecutor exec(2, 0);
-    const RunReport r = exec.runToEnd<net::NetGraph>(b.world->view());
+    const RunReport r = runNetToEnd(*b.world, 2);
     CHECK(r.status == 0u);
     CHECK(b.world->view().table<net::FlowRecord>().rows == 16);
     const auto& stats = b.world->view().table<net::NetStats>();

@@ -2,7 +2,7 @@
  * @file net_scenario.hpp
  * Runs flow-list experiments on the packet-level network for tests: builds a world from
  * topologies, configs and flows, runs it on the CPU backend and collects per-flow results,
- * counters and queue statistics.
+ * counters and queue statistics. The runs are defined in net_scenario.cpp.
  */
 #pragma once
 
@@ -72,57 +72,13 @@ using StepObserver = std::function<void(net::NetWorld&)>;
 
 /// Runs every case in one batch (one experiment each; CpuExecutor blocks of `block`
 /// experiments, 0 = all together) and returns their results; `observe`, when given, is
-/// called after every step.
-inline std::vector<NetResult> runNetBatch(const std::vector<NetCase>& cases, int threads = 2, int64_t block = 0,
-                                          const StepObserver& observe = {}) {
-  net::NetWorld world(static_cast<uint32_t>(cases.size()), TableCapacity{1 << 12, 1 << 12});
-  for (ExpId e = 0; e < cases.size(); ++e) {
-    const NetCase& c = cases[e];
-    const Routing routing = computeRouting(*c.topo);
-    const net::NetworkLayout layout = makeNetworkLayout(*c.topo, routing, c.cfg.payload_bytes);
-    const int64_t lookahead = c.lookahead_ps > 0 ? c.lookahead_ps : layout.min_delay_ps;
-    world.config(e).net = net::pathQuantities(layout, c.cfg);
-    world.clock(e).lookahead_ps = lookahead;
-    world.clock(e).seed = c.seed;
-    world.clock(e).stable_id = c.stable_id;
-    net::buildNetwork(world, e, layout, c.cfg, lookahead);
-    for (uint32_t i = 0; i < c.flows.size(); ++i) {
-      const FlowDef& f = c.flows[i];
-      net::addFlow(world, e, f.src, f.dst, f.bytes, f.start_ps, i, f.prio);
-    }
-  }
-  world.commitAllHost();
-  int64_t total_flows = 0;
-  for (const NetCase& c : cases) total_flows += static_cast<int64_t>(c.flows.size());
-  world.grow<net::FlowRecord>(TableCapacity{total_flows + 16, total_flows + 16});
-  const CpuExecutor exec(threads, block);
-  RunReport r;
-  if (observe) {
-    do {
-      r = exec.run<net::NetGraph>(world.view(), 1);
-      observe(world);
-    } while (!r.finished && r.status == 0u && r.steps > 0);
-  } else {
-    r = exec.runToEnd<net::NetGraph>(world.view());
-  }
-  if (r.status != 0u) throw std::runtime_error("network run failed with status " + std::to_string(r.status));
-  std::vector<NetResult> out;
-  auto& records = world.table<net::FlowRecord>();
-  auto& ports = world.table<net::Port>();
-  for (ExpId e = 0; e < cases.size(); ++e) {
-    NetResult res;
-    for (int64_t row = records.expBegin(e); row < records.expEnd(e); ++row) res.flows.push_back(records.get<net::FlowResult>(row));
-    res.counters = net::experimentCounters(world, e);
-    for (int64_t row = ports.expBegin(e); row < ports.expEnd(e); ++row) {
-      const net::PortQueue& q = ports.get<net::PortQueue>(row);
-      res.ports.push_back(PortStats{q.max_bytes, q.byte_ps, q.tx_bytes});
-    }
-    res.end_ps = world.clock(e).now_ps;
-    res.steps = world.clock(e).steps;
-    out.push_back(std::move(res));
-  }
-  return out;
-}
+/// called after every step. (Compiled once, in net_scenario.cpp: the network graph's
+/// instantiation is most of a test file's compile time.)
+std::vector<NetResult> runNetBatch(const std::vector<NetCase>& cases, int threads = 2, int64_t block = 0,
+                                   const StepObserver& observe = {});
+
+/// Runs a built, committed network world to the end on `threads` threads, unblocked.
+RunReport runNetToEnd(net::NetWorld& world, int threads);
 
 inline NetResult runNet(const NetCase& c, int threads = 2) { return runNetBatch({c}, threads).front(); }
 
