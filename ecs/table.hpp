@@ -466,9 +466,11 @@ struct TableView {
     });
   }
 
-  /// Merges the sorted runs src[begin, mid) and src[mid, end) into dst[begin, end) front
-  /// to back, stably (the left run wins ties, though keys are unique).
-  MV_HD void mergeRuns(const uint32_t* src, uint32_t* dst, int64_t begin, int64_t mid, int64_t end) const {
+  /// Merges the sorted run of `width` slots at src[begin] with the next one, both cut at
+  /// `limit`, into dst front to back, stably (the left run wins ties, though keys are unique).
+  MV_HD void mergeRuns(const uint32_t* src, uint32_t* dst, int64_t begin, int64_t width, int64_t limit) const {
+    const int64_t mid = begin + width < limit ? begin + width : limit;
+    const int64_t end = mid + width < limit ? mid + width : limit;
     int64_t a = begin;
     int64_t b = mid;
     for (int64_t out = begin; out < end; ++out) {
@@ -489,10 +491,8 @@ struct TableView {
     if constexpr (!kGridStrideOf<Policy>) {
       // The CPU's few threads: each merges whole pairs of runs front to back, the same
       // stable order as the binary searches below in linear time per round.
-      parallelFor(policy, detail::ceilDiv(n, 2 * width), [&](int64_t q) {
-        const int64_t mid = q * 2 * width + width < n ? q * 2 * width + width : n;
-        mergeRuns(src, dst, q * 2 * width, mid, mid + width < n ? mid + width : n);
-      });
+      parallelFor(policy, detail::ceilDiv(n, 2 * width),
+                  [&](int64_t q) { mergeRuns(src, dst, q * 2 * width, width, n); });
       return;
     }
     // Each element finds its place by binary search in its partner run.
@@ -541,10 +541,7 @@ struct TableView {
         uint32_t* to = sort_b;
         for (int64_t i = begin; i < end; ++i) from[i] = static_cast<uint32_t>(i);
         for (int64_t width = 1; width < end - begin; width *= 2) {
-          for (int64_t lo = begin; lo < end; lo += 2 * width) {
-            const int64_t mid = lo + width < end ? lo + width : end;
-            mergeRuns(from, to, lo, mid, mid + width < end ? mid + width : end);
-          }
+          for (int64_t lo = begin; lo < end; lo += 2 * width) mergeRuns(from, to, lo, width, end);
           uint32_t* const was = from;
           from = to;
           to = was;
