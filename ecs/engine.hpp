@@ -14,7 +14,9 @@
 
 namespace mv {
 
-/// Commits creations and destructions of every table, all tables in lockstep phases.
+/// Commits creations and destructions of every table, all tables in lockstep phases. Each
+/// table's finish (TableView::commitFinish) runs in the next node's phase, AdvanceClocks',
+/// which touches no table: the graph puts CommitAll right before it.
 struct CommitAll {
   static constexpr const char* kName = "commit";
   static constexpr const char* kWhy = "make rows created and destroyed this step real, compacted and grouped by experiment";
@@ -95,6 +97,7 @@ struct AdvanceClocks {
   MV_EXEC_CHECK_DISABLE
   template <class Policy, class WV>
   MV_HD static void runPhase(const Policy& policy, WV& world, int) {
+    if (policy.rank() == 0) finishCommits(world, typename WV::Archetypes{});
     int64_t visited = 0;
     int64_t running = 0;
     parallelFor(policy, world.num_exps, [&](int64_t e) {
@@ -130,6 +133,13 @@ struct AdvanceClocks {
   }
 
  private:
+  /// Finishes the commit of every table whose commit ran this step (CommitAll). The
+  /// finish writes only its table's view; this phase's other threads read the clocks and,
+  /// in `decide`, the tables' status, which the finish does not write.
+  template <class WV, class... As>
+  MV_HD static void finishCommits(WV& world, TypeList<As...>) {
+    (world.template table<As>().commitFinish(), ...);
+  }
   /// The last arrival: stop when nothing runs or an error was raised; clear the other
   /// parity's counter for the next step.
   template <class WV>

@@ -49,7 +49,8 @@ std::string formatGraphDot(const std::vector<NodeInfo>& nodes);
 
 /**
  * A system execution graph. `Nodes` are `System<S>` wrappers and engine nodes, listed in
- * an order that respects every node's `After` list; the last node must be AdvanceClocks.
+ * an order that respects every node's `After` list; the last node must be AdvanceClocks,
+ * and CommitAll, when the graph has it, the one before.
  */
 template <class... Nodes>
 struct Graph {
@@ -107,6 +108,8 @@ struct Graph {
   static_assert(std::is_same_v<typename detail::NodeKey<std::tuple_element_t<kSize - 1, std::tuple<Nodes...>>>::type,
                                AdvanceClocks>,
                 "the last node of a graph is AdvanceClocks");
+  static_assert(!kContains<CommitAll, Keys> || kIndexOf<CommitAll, Keys> + 2 == kSize,
+                "CommitAll comes right before AdvanceClocks, whose phase finishes the commits");
 
   /// Level of each node: a barrier separates consecutive nodes of different levels.
   static constexpr std::array<int, kSize> kLevels = computeLevels();

@@ -123,9 +123,10 @@ MV_HD constexpr int commitMergeRounds(int64_t n) {
 }
 /// Barrier-separated phases of a commit with `merges` merge rounds: the first phase plans
 /// the commit and sorts runs of kCommitSortRun; the prefix sums (two phases) run beside the
-/// first two merge rounds; then the scatter, the entity slots and the finish.
+/// first two merge rounds; then the scatter, which also hands new rows their entity slots.
+/// The finish (one thread, TableView::commitFinish) follows after one more barrier.
 MV_HD constexpr int commitPhases(int merges) {
-  return (merges > 2 ? merges : 2) + 4;
+  return (merges > 2 ? merges : 2) + 2;
 }
 
 MV_HD constexpr int64_t ceilDiv(int64_t n, int64_t d) {
@@ -168,7 +169,6 @@ struct TableView {
 
   ExpId* pending_exp = nullptr;  ///< per pending slot
   uint64_t* pending_key = nullptr;
-  int64_t* pending_dest = nullptr;
   uint32_t* sort_a = nullptr;    ///< merge-sort permutations of pending slots
   uint32_t* sort_b = nullptr;
 
@@ -219,6 +219,7 @@ struct TableView {
   uint32_t commit_in_place = 0;  ///< regions stay where they are (else the table is laid out again)
   uint32_t commit_slack = 0;     ///< a new layout gives regions slack (the run is blocked)
   int32_t commit_rounds = 0;     ///< merge rounds of the current commit (detail::commitMergeRounds)
+  uint32_t commit_open = 0;      ///< a commit's phases ran and its commitFinish has not
   int64_t commit_chunk = 0;      ///< rows per chunk of the current commit's row passes
 
   // --- row access ----------------------------------------------------------------
@@ -309,9 +310,9 @@ struct TableView {
   }
 
   // --- commit (an engine node) -----------------------------------------------------
-  /// Number of barrier-separated phases of this step's `commitPhase`, from the rows pending
-  /// (read it before phase 0: the last phase resets the counters): with M =
-  /// max(0, ceil(log2(P / kCommitSortRun))) merge rounds for P rows pending, max(M, 2) + 4.
+  /// Number of barrier-separated phases of this step's `commitPhase`, from the rows pending:
+  /// with M = max(0, ceil(log2(P / kCommitSortRun))) merge rounds for P rows pending,
+  /// max(M, 2) + 2. `commitFinish` follows them, after one more barrier.
   MV_HD int commitPhaseCount() const { return detail::commitPhases(detail::commitMergeRounds(pendingCount())); }
   /// The most phases a commit can take, fixed by the capacities (launches planned on the
   /// host, which cannot see the counters); phases past a commit's own count do nothing.
@@ -322,25 +323,26 @@ struct TableView {
 
   /**
    * Runs phase `phase` of the commit on the calling thread. Every thread of the policy
-   * must call every phase in order with a barrier in between. [run_first, run_end) are the
-   * experiments the run visits (WorldView::run_first and run_end).
+   * must call every phase in order with a barrier in between, and one thread then calls
+   * `commitFinish` after one more. [run_first, run_end) are the experiments the run visits
+   * (WorldView::run_first and run_end).
    */
   MV_EXEC_CHECK_DISABLE
   template <class Policy>
   MV_HD void commitPhase(const Policy& policy, int phase, uint32_t run_first = 0, uint32_t run_end = UINT32_MAX) {
     if (phase == 0) {
       if (commitIsNoop()) return;
-      // Later phases read the round count recorded here, not the counters the last resets.
-      if (policy.rank() == 0) commit_rounds = detail::commitMergeRounds(pendingCount());
+      if (policy.rank() == 0) {
+        commit_rounds = detail::commitMergeRounds(pendingCount());
+        commit_open = 1u;
+      }
       commitPrepare(policy, run_first, run_end);
       commitSortRuns(policy);
       return;
     }
     const int merges = commit_rounds;
     const int last = detail::commitPhases(merges) - 1;
-    // The last phase resets the counters commitIsNoop() reads: only its one writer runs it.
-    if (phase > last || (phase == last && policy.rank() != 0)) return;
-    if (commitIsNoop()) return;
+    if (phase > last || commitIsNoop()) return;
     // The prefix sums and the merge rounds read nothing the other writes: phases 1 and 2
     // run both.
     if (phase <= merges) commitMergeRound(policy, phase);
@@ -348,13 +350,37 @@ struct TableView {
       commitScan(policy);
     } else if (phase == 2) {
       commitRankRows(policy);
-    } else if (phase == last - 2) {
-      commitScatter(policy);
-    } else if (phase == last - 1) {
-      commitAssignEntities(policy);
     } else if (phase == last) {
-      commitFinish();
+      commitScatter(policy);
+      commitCountChanges(policy);
     }
+  }
+
+  /**
+   * Ends the commit, on one thread after the last phase and a barrier: swaps in the new
+   * columns and regions and resets the counters commitIsNoop() reads. A no-op unless a
+   * commit's first phase ran since the last finish. It reads and writes only this table's
+   * view, so it may share its phase with work that does not touch the table (the engine
+   * runs it in advance_clocks' phase).
+   */
+  MV_HD void commitFinish() {
+    if (commit_open == 0u) return;
+    commit_open = 0u;
+    if (!(status & kStatusCapacityOverflow)) {
+      if (commit_in_place == 0u) {
+        swapColumns(Components{});
+        detail::swapPointers(entity, entity_alt);
+        detail::swapPointers(exp, exp_alt);
+        detail::swapPointers(key, key_alt);
+      }
+      detail::swapPointers(exp_begin, exp_begin_alt);
+      detail::swapPointers(exp_rows, exp_rows_alt);
+      free_head = ringSlot(free_head + pendingCount());
+      live += pendingCount() - destroyed;
+      rows = exp_begin[num_exps];
+    }
+    pending = 0;
+    destroyed = 0;
   }
 
   /**
@@ -910,8 +936,8 @@ struct TableView {
     slot_row[entity[r].index] = static_cast<uint32_t>(dest);
   }
   /// Copies the j-th new row in sorted order to its place in the alternate columns, given
-  /// p, its experiment's first old row whose key is not below its own; flags a key that
-  /// another new or surviving row of the experiment already has.
+  /// p, its experiment's first old row whose key is not below its own, with its entity
+  /// (newEntity); flags a key that another new or surviving row of the experiment already has.
   MV_HD void scatterNew(const uint32_t* sorted, int64_t j, int64_t p) {
     const uint32_t s = sorted[j];
     const ExpId e = pending_exp[s];
@@ -924,7 +950,15 @@ struct TableView {
     copyPendingRow(Components{}, s, dest);
     exp_alt[dest] = e;
     key_alt[dest] = k;
-    pending_dest[j] = dest;
+    entity_alt[dest] = newEntity(j, dest);
+  }
+  /// The entity of the j-th new row in sorted order, placed at row `dest`: the free indices
+  /// go oldest first (commitRankRows appended this commit's freed ones) to the new rows in
+  /// sorted order.
+  MV_HD Entity newEntity(int64_t j, int64_t dest) const {
+    const uint32_t index = free_ring[ringSlot(free_head + j)];
+    slot_row[index] = static_cast<uint32_t>(dest);
+    return Entity{index, slot_gen[index]};
   }
 
   /**
@@ -940,7 +974,7 @@ struct TableView {
     const uint32_t* sorted = sortedPending();
     parallelFor(policy, commit_exp_end - commit_exp_first, [&](int64_t i) {
       const auto e = static_cast<ExpId>(commit_exp_first + i);
-      if (exp_pending[e] == 0 && exp_destroyed[e] == 0) return;
+      if (!changes(e)) return;
       const int64_t begin = exp_begin[e];
       const int64_t old_end = begin + exp_rows[e];
       int64_t survivors_end = begin;
@@ -966,47 +1000,30 @@ struct TableView {
         putPendingRow(Components{}, p, out);
         exp[out] = e;
         key[out] = k;
-        pending_dest[j] = out;
+        entity[out] = newEntity(j, out);
       }
       for (int64_t r = begin + exp_rows_alt[e]; r < old_end; ++r) exp[r] = kGapRow;
     });
   }
 
-  /// Hands free entity indices (oldest first) to the new rows in sorted order.
+  /// True when this commit creates or destroys rows of experiment e. Read from the prefix
+  /// sums, not exp_pending and exp_destroyed, which the scatter's phase resets.
+  MV_HD bool changes(ExpId e) const {
+    return exp_pending_before[e + 1] != exp_pending_before[e] || exp_rows_alt[e] != exp_rows[e];
+  }
+
+  /// Counts the commit in each changed experiment's generation and layout and resets its
+  /// counters. Runs in the scatter's phase: nothing there reads exp_pending or exp_destroyed.
   MV_EXEC_CHECK_DISABLE
   template <class Policy>
-  MV_HD void commitAssignEntities(const Policy& policy) {
+  MV_HD void commitCountChanges(const Policy& policy) {
     if (status & kStatusCapacityOverflow) return;
-    parallelFor(policy, pendingCount(), [&](int64_t j) {
-      const uint32_t index = free_ring[ringSlot(free_head + j)];
-      const int64_t dest = pending_dest[j];
-      (commit_in_place != 0u ? entity : entity_alt)[dest] = Entity{index, slot_gen[index]};
-      slot_row[index] = static_cast<uint32_t>(dest);
-    });
     parallelFor(policy, num_exps, [&](int64_t e) {
       if (exp_pending[e] != 0) exp_generation[e] += 1;
       if (exp_pending[e] != 0 || exp_destroyed[e] != 0) exp_layout[e] += 1;
       exp_pending[e] = 0;
       exp_destroyed[e] = 0;
     });
-  }
-
-  MV_HD void commitFinish() {
-    if (!(status & kStatusCapacityOverflow)) {
-      if (commit_in_place == 0u) {
-        swapColumns(Components{});
-        detail::swapPointers(entity, entity_alt);
-        detail::swapPointers(exp, exp_alt);
-        detail::swapPointers(key, key_alt);
-      }
-      detail::swapPointers(exp_begin, exp_begin_alt);
-      detail::swapPointers(exp_rows, exp_rows_alt);
-      free_head = ringSlot(free_head + pendingCount());
-      live += pendingCount() - destroyed;
-      rows = exp_begin[num_exps];
-    }
-    pending = 0;
-    destroyed = 0;
   }
 };
 

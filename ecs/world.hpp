@@ -206,6 +206,7 @@ class World {
     const SerialPolicy serial;
     const int phases = t.commitPhaseCount();
     for (int p = 0; p < phases; ++p) t.commitPhase(serial, p);
+    t.commitFinish();
     if (t.status != kStatusOk) throw std::runtime_error(statusMessage(t.status, A::kName));
   }
   /// Commits every table.
@@ -359,7 +360,6 @@ class World {
     f(t.dead, handles);
     f(t.pending_exp, pend);
     f(t.pending_key, pend);
-    f(t.pending_dest, pend);
     f(t.sort_a, pend);
     f(t.sort_b, pend);
     f(t.slot_row, handles);
