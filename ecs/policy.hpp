@@ -55,6 +55,7 @@ MV_HD MV_INLINE void parallelFor(const Policy& policy, int64_t n, F&& f) {
 /// Threads of `policy` that parallelFor gives at least one of n indices: min(n, threads),
 /// for the grid-stride loop (threads below n) and the contiguous one (n / threads rounded
 /// down or up each, none empty when n >= threads; n non-empty parts otherwise).
+MV_EXEC_CHECK_DISABLE
 template <class Policy>
 MV_HD MV_INLINE int64_t parallelForThreads(const Policy& policy, int64_t n) {
   return n < policy.count() ? n : policy.count();

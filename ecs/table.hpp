@@ -832,6 +832,7 @@ struct TableView {
 
   /// Moves survivors and new rows to their merged place in the alternate columns: within
   /// an experiment, rows are ordered by creation key. The new regions' slack becomes gap rows.
+  MV_EXEC_CHECK_DISABLE
   template <class Policy>
   MV_HD void commitScatter(const Policy& policy) {
     if (status & kStatusCapacityOverflow) return;

@@ -428,6 +428,7 @@ struct BinaryHeap {
 };
 
 /// Experiment e's fluid state and counters.
+MV_EXEC_CHECK_DISABLE
 template <class WV>
 MV_HD FluidNetState& fluidNetState(WV& w, ExpId e) {
   TableView<FluidNet>& nets = w.template table<FluidNet>();

@@ -16,6 +16,7 @@
 #include "network/flow_builder.hpp"
 #include "network/flow_sim.hpp"
 #include "systems/network_layout.hpp"
+#include "tests/support/random_flows.hpp"
 #include "topologies/generators.hpp"
 #include "topologies/routing.hpp"
 
@@ -35,30 +36,17 @@ struct Case {
   bool recompute_all = false;
 };
 
+/// The counters a run keeps of each experiment, in this order (BatchResult::counters).
+enum CaseCounter { kEvents, kFillRounds, kWholeRefills, kFlowsDone, kOverflow, kActive, kBusyLinks, kCaseCounters };
+
 /// What a run leaves: every record's finish and the experiments' counters.
 struct BatchResult {
   std::vector<int64_t> finishes;
-  std::vector<int64_t> counters;
+  std::vector<int64_t> counters;  ///< kCaseCounters per experiment
   uint32_t status = 0;
+  int64_t counter(std::size_t exp, CaseCounter c) const { return counters[exp * kCaseCounters + c]; }
   bool operator==(const BatchResult&) const = default;
 };
-
-/// `n` flows between pseudo-random NICs of `nics`, of mixed sizes, arriving over `spread_ps`.
-std::vector<Flow> randomFlows(uint32_t nics, uint32_t n, int64_t spread_ps, uint64_t seed) {
-  std::vector<Flow> flows;
-  uint64_t x = seed;
-  auto next = [&x](uint64_t m) {
-    x = x * 6364136223846793005ull + 1442695040888963407ull;
-    return (x >> 33) % m;
-  };
-  for (uint32_t i = 0; i < n; ++i) {
-    const auto src = static_cast<uint32_t>(next(nics));
-    const auto dst = static_cast<uint32_t>((src + 1 + next(nics - 1)) % nics);
-    flows.push_back(Flow{src, dst, 10'000 + static_cast<int64_t>(next(300'000)),
-                         spread_ps > 0 ? static_cast<int64_t>(next(static_cast<uint64_t>(spread_ps))) : 0});
-  }
-  return flows;
-}
 
 BatchResult runBatch(const std::vector<Case>& cases, bool gpu) {
   net::FluidWorld world(static_cast<uint32_t>(cases.size()), TableCapacity{1 << 12, 1 << 12});
@@ -93,8 +81,9 @@ BatchResult runBatch(const std::vector<Case>& cases, bool gpu) {
   for (int64_t row = 0; row < records.rows; ++row) out.finishes.push_back(records.get<net::FlowResult>(row).finish_ps);
   for (ExpId e = 0; e < cases.size(); ++e) {
     const net::FluidNetState& st = net::fluidNetState(world, e);
-    out.counters.insert(out.counters.end(), {st.events, st.fill_rounds, st.whole_refills, st.flows_done, st.overflow,
-                                             st.active, st.busy_links});
+    const int64_t counters[kCaseCounters] = {st.events,   st.fill_rounds, st.whole_refills, st.flows_done,
+                                             st.overflow, st.active,      st.busy_links};
+    out.counters.insert(out.counters.end(), counters, counters + kCaseCounters);
   }
   return out;
 }
@@ -107,14 +96,14 @@ TEST_CASE("the flow level on the GPU, a warp per experiment, equals the CPU back
   const Topology star = makeStar(33, gigabitsPerSecond(100), microseconds(1));
   std::vector<Case> cases;
   // Arrivals spread out: most events refill a small component, its drains re-sorted one by one.
-  cases.push_back(Case{&k8, randomFlows(128, 96, 40'000'000, 12345)});
+  cases.push_back(Case{&k8, test::randomFlows<Flow>(128, 96, 300'000, 40'000'000, 12345)});
   // The same flows, every event refilling every flow (the queue rebuilt each time).
-  cases.push_back(Case{&k8, randomFlows(128, 96, 40'000'000, 12345), true});
+  cases.push_back(Case{&k8, test::randomFlows<Flow>(128, 96, 300'000, 40'000'000, 12345), true});
   // Everything at once on a smaller fabric: whole refills of many links.
-  cases.push_back(Case{&k4, randomFlows(16, 80, 0, 777)});
+  cases.push_back(Case{&k4, test::randomFlows<Flow>(16, 80, 300'000, 0, 777)});
   // Hundreds of flows on a small fabric: the lanes' search gives up on the events whose
   // components hold most of them, as the CPU's does (whole_refills is compared too).
-  cases.push_back(Case{&k4, randomFlows(16, 400, 20'000'000, 2024)});
+  cases.push_back(Case{&k4, test::randomFlows<Flow>(16, 400, 300'000, 20'000'000, 2024)});
   // 32 flows into one NIC: one bottleneck link shared by more flows than a warp has lanes.
   std::vector<Flow> incast;
   for (uint32_t i = 1; i <= 32; ++i) incast.push_back(Flow{i, 0, 20'000 * i, 500'000 * (i % 5)});
@@ -123,7 +112,7 @@ TEST_CASE("the flow level on the GPU, a warp per experiment, equals the CPU back
   const BatchResult gpu = runBatch(cases, true);
   CHECK(cpu.status == 0u);
   CHECK(cpu.finishes.size() == 96u + 96u + 80u + 400u + 32u);
-  CHECK(cpu.counters[3 * 7 + 2] > 0);  // the fourth case's whole refills: the search gave up
+  CHECK(cpu.counter(3, kWholeRefills) > 0);  // the fourth case: the search gave up
   CHECK(gpu == cpu);
 }
 

@@ -16,6 +16,7 @@
 #include "network/flow_builder.hpp"
 #include "network/flow_sim.hpp"
 #include "tests/support/net_scenario.hpp"
+#include "tests/support/random_flows.hpp"
 #include "topologies/generators.hpp"
 
 using namespace mv;
@@ -121,24 +122,6 @@ std::vector<int64_t> ratesAfterFirstStep(const FluidCase& c) {
     rates.push_back(flows.get<net::FluidFlowState>(row).rate_bps);
   }
   return rates;
-}
-
-/// `n` flows between pseudo-random NICs of `nics`, of 10 kB plus up to `extra_bytes`,
-/// arriving over `spread_ps` (a fixed sequence for each seed).
-std::vector<FlowDef> randomFlows(uint32_t nics, uint32_t n, uint64_t extra_bytes, uint64_t spread_ps, uint64_t seed) {
-  uint64_t x = seed;
-  auto next = [&x](uint64_t m) {
-    x = x * 6364136223846793005ull + 1442695040888963407ull;
-    return (x >> 33) % m;
-  };
-  std::vector<FlowDef> flows;
-  for (uint32_t i = 0; i < n; ++i) {
-    const auto src = static_cast<uint32_t>(next(nics));
-    const auto dst = static_cast<uint32_t>((src + 1 + next(nics - 1)) % nics);
-    flows.push_back(
-        FlowDef{src, dst, 10'000 + static_cast<int64_t>(next(extra_bytes)), static_cast<int64_t>(next(spread_ps))});
-  }
-  return flows;
 }
 
 int64_t ser(int64_t bytes, int64_t rate_bps) { return serializationTime(Bytes{bytes}, BitsPerSecond{rate_bps}).ps; }
@@ -416,7 +399,7 @@ TEST_CASE("refilling only the components an event touches gives the rates of ref
   const Topology tree = makeFatTree(FatTreeParams{8});
   FluidCase c;
   c.topo = &tree;
-  c.flows = randomFlows(128, 64, 400'000, 40'000'000, 12345);
+  c.flows = randomFlows<FlowDef>(128, 64, 400'000, 40'000'000, 12345);
   const auto [local, all] = runLocalAndWhole(c);
   // Each event refilled a part: fewer bottleneck rounds than refilling everything.
   CHECK(local.counters.whole_refills == 0);
@@ -434,7 +417,7 @@ TEST_CASE("an event whose components hold most active flows refills every flow, 
   const Topology tree = makeFatTree(FatTreeParams{4});
   FluidCase c;
   c.topo = &tree;
-  c.flows = randomFlows(16, 400, 200'000, 20'000'000, 2024);
+  c.flows = randomFlows<FlowDef>(16, 400, 200'000, 20'000'000, 2024);
   const auto [local, all] = runLocalAndWhole(c);
   // Some events gave up (527 of 800 when written), the others refilled components only.
   CHECK(local.counters.whole_refills > 0);
