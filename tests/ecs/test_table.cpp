@@ -276,7 +276,7 @@ TEST_CASE("a commit gives the same rows and handles at every width, grid-stride 
   }
 }
 
-TEST_CASE("a commit takes 6 phases up to 1,024 pending rows, then one more per doubling", "[table]") {
+TEST_CASE("a commit takes 4 phases up to 1,024 pending rows, then one more per doubling", "[table]") {
   // Pending keys in descending order, so that every sort round has work; both paths at
   // widths that split the runs differently must give the one sorted order.
   for (const int pending : {1, 2, 255, 256, 257, 512, 513, 1500}) {
