@@ -416,6 +416,29 @@ struct BinaryHeap {
   MV_HD static void heapify(const Q& q, uint32_t size) {
     for (uint32_t i = size / 2; i-- > 0;) siftDown(q, i, size);
   }
+  /// heapify by the lanes of `team` together (`size` the same on every lane), a level of the
+  /// tree at a time from the deepest: the entries of one level head disjoint subtrees, so
+  /// the lanes share them, and a team sync ends each level. heapify sifts each level's entries
+  /// after every deeper one's too, so both leave the same layout; no lane walks every entry.
+  template <class Team>
+  MV_HD static void heapifyTogether(const Team& team, const Q& q, uint32_t size) {
+    if constexpr (Team::kSize == 1) {
+      heapify(q, size);
+    } else {
+      team.sync();                        // every lane's writes of the entries before any lane sifts them
+      const uint32_t parents = size / 2;  // entries [0, parents) have a child
+      if (parents == 0) return;
+      uint32_t level = 0;  // first entry of the deepest level holding a parent
+      while (2 * level + 1 < parents) level = 2 * level + 1;
+      for (;;) {
+        const uint32_t end = 2 * level + 1 < parents ? 2 * level + 1 : parents;
+        for (uint32_t i = level + static_cast<uint32_t>(team.lane()); i < end; i += Team::kSize) siftDown(q, i, size);
+        team.sync();
+        if (level == 0) return;
+        level = (level - 1) / 2;
+      }
+    }
+  }
   /// Takes the least of `size` entries out: it goes to entry size - 1, just past the heap.
   MV_HD static void popTo(const Q& q, uint32_t size) {
     const auto top = q.entry(0);
@@ -537,9 +560,10 @@ struct FluidSystem {
   };
 
   /**
-   * One experiment's loop, run by the lanes of `team` together. The events and the drain
-   * queue are the leader's (lane 0): the counters below are current on the leader only,
-   * but for `refilled`. The team searches the components to refill together
+   * One experiment's loop, run by the lanes of `team` together. The events are the
+   * leader's (lane 0): it pops and pushes the queues and moves single drains, and the
+   * counters below are current on it only, but for `refilled`. The lanes build the queues
+   * together (heapifyTogether). The team searches the components to refill together
    * (reachComponents). A team of more than one shares each water-filling (fillTogether);
    * alone, the loop fills with a heap of links (fillAlone). Both give the same rates: every
    * round freezes the link with the least (fair share, link index).
@@ -571,6 +595,7 @@ struct FluidSystem {
     MV_HD void step() {
       const int64_t end = ctx.window_end.ps;
       if (team.leader()) begin();
+      BinaryHeap<ArrivalQueue>::heapifyTogether(team, arrivals(), team.broadcast(arriving));
       for (;;) {
         int64_t t = 0;
         int32_t taken = 1;
@@ -589,7 +614,7 @@ struct FluidSystem {
       if (next != INT64_MAX) ctx.wakeAt(Picoseconds{next});
     }
 
-    /// The leader takes the step's lists: records due, arrivals into their queue.
+    /// The leader takes the step's lists: records due, arrivals (their queue is built next).
     MV_HD void begin() {
       queued = st.active;
       arriving = st.arrivals;
@@ -599,7 +624,6 @@ struct FluidSystem {
       }
       st.arrivals = 0;
       st.finishes = 0;
-      BinaryHeap<ArrivalQueue>::heapify(arrivals(), arriving);
     }
 
     /// The leader handles the drains and arrivals at `t`; false when an arrival found no
@@ -639,15 +663,14 @@ struct FluidSystem {
       BinaryHeap<DrainQueue>::siftUp(drains(), i);
       BinaryHeap<DrainQueue>::siftDown(drains(), tables.block(f.block).slot, queued);
     }
-    /// Brings the drain times of the `count` queued flows up to date, the team's lanes
-    /// sharing them, and the leader restores the queue's order at once.
+    /// Brings the drain times of the `count` queued flows up to date and restores the
+    /// queue's order at once, the team's lanes sharing both.
     MV_HD void requeueAll(uint32_t count) {
       for (uint32_t i = team.lane(); i < count; i += Team::kSize) {
         FluidDrainSlot& e = tables.drain(i);
         e.time = state(flow0 + tables.block(e.block).flow).drain_ps;
       }
-      team.sync();
-      if (team.leader()) BinaryHeap<DrainQueue>::heapify(drains(), count);
+      BinaryHeap<DrainQueue>::heapifyTogether(team, drains(), count);
     }
     /// Unfreezes the `count` queued flows, the team's lanes sharing them (a whole refill).
     MV_HD void unfreezeQueued(uint32_t count) {

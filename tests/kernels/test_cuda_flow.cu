@@ -8,6 +8,7 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <random>
 #include <vector>
 
 #include "kernels/cpu/cpu_executor.hpp"
@@ -88,7 +89,83 @@ BatchResult runBatch(const std::vector<Case>& cases, bool gpu) {
   return out;
 }
 
+/// An entry of the heap test: a time with ties, broken by a key unique over the whole test.
+struct HeapItem {
+  int64_t time;
+  uint32_t key;
+  bool operator==(const HeapItem&) const = default;
+};
+
+/// A queue over a segment of items; `where[key]` keeps each entry's place, as the drain
+/// queue's blocks do.
+struct HeapSegment {
+  HeapItem* items;
+  uint32_t* where;
+  MV_HD HeapItem entry(uint32_t i) const { return items[i]; }
+  MV_HD void place(uint32_t i, const HeapItem& e) const {
+    items[i] = e;
+    where[e.key] = i;
+  }
+  MV_HD static bool before(const HeapItem& a, const HeapItem& b) {
+    return a.time != b.time ? a.time < b.time : a.key < b.key;
+  }
+};
+
+/// Warp w builds the heap of items [first[w], first[w + 1]), its lanes together.
+__global__ void heapifyByWarps(HeapItem* items, uint32_t* where, const uint32_t* first) {
+  const CudaGridPolicy p;
+  const WarpTeam team = p.team();
+  const int64_t w = p.rank() / WarpTeam::kSize;
+  const HeapSegment q{items + first[w], where};
+  net::BinaryHeap<HeapSegment>::heapifyTogether(team, q, first[w + 1] - first[w]);
+}
+
+template <class T>
+T* upload(const std::vector<T>& host) {
+  T* dev = nullptr;
+  REQUIRE(cudaMalloc(&dev, host.size() * sizeof(T)) == cudaSuccess);
+  REQUIRE(cudaMemcpy(dev, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess);
+  return dev;
+}
+
+template <class T>
+void download(std::vector<T>& host, T* dev) {
+  REQUIRE(cudaMemcpy(host.data(), dev, host.size() * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
+  REQUIRE(cudaFree(dev) == cudaSuccess);
+}
+
 }  // namespace
+
+TEST_CASE("a warp's lanes build a heap together with the layout one thread's heapify gives", "[gpu][network][flow]") {
+  // Sizes around a warp's width and a tree's level boundaries; times with many ties.
+  const std::vector<uint32_t> sizes = {0, 1, 2, 3, 4, 7, 31, 32, 33, 63, 64, 65, 100, 1000, 2049};
+  std::vector<uint32_t> first = {0};
+  for (const uint32_t n : sizes) first.push_back(first.back() + n);
+  std::vector<HeapItem> items(first.back());
+  std::mt19937_64 rng(99);
+  for (uint32_t i = 0; i < items.size(); ++i) items[i] = HeapItem{static_cast<int64_t>(rng() % 50), i};
+  std::vector<uint32_t> where(items.size(), 0);
+
+  std::vector<HeapItem> expect = items;
+  std::vector<uint32_t> expect_where = where;
+  for (std::size_t s = 0; s < sizes.size(); ++s) {
+    const HeapSegment q{expect.data() + first[s], expect_where.data()};
+    net::BinaryHeap<HeapSegment>::heapify(q, sizes[s]);
+    for (uint32_t i = 1; i < sizes[s]; ++i) REQUIRE(!HeapSegment::before(q.entry(i), q.entry((i - 1) / 2)));
+  }
+
+  HeapItem* dev_items = upload(items);
+  uint32_t* dev_where = upload(where);
+  uint32_t* dev_first = upload(first);
+  void* args[] = {&dev_items, &dev_where, &dev_first};
+  const dim3 block(static_cast<unsigned>(sizes.size() * WarpTeam::kSize));
+  REQUIRE(cudaLaunchKernel(heapifyByWarps, dim3(1), block, args, 0, nullptr) == cudaSuccess);
+  download(items, dev_items);
+  download(where, dev_where);
+  download(first, dev_first);
+  CHECK(items == expect);
+  CHECK(where == expect_where);
+}
 
 TEST_CASE("the flow level on the GPU, a warp per experiment, equals the CPU backend", "[gpu][network][flow]") {
   const Topology k8 = makeFatTree(FatTreeParams{8});
