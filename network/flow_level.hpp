@@ -88,7 +88,7 @@ struct FluidLinkFill {
   uint32_t flows = 0;       ///< active flows crossing the link
   uint32_t unfrozen = 0;    ///< filling: of which not yet frozen
   uint32_t head = kNone32;  ///< first path node of its flows (a list through FluidIncidence rows)
-  uint32_t first = 0;       ///< whole refills: first FluidIncidentFlow row of its flows
+  uint32_t first = 0;       ///< first FluidIncidentFlow row of its flows (whole refills; every fill by a team)
   uint8_t changed = 0;      ///< a flow crossing it arrived or drained since the last filling
   uint8_t reached = 0;      ///< in a component the current filling recomputes
   uint8_t pad[2] = {};
@@ -960,13 +960,45 @@ struct FluidSystem {
       const int32_t requeue_all = team.broadcast(team.leader() && uint64_t{refilled} * 8 > queued ? 1 : 0);
       if (requeue_all != 0) {
         requeueAll(queued_now);
-      } else if (team.leader()) {  // each refilled flow is listed once per link: re-sort it once
-        for (uint32_t i = 0; i < listed; ++i) {
-          const int64_t r = flow0 + tables.incident(i);
-          const FluidFlowState& f = state(r);
-          if (tables.drain(tables.block(f.block).slot).time != f.drain_ps) requeue(r);
-        }
+      } else {
+        requeueMoved(listed);
       }
+    }
+    /**
+     * Re-sorts the drains a partial refill moved. The lanes share the `listed` flows (each
+     * listed once per link it crosses, so each counts under its first link only) and list
+     * the moved ones, in listing order, in the step's finish slots (FluidListSlot from the
+     * experiment's last flow row; begin() has taken that list, and the loop makes none);
+     * the leader sifts each. The moved flows are active, and the rows hold every active
+     * flow and every arrival left, so the two lists never meet.
+     */
+    MV_HD void requeueMoved(uint32_t listed) {
+      const auto lane = static_cast<int64_t>(team.lane());
+      const auto lo = static_cast<uint32_t>(partBegin(listed, Team::kSize, lane));
+      const auto hi = static_cast<uint32_t>(partBegin(listed, Team::kSize, lane + 1));
+      uint32_t mine = 0;
+      for (uint32_t i = lo; i < hi; ++i) mine += movedAt(i) ? 1u : 0u;
+      uint32_t moved = 0;
+      uint32_t at = team.exclusiveSum(mine, moved);
+      for (uint32_t i = lo; i < hi; ++i) {
+        if (movedAt(i))
+          flows.template get<FluidListSlot>(fluidFinishRow(flows, ctx.exp, at++)).row = tables.incident(i);
+      }
+      team.sync();  // every lane's list entries before the leader reads them
+      if (!team.leader()) return;
+      MV_ASSERT(moved <= queued && flow0 + queued + arriving <= flows.expEnd(ctx.exp),
+                "the moved drains' list and the arrivals' share the experiment's flow rows");
+      for (uint32_t j = 0; j < moved; ++j) {
+        requeue(flow0 + flows.template get<FluidListSlot>(fluidFinishRow(flows, ctx.exp, j)).row);
+      }
+    }
+    /// Whether incident entry i lists its flow under the flow's first link and the flow's
+    /// drain has moved.
+    MV_HD bool movedAt(uint32_t i) const {
+      const FluidFlowState& f = state(flow0 + tables.incident(i));
+      const FluidLinkFill& k = tables.fill(tables.hop(f.block, info.path_stride, 0));
+      if (i < k.first || i >= k.first + k.flows) return false;
+      return tables.drain(tables.block(f.block).slot).time != f.drain_ps;
     }
 
     MV_HD static bool shareLess(const FluidShareEntry& a, const FluidShareEntry& b) {
