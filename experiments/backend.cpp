@@ -14,24 +14,33 @@
 
 namespace mv {
 
+namespace {
+
+/// "cpu (3 workers of 5 threads)", "(2 workers of 2-3 threads)", "(1 worker of 4 threads)";
+/// one worker or none is just "cpu" unless `count_one`.
+std::string describeCpuWorkers(const std::vector<int>& threads, bool count_one) {
+  if (threads.empty() || (threads.size() == 1 && !count_one)) return "cpu";
+  const bool even = std::all_of(threads.begin(), threads.end(), [&](int t) { return t == threads[0]; });
+  std::string s = "cpu (" + std::to_string(threads.size()) + (threads.size() == 1 ? " worker of " : " workers of ");
+  const std::string most = std::to_string(threads[0]);
+  s += even ? most : std::to_string(threads.back()) + "-" + most;
+  return s + (even && threads[0] == 1 ? " thread)" : " threads)");
+}
+
+}  // namespace
+
 std::string BackendPlan::describe() const {
-  if (!cuda) {
-    if (cpu_threads.size() <= 1) return "cpu";
-    const bool even = std::all_of(cpu_threads.begin(), cpu_threads.end(), [&](int t) { return t == cpu_threads[0]; });
-    std::string s = "cpu (" + std::to_string(cpu_threads.size()) + " workers of ";
-    const std::string most = std::to_string(cpu_threads[0]);
-    s += even ? most : std::to_string(cpu_threads.back()) + "-" + most;
-    return s + (even && cpu_threads[0] == 1 ? " thread)" : " threads)");
-  }
+  if (!cuda) return describeCpuWorkers(cpu_threads, false);
   std::string s = "cuda (device";
   s += devices.size() == 1 ? " " : "s ";
   for (size_t i = 0; i < devices.size(); ++i) s += (i > 0 ? ", " : "") + std::to_string(devices[i]);
-  return s + ")";
+  s += ")";
+  return cpu_threads.empty() ? s : s + ", flow level on " + describeCpuWorkers(cpu_threads, true);
 }
 
-int64_t BackendPlan::batchSize(int64_t requested) const {
+int64_t BackendPlan::batchSize(int64_t requested, int w) const {
   if (requested >= 0) return requested;
-  return cuda ? 0 : kCpuAutoBatchSize;
+  return onDevice(w) ? 0 : kCpuAutoBatchSize;
 }
 
 bool cudaBackendBuilt() {
@@ -52,7 +61,7 @@ int usableCudaDevices() {
 
 int64_t deviceMemoryBudget(const BackendPlan& plan, int worker) {
 #ifdef MV_HAVE_CUDA
-  if (!plan.cuda) return 0;
+  if (!plan.onDevice(worker)) return 0;
   const int64_t free = cudaDeviceFreeBytes(plan.devices.at(static_cast<size_t>(worker)));
   return free > 0 ? static_cast<int64_t>(static_cast<double>(free) * kDeviceMemoryShare) : 0;
 #else
@@ -94,7 +103,7 @@ BackendPlan planBackend(const std::string& backend, int devices, int available, 
 
 std::string confirmAutoBackend(BackendPlan& plan, const std::string& requested, CheckedWorlds worlds) {
   if (requested != "auto" || !plan.cuda) return "";
-  for (int w = 0; w < plan.workers(); ++w) {
+  for (int w = 0; w < static_cast<int>(plan.devices.size()); ++w) {
     const std::string problem = worlds == CheckedWorlds::kTraining ? compareTrainingWithCpu(stepRunner(plan, w))
                                                                    : compareBackendWithCpu(networkStepRunner(plan, w));
     if (problem.empty()) continue;
@@ -104,6 +113,21 @@ std::string confirmAutoBackend(BackendPlan& plan, const std::string& requested, 
            "); running on the CPU instead (--backend cuda skips the check)";
   }
   return "";
+}
+
+std::string placeFlowLevelOnCpu(BackendPlan& plan, const std::string& requested, int64_t flow_level,
+                                int64_t experiments) {
+  if (requested != "auto" || !plan.cuda || flow_level == 0) return "";
+  const std::string why =
+      " (their event loop keeps one GPU lane per experiment busy; on an H200 64 of them took "
+      "15-40x the time of 16 CPU cores); --backend cuda runs them on the GPU";
+  if (flow_level == experiments) {
+    plan = planBackend("cpu", 0, 0, false);
+    return "all " + std::to_string(experiments) + " experiments are flow-level, so they run on the CPU" + why;
+  }
+  plan.flow_on_cpu = true;
+  return std::to_string(flow_level) + " of " + std::to_string(experiments) +
+         " experiments are flow-level; they run on the CPU beside the GPU" + why;
 }
 
 void shareDevicesOnNode(BackendPlan& plan, int local_rank, int local_size) {
@@ -118,14 +142,15 @@ void shareDevicesOnNode(BackendPlan& plan, int local_rank, int local_size) {
 }
 
 void planCpuWorkers(BackendPlan& plan, int requested, int threads, int64_t experiments) {
-  if (plan.cuda) {
+  if (plan.cuda && !plan.flow_on_cpu) {
     if (requested > 0) plan.error = "--cpu-workers applies to the cpu backend only";
     return;
   }
-  const int total = threads > 0 ? threads : defaultCpuThreads();
+  int total = threads > 0 ? threads : defaultCpuThreads();
+  if (plan.cuda) total = std::max(1, total - static_cast<int>(plan.devices.size()));
   if (requested > total) {
     plan.error = "--cpu-workers " + std::to_string(requested) + " needs at least as many CPU threads, but there are " +
-                 std::to_string(total) + " (--threads)";
+                 std::to_string(total) + (plan.cuda ? " (--threads, less one per GPU)" : " (--threads)");
     return;
   }
   const int64_t most = std::max<int64_t>(1, std::min<int64_t>(total, experiments));
@@ -136,7 +161,7 @@ void planCpuWorkers(BackendPlan& plan, int requested, int threads, int64_t exper
 
 TrainingStepRunner stepRunner(const BackendPlan& plan, int worker) {
 #ifdef MV_HAVE_CUDA
-  if (plan.cuda) return cudaTrainingRunner(plan.devices.at(static_cast<size_t>(worker)));
+  if (plan.onDevice(worker)) return cudaTrainingRunner(plan.devices.at(static_cast<size_t>(worker)));
 #else
   (void)worker;
   (void)plan;
@@ -146,7 +171,7 @@ TrainingStepRunner stepRunner(const BackendPlan& plan, int worker) {
 
 net::NetworkStepRunner networkStepRunner(const BackendPlan& plan, int worker) {
 #ifdef MV_HAVE_CUDA
-  if (plan.cuda) return cudaNetworkRunner(plan.devices.at(static_cast<size_t>(worker)));
+  if (plan.onDevice(worker)) return cudaNetworkRunner(plan.devices.at(static_cast<size_t>(worker)));
 #else
   (void)worker;
   (void)plan;

@@ -20,31 +20,43 @@ namespace mv {
 /// (bench/README.md "Batch size on the CPU"), so larger sweeps run as several batches.
 inline constexpr int64_t kCpuAutoBatchSize = 8;
 
-/// The resolved choice: CPU workers, or one worker per CUDA device.
+/// The resolved choice: CPU workers, or one worker per CUDA device, with CPU workers beside
+/// the devices for flow-level experiments when `--backend auto` placed them there
+/// (placeFlowLevelOnCpu).
 struct BackendPlan {
   bool cuda = false;
-  /// CUDA device indices, one worker each; empty for the CPU.
+  /// CUDA device indices, one worker each (workers 0 to devices.size() - 1); empty for the CPU.
   std::vector<int> devices;
-  /// CPU: OpenMP threads of each worker, one entry per worker (set by planCpuWorkers;
-  /// empty: one worker with the default threads).
+  /// On the CPU: OpenMP threads of each worker, one entry per worker (set by planCpuWorkers;
+  /// empty: one worker with the default threads). On CUDA: the CPU workers after the
+  /// devices' workers, which run the flow-level experiments (empty unless flow_on_cpu).
   std::vector<int> cpu_threads;
+  /// CUDA only: flow-level experiments run on CPU workers beside the devices.
+  bool flow_on_cpu = false;
   /// Why the request cannot be met (empty when it can).
   std::string error;
 
-  /// Workers that run batches side by side: one per device, or the CPU workers.
+  /// Workers that run batches side by side: one per device, then the CPU workers.
   int workers() const {
-    return cuda ? static_cast<int>(devices.size()) : std::max(static_cast<int>(cpu_threads.size()), 1);
+    const auto cpu = static_cast<int>(cpu_threads.size());
+    return cuda ? static_cast<int>(devices.size()) + cpu : std::max(cpu, 1);
   }
-  /// OpenMP threads of worker `w` on the CPU, or `threads` (the --threads request) on CUDA.
+  /// Whether worker `w` runs on a CUDA device (else on the CPU).
+  bool onDevice(int w) const { return cuda && w < static_cast<int>(devices.size()); }
+  /// Whether an experiment of `fidelity` runs on the CPU workers of this plan.
+  bool onCpu(NetworkFidelity fidelity) const { return !cuda || (flow_on_cpu && fidelity == NetworkFidelity::kFlow); }
+  /// OpenMP threads of worker `w` on the CPU, or `threads` (the --threads request) on a device.
   int threadsOf(int w, int threads) const {
-    return cuda || cpu_threads.empty() ? threads : cpu_threads.at(static_cast<size_t>(w));
+    if (onDevice(w) || cpu_threads.empty()) return threads;
+    return cpu_threads.at(static_cast<size_t>(w - (cuda ? static_cast<int>(devices.size()) : 0)));
   }
-  /// What to print: "cpu", "cpu (2 workers of 1 thread)" or "cuda (devices 0, 1)".
+  /// What to print: "cpu", "cpu (2 workers of 1 thread)", "cuda (devices 0, 1)" or
+  /// "cuda (device 0), flow level on cpu (3 workers of 5 threads)".
   std::string describe() const;
-  /// Most experiments per batch for `--batch-size requested` (-1 = auto, 0 = no cap): auto
-  /// is kCpuAutoBatchSize on the CPU and no cap on CUDA, where one batch fills a GPU. The
-  /// memory budget (`--max-memory`) splits batches further either way.
-  int64_t batchSize(int64_t requested) const;
+  /// Most experiments per batch of worker `w` for `--batch-size requested` (-1 = auto, 0 =
+  /// no cap): auto is kCpuAutoBatchSize on the CPU and no cap on a device, where one batch
+  /// fills a GPU. The memory budget (`--max-memory`) splits batches further either way.
+  int64_t batchSize(int64_t requested, int w) const;
 };
 
 /// Share of a device's free memory one batch's world may take on the CUDA backend; the rest
@@ -80,9 +92,23 @@ void shareDevicesOnNode(BackendPlan& plan, int local_rank, int local_size);
  * `threads` threads (0 = all cores) as evenly as possible. A worker's experiments never
  * wait at a barrier for another worker's, so on the CPU several one-thread workers beat
  * one worker whose threads split each step (bench/README.md "CPU workers"). Sets
- * plan.error when more workers than threads are requested; does nothing on CUDA.
+ * plan.error when more workers than threads are requested. On CUDA it plans the CPU
+ * workers of the flow-level experiments when plan.flow_on_cpu, over the threads less one
+ * per device (each device's worker keeps a host thread busy), at least one; otherwise it
+ * refuses a requested count and leaves the plan as it is.
  */
 void planCpuWorkers(BackendPlan& plan, int requested, int threads, int64_t experiments);
+
+/**
+ * With `requested` "auto" and a CUDA plan, places flow-level experiments on the CPU: their
+ * event loop keeps one GPU lane busy per experiment, and on an H200 64 of them took 15-40x
+ * the time of 16 CPU cores (bench/README.md "The flow level on a GPU"). Of `experiments`,
+ * `flow_level` are flow-level. All of them: the plan becomes the CPU's. Some: the plan
+ * keeps its devices for the rest and sets flow_on_cpu. Returns the note to print ("" when
+ * nothing moved); `--backend cuda` keeps every experiment on the GPU.
+ */
+std::string placeFlowLevelOnCpu(BackendPlan& plan, const std::string& requested, int64_t flow_level,
+                                int64_t experiments);
 
 /// The step runner of worker `worker` of `plan` (empty = the CPU executor).
 TrainingStepRunner stepRunner(const BackendPlan& plan, int worker);

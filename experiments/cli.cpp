@@ -192,7 +192,7 @@ void addExperimentCountOption(CLI::App& app, int64_t& count, const std::string& 
 void addCpuWorkersOption(CLI::App& app, int& workers) {
   app.add_option_function<std::string>(
          "--cpu-workers", [&workers](const std::string& v) { workers = static_cast<int>(autoOrCountValue(v)); },
-         "CPU backend: workers running batches side by side, sharing --threads: auto (default: one per thread, no "
+         "Workers on the CPU running batches side by side, sharing --threads: auto (default: one per thread, no "
          "more than the experiments or than --max-memory holds) or N (docs/sweep.md)")
       ->check(autoOrCount(1, kMaxCpuWorkers, "workers"));
 }
@@ -221,7 +221,9 @@ int runCli(int argc, char** argv) {
   addExperimentCountOption(app, sweep.cpu_block, "--cpu-block", kCpuBlockHelp);
   addExperimentCountOption(app, sweep.batch_size, "--batch-size", kBatchSizeHelp);
   addCpuWorkersOption(app, sweep.cpu_workers);
-  app.add_option("--backend", sweep.backend, "auto, cpu or cuda (default auto: cuda when a GPU is usable, else cpu)")
+  app.add_option("--backend", sweep.backend,
+                 "auto, cpu or cuda (default auto: cuda when a GPU is usable, else cpu; flow-level experiments run "
+                 "on the CPU under auto)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_option("--devices", sweep.devices, "CUDA devices to spread the experiments over (default: all usable)")
       ->check(CLI::Range(1, 1024));

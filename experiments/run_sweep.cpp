@@ -438,25 +438,33 @@ void stopMpi() {
 #endif
 }
 
-/// A note when --backend auto chose a GPU for a sweep whose experiments' estimated cost is
-/// mostly flow-level: the flow level's event loop runs on one GPU thread per experiment,
-/// and on an H200 64 such experiments took 15-40x longer than on 16 CPU cores
-/// (bench/README.md "The flow level on a GPU"). Empty otherwise.
-std::string flowLevelOnGpuNote(const BackendPlan& plan, const std::string& requested, const std::vector<Job>& jobs) {
-  if (requested != "auto" || !plan.cuda) return "";
-  double flow = 0;
-  double all = 0;
-  int64_t flow_jobs = 0;
+/// Jobs of `jobs` that will run (not invalid), and how many of them are flow-level.
+std::pair<int64_t, int64_t> runnableAndFlowLevel(const std::vector<Job>& jobs) {
+  int64_t runnable = 0;
+  int64_t flow = 0;
   for (const Job& j : jobs) {
-    all += j.cost;
-    if (j.x.fidelity != NetworkFidelity::kFlow) continue;
-    flow += j.cost;
-    ++flow_jobs;
+    if (!j.invalid.empty()) continue;
+    ++runnable;
+    if (j.x.fidelity == NetworkFidelity::kFlow) ++flow;
   }
-  if (flow_jobs == 0 || 2 * flow < all) return "";
-  return std::to_string(flow_jobs) + " of " + std::to_string(jobs.size()) +
-         " experiments are flow-level, whose event loop runs on one GPU thread per experiment; on an H200 64 of "
-         "them ran 15-40x slower than on 16 CPU cores, so --backend cpu may be faster here";
+  return {runnable, flow};
+}
+
+/// Worker w's jobs of `jobs` under `plan`: each device's worker gets a share of the jobs that
+/// run on a device, each CPU worker a share of the others, of about equal estimated cost.
+std::vector<std::vector<const Job*>> placeJobs(const BackendPlan& plan, const std::vector<const Job*>& jobs) {
+  std::vector<const Job*> on_device;
+  std::vector<const Job*> on_cpu;
+  for (const Job* j : jobs) (plan.onCpu(j->x.fidelity) ? on_cpu : on_device).push_back(j);
+  const int device_workers = plan.cuda ? static_cast<int>(plan.devices.size()) : 0;
+  std::vector<std::vector<const Job*>> out;
+  if (device_workers > 0) out = splitJobs(on_device, device_workers);
+  if (plan.workers() > device_workers) {
+    for (std::vector<const Job*>& group : splitJobs(on_cpu, plan.workers() - device_workers)) {
+      out.push_back(std::move(group));
+    }
+  }
+  return out;
 }
 
 int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
@@ -471,10 +479,11 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
     shareDevicesOnNode(plan, envInt("OMPI_COMM_WORLD_LOCAL_RANK", 0), envInt("OMPI_COMM_WORLD_LOCAL_SIZE", 1));
   }
   if (plan.error.empty()) {
+    const auto [runnable, flow_level] = runnableAndFlowLevel(jobs);
+    const std::string note = placeFlowLevelOnCpu(plan, options.backend, flow_level, runnable);
     const std::string warning = confirmAutoBackend(plan, options.backend, CheckedWorlds::kTraining);
-    if (!warning.empty() && shard.root()) std::cerr << "multiverse: warning: " << warning << "\n";
-    const std::string note = flowLevelOnGpuNote(plan, options.backend, jobs);
-    if (!note.empty() && shard.root()) std::cerr << "multiverse: note: " << note << "\n";
+    if (shard.root() && !warning.empty()) std::cerr << "multiverse: warning: " << warning << "\n";
+    if (shard.root() && warning.empty() && !note.empty()) std::cerr << "multiverse: note: " << note << "\n";
   }
   if (plan.error.empty()) planCpuWorkers(plan, options.cpu_workers, options.threads, static_cast<int64_t>(jobs.size()));
   if (!plan.error.empty()) diags.add(Diagnostic{"", 0, "--backend", plan.error});
@@ -527,23 +536,32 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
     }
   }
   // Each worker's experiments, longest first, cut into batches by memory and batch size.
-  // Auto CPU workers: no more than experiments, nor than copies of the largest experiment
-  // the memory budget holds at once (each worker has one batch in memory).
+  // Auto CPU workers: no more than the experiments they run, nor than copies of the largest
+  // of them the memory budget holds at once (each worker has one batch in memory).
   const std::vector<const Job*> mine = shard.mine(pending);
+  int64_t on_cpu = 0;
   int64_t largest = 1;
-  for (const Job* j : mine) largest = std::max(largest, j->memory);
-  planCpuWorkers(plan, options.cpu_workers, options.threads,
-                 std::min(static_cast<int64_t>(mine.size()), total_budget / largest));
+  for (const Job* j : mine) {
+    if (!plan.onCpu(j->x.fidelity)) continue;
+    ++on_cpu;
+    largest = std::max(largest, j->memory);
+  }
+  planCpuWorkers(plan, options.cpu_workers, options.threads, std::min(on_cpu, total_budget / largest));
   const int workers = plan.workers();
   const int64_t budget = total_budget / workers;
-  const int64_t batch_size = plan.batchSize(options.batch_size);
   std::vector<std::vector<std::vector<const Job*>>> work;
   size_t batch_count = 0;
-  for (const std::vector<const Job*>& group : splitJobs(mine, workers)) {
-    const int64_t device = deviceMemoryBudget(plan, static_cast<int>(work.size()));
-    work.push_back(batches(group, device > 0 ? std::min(budget, device) : budget, batch_size));
+  for (const std::vector<const Job*>& group : placeJobs(plan, mine)) {
+    const int w = static_cast<int>(work.size());
+    const int64_t device = deviceMemoryBudget(plan, w);
+    work.push_back(
+        batches(group, device > 0 ? std::min(budget, device) : budget, plan.batchSize(options.batch_size, w)));
     batch_count += work.back().size();
   }
+  // The cap the first line names: the workers' when they share one (devices and CPU workers
+  // differ under auto).
+  const int64_t first_cap = plan.batchSize(options.batch_size, 0);
+  const int64_t batch_size = first_cap == plan.batchSize(options.batch_size, workers - 1) ? first_cap : 0;
   Progress progress(std::cout, detectProgressStyle(STDOUT_FILENO, options.quiet || !shard.root()), jobs.size(),
                     done_before);
   if (shard.root() && !options.quiet) {

@@ -14,7 +14,7 @@ run() {  # run NAME PROGRAM ARGS...: the program must succeed
   if ! "$@" > "$tmp/$name.log" 2>&1; then
     echo "FAIL: $name: $*"; tail -20 "$tmp/$name.log"; fail=1; return 1
   fi
-  echo "ok: $name ($(grep -m1 -o 'backend [a-z]*[^;]*' "$tmp/$name.log" || true))"
+  echo "ok: $name ($(grep -m1 -o '; backend [^;]*' "$tmp/$name.log" | cut -c3- || true))"
 }
 
 run sweep-cpu "$cpu" --backend cpu --experiments "$src/tests/emu/data/sweep.yaml" --out "$tmp/cpu" --quiet --threads 2
@@ -127,21 +127,41 @@ fi
 
 # --backend auto trusts the emulated GPU only after its self-check; a device whose launches
 # fail (MV_EMU_FAIL_LAUNCH=0) is dropped for the CPU with a warning, results unchanged.
+# Auto puts flow-level experiments on CPU workers beside the GPU, with a note.
 run auto-emu "$emu" --backend auto --experiments "$src/tests/emu/data/sweep.yaml" --out "$tmp/auto" --threads 2
-grep -q "backend cuda" "$tmp/auto-emu.log" || { echo "FAIL: auto did not pick the emulated GPU"; fail=1; }
-# Flow-level experiments are most of a sweep's cost only when nearly all are flow-level:
-# then auto's choice of the GPU comes with a note that the CPU may be faster.
+grep -q "backend cuda (device 0), flow level on cpu (1 worker of 1 thread)" "$tmp/auto-emu.log" &&
+  grep -q "note: 2 of 6 experiments are flow-level; they run on the CPU beside the GPU" "$tmp/auto-emu.log" ||
+  { echo "FAIL: auto did not pick the emulated GPU with the flow level on the CPU"; head -3 "$tmp/auto-emu.log"; fail=1; }
+[ -f "$tmp/auto/summary.csv" ] && { $compare "$tmp/cpu/summary.csv" "$tmp/auto/summary.csv" || fail=1; }
+# Which ran where: the self-check takes one launch; every launch after it fails, so the
+# experiments placed on the device fail and the flow-level ones, on the CPU, do not.
+MV_EMU_FAIL_LAUNCH=1 "$emu" --backend auto --experiments "$src/tests/emu/data/sweep.yaml" --out "$tmp/auto-place" \
+  --threads 2 > "$tmp/auto-place.log" 2>&1
+rc=$?
+ok_flow=$(grep -c "^\[[0-9/]*\] ok .*-flow " "$tmp/auto-place.log")
+device_failed=$(grep -c "^\[[0-9/]*\] error .*-\(packet\|analytical\) .*CUDA error" "$tmp/auto-place.log")
+if [ $rc -ne 1 ] || [ "$ok_flow" != 2 ] || [ "$device_failed" != 4 ]; then
+  echo "FAIL: auto's placement: exit $rc, $ok_flow of 2 flow-level ran on the CPU, $device_failed of 4 others on the device"
+  tail -8 "$tmp/auto-place.log"; fail=1
+else
+  echo "ok: auto runs the flow-level experiments on the CPU and the others on the device"
+fi
+# A sweep of flow-level experiments alone runs on the CPU without touching the device: no
+# self-check, so even a device whose every launch fails is not noticed.
 sed 's/network.fidelity: \[analytical, flow, packet\]/network.fidelity: [flow]/' "$src/tests/emu/data/sweep.yaml" \
   > "$tmp/flow_only.yaml"
-run auto-flow "$emu" --backend auto --experiments "$tmp/flow_only.yaml" --out "$tmp/auto-flow" --threads 2
-if grep -q "note: 2 of 2 experiments are flow-level" "$tmp/auto-flow.log" && ! grep -q "note:" "$tmp/auto-emu.log"; then
-  echo "ok: auto notes that flow-level sweeps may be faster on the CPU, and only for them"
+MV_EMU_FAIL_LAUNCH=0 run auto-flow "$emu" --backend auto --experiments "$tmp/flow_only.yaml" --out "$tmp/auto-flow" \
+  --threads 2
+if grep -q "note: all 2 experiments are flow-level, so they run on the CPU" "$tmp/auto-flow.log" &&
+    grep -q "; backend cpu" "$tmp/auto-flow.log" && ! grep -q "warning" "$tmp/auto-flow.log"; then
+  echo "ok: auto runs a flow-level sweep on the CPU, with a note"
 else
-  echo "FAIL: the flow-level note is missing from a flow-only sweep or present in a mixed one"; fail=1
+  echo "FAIL: a flow-level sweep under auto did not run on the CPU with a note"; head -3 "$tmp/auto-flow.log"; fail=1
 fi
 MV_EMU_FAIL_LAUNCH=0 run auto-faulty "$emu" --backend auto --experiments "$src/tests/emu/data/sweep.yaml" \
   --out "$tmp/fallback" --threads 2
-grep -q "warning: the GPU self-check failed" "$tmp/auto-faulty.log" && grep -q "backend cpu" "$tmp/auto-faulty.log" ||
+grep -q "warning: the GPU self-check failed" "$tmp/auto-faulty.log" && grep -q "; backend cpu" "$tmp/auto-faulty.log" &&
+  ! grep -q "note:" "$tmp/auto-faulty.log" ||
   { echo "FAIL: a failing GPU self-check did not fall back to the CPU with a warning"; cat "$tmp/auto-faulty.log"; fail=1; }
 [ -f "$tmp/fallback/summary.csv" ] && { $compare "$tmp/cpu/summary.csv" "$tmp/fallback/summary.csv" || fail=1; }
 

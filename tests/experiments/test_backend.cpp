@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <tuple>
 
 #include "experiments/backend.hpp"
 #include "experiments/batching.hpp"
@@ -60,11 +61,11 @@ TEST_CASE("the cuda backend without a GPU or without the CUDA build is refused",
 TEST_CASE("auto batch size caps CPU batches and leaves CUDA batches to the memory budget", "[backend]") {
   const BackendPlan cpu = planBackend("cpu", 0, 0, false);
   const BackendPlan cuda = planBackend("cuda", 0, 1, true);
-  CHECK(cpu.batchSize(-1) == kCpuAutoBatchSize);
-  CHECK(cuda.batchSize(-1) == 0);
+  CHECK(cpu.batchSize(-1, 0) == kCpuAutoBatchSize);
+  CHECK(cuda.batchSize(-1, 0) == 0);
   for (const BackendPlan& p : {cpu, cuda}) {
-    CHECK(p.batchSize(0) == 0);
-    CHECK(p.batchSize(3) == 3);
+    CHECK(p.batchSize(0, 0) == 0);
+    CHECK(p.batchSize(3, 0) == 3);
   }
 }
 
@@ -97,6 +98,55 @@ TEST_CASE("CPU workers share the threads evenly, one per thread by default, neve
   CHECK(cuda.threadsOf(0, 6) == 6);
   planCpuWorkers(cuda, 2, 2, 16);
   CHECK(cuda.error == "--cpu-workers applies to the cpu backend only");
+}
+
+TEST_CASE("auto puts flow-level experiments on CPU workers beside the GPUs, and all-flow sweeps on the CPU",
+          "[backend]") {
+  // A mixed sweep on 2 GPUs and 8 threads: the devices keep their workers (0 and 1), and the
+  // flow-level experiments get CPU workers (2 onwards) on the 6 threads the devices leave.
+  BackendPlan mixed = planBackend("auto", 0, 2, true);
+  const std::string note = placeFlowLevelOnCpu(mixed, "auto", 3, 10);
+  CHECK(note.rfind("3 of 10 experiments are flow-level; they run on the CPU beside the GPU", 0) == 0);
+  CHECK(mixed.cuda);
+  CHECK(mixed.flow_on_cpu);
+  CHECK(mixed.onCpu(NetworkFidelity::kFlow));
+  CHECK_FALSE(mixed.onCpu(NetworkFidelity::kPacket));
+  CHECK_FALSE(mixed.onCpu(NetworkFidelity::kAnalytical));
+  planCpuWorkers(mixed, -1, 8, 3);
+  CHECK(mixed.error.empty());
+  CHECK(mixed.cpu_threads == std::vector<int>{2, 2, 2});
+  CHECK(mixed.workers() == 5);
+  CHECK(mixed.onDevice(1));
+  CHECK_FALSE(mixed.onDevice(2));
+  CHECK(mixed.threadsOf(0, 8) == 8);
+  CHECK(mixed.threadsOf(4, 8) == 2);
+  CHECK(mixed.batchSize(-1, 1) == 0);
+  CHECK(mixed.batchSize(-1, 2) == kCpuAutoBatchSize);
+  CHECK(mixed.batchSize(5, 2) == 5);
+  CHECK(mixed.describe() == "cuda (devices 0, 1), flow level on cpu (3 workers of 2 threads)");
+  CHECK_FALSE(stepRunner(mixed, 2));
+  CHECK(deviceMemoryBudget(mixed, 3) == 0);
+  // One thread per GPU is left to the devices' workers, but the CPU keeps at least one.
+  planCpuWorkers(mixed, -1, 2, 3);
+  CHECK(mixed.describe() == "cuda (devices 0, 1), flow level on cpu (1 worker of 1 thread)");
+  planCpuWorkers(mixed, 7, 8, 3);
+  CHECK(mixed.error ==
+        "--cpu-workers 7 needs at least as many CPU threads, but there are 6 (--threads, less one per GPU)");
+
+  BackendPlan flow_only = planBackend("auto", 0, 2, true);
+  CHECK(placeFlowLevelOnCpu(flow_only, "auto", 4, 4)
+            .rfind("all 4 experiments are flow-level, so they run on the CPU", 0) == 0);
+  CHECK_FALSE(flow_only.cuda);
+  CHECK(flow_only.describe() == "cpu");
+  // Nothing moves without flow-level experiments, on the CPU, or when cuda was asked for.
+  for (const auto& [backend, flow, cpu] :
+       {std::tuple{"auto", 0, false}, std::tuple{"cuda", 3, false}, std::tuple{"auto", 3, true}}) {
+    BackendPlan p = cpu ? planBackend("auto", 0, 0, true) : planBackend(backend, 0, 1, true);
+    CHECK(placeFlowLevelOnCpu(p, backend, flow, 10).empty());
+    CHECK_FALSE(p.flow_on_cpu);
+    CHECK(p.cuda == !cpu);
+    CHECK(p.workers() == 1);
+  }
 }
 
 TEST_CASE("batches respect both the memory budget and the batch size", "[backend]") {
