@@ -39,8 +39,6 @@ using PooledWorld = World<NoConfig, Pooled>;
 
 /// Writes what a system sees of each row: key · 10, plus 1 when the row has no handle.
 struct SeeRow {
-  static constexpr const char* kName = "see_row";
-  static constexpr const char* kWhy = "test";
   static void run(const RowContext<PooledWorld::View>& ctx, Value& v) {
     v.v = static_cast<int64_t>(ctx.key) * 10 + (ctx.self.isNone() ? 1 : 0);
   }
