@@ -251,10 +251,17 @@ CalibrationKnobs searchKnobs(const std::vector<CalibrationRun>& runs, const std:
   return withKnobs(base, nelderMead(f, best, {0.01, 0.01, 0.02, 0.02, 0.01}, 300));
 }
 
-std::vector<double> errorsOf(const std::vector<CalibrationRun>& runs, const std::vector<Simulated>& sims) {
+/// Each run's simulated iteration over its measured one, less 1; `seconds(i)` is run i's
+/// simulated iteration in seconds.
+template <typename Seconds>
+std::vector<double> relativeErrors(const std::vector<CalibrationRun>& runs, Seconds seconds) {
   std::vector<double> e;
-  for (size_t i = 0; i < runs.size(); ++i) e.push_back(sims[i].iteration / runs[i].measured.toSeconds() - 1);
+  for (size_t i = 0; i < runs.size(); ++i) e.push_back(seconds(i) / runs[i].measured.toSeconds() - 1);
   return e;
+}
+
+std::vector<double> errorsOf(const std::vector<CalibrationRun>& runs, const std::vector<Simulated>& sims) {
+  return relativeErrors(runs, [&](size_t i) { return sims[i].iteration; });
 }
 
 }  // namespace
@@ -302,10 +309,7 @@ std::vector<TrainingResult> simulatedResults(const std::vector<CalibrationRun>& 
 
 std::vector<double> iterationErrors(const std::vector<CalibrationRun>& runs,
                                     const std::vector<TrainingResult>& results) {
-  std::vector<double> e;
-  for (size_t i = 0; i < runs.size(); ++i)
-    e.push_back(results[i].iteration.toSeconds() / runs[i].measured.toSeconds() - 1);
-  return e;
+  return relativeErrors(runs, [&](size_t i) { return results[i].iteration.toSeconds(); });
 }
 
 std::vector<double> simulatedErrors(const std::vector<CalibrationRun>& runs, const CalibrationKnobs& knobs,
