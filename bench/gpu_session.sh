@@ -10,7 +10,8 @@
 #      (MV_CUDA_PROFILE) to OUT/profile-NAME.txt; the flow-level batch runs a second time on
 #      cuda with one thread per experiment's event loop instead of a warp (MV_CUDA_TEAM_ROWS=0)
 #   3. gpu_check.sh sweep: a small sweep (tests/emu/data/sweep.yaml) and the netsim incast,
-#      cpu against cuda
+#      cpu against cuda; the small sweep again on --backend auto (the flow-level experiments
+#      on CPU workers beside the GPU), against the CPU
 #   4. gpu_check.sh bench: packet hops/s and the batch ratio of the network benchmark
 #   5. compute-sanitizer memcheck of the training test's first kernel launches (the whole
 #      test under memcheck outlasts a session), with whatever time is left
@@ -72,17 +73,19 @@ step() {
   echo "$name: exit $rc, $((SECONDS - t0)) s (at $((SECONDS - start)) s)" | tee -a "$log"
   keep
 }
-# sweep NAME FILE LIMIT: the sweep on both backends (cuda with its phase profile, limit
-# CUDA_LIMIT), then its results compared.
+# sweep NAME FILE LIMIT CUDA_LIMIT [BACKEND]: the sweep on the CPU and on BACKEND (default
+# cuda; with its phase profile, limit CUDA_LIMIT), then their results compared.
 sweep() {
-  local name=$1 file=$2 limit=$3 cuda_limit=$4
+  local name=$1 file=$2 limit=$3 cuda_limit=$4 other=${5:-cuda}
   step "$name-cpu" "$limit" "$build/experiments/multiverse" --experiments "$file" --backend cpu \
     --out "$work/$name-cpu" --force --quiet --heartbeat 0
-  MV_CUDA_PROFILE="$out/profile-$name.txt" step "$name-cuda" "$cuda_limit" "$build/experiments/multiverse" \
-    --experiments "$file" --backend cuda --out "$work/$name-cuda" --force --quiet --heartbeat 0
-  step "$name-compare" 10 python3 scripts/compare_results.py "$work/$name-cpu/summary.csv" "$work/$name-cuda/summary.csv"
+  MV_CUDA_PROFILE="$out/profile-$name.txt" step "$name-$other" "$cuda_limit" "$build/experiments/multiverse" \
+    --experiments "$file" --backend "$other" --out "$work/$name-$other" --force --heartbeat 0
+  grep -m1 -o "; backend [^;]*" "$work/$name-$other.log" >> "$log"
+  step "$name-compare" 10 python3 scripts/compare_results.py "$work/$name-cpu/summary.csv" \
+    "$work/$name-$other/summary.csv"
   tail -n 3 "$work/$name-compare.log" >> "$log"
-  for backend in cpu cuda; do  # the summaries stay; the rest would swell the logs
+  for backend in cpu "$other"; do  # the summaries stay; the rest would swell the logs
     cp "$work/$name-$backend/summary.csv" "$work/$name-$backend.csv" 2>/dev/null
     rm -rf "${work:?}/$name-$backend"
   done
@@ -110,6 +113,8 @@ step flow64-solo-compare 10 python3 scripts/compare_results.py "$work/flow64-cpu
 tail -n 3 "$work/flow64-solo-compare.log" >> "$log"
 rm -rf "${work:?}/flow64-solo"
 check sweep 90 12 sweep --sweep tests/emu/data/sweep.yaml   # 4 programs
+# --backend auto on a mixed sweep: its flow-level experiments on CPU workers beside the GPU.
+sweep auto tests/emu/data/sweep.yaml 20 40 auto
 check bench 100 60 bench
 # Last, in what is left of 550 s: the whole training test took over 420 s under memcheck.
 left=$((550 - (SECONDS - start)))
