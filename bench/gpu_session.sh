@@ -76,11 +76,12 @@ step() {
 # sweep NAME FILE LIMIT CUDA_LIMIT [BACKEND]: the sweep on the CPU and on BACKEND (default
 # cuda; with its phase profile, limit CUDA_LIMIT), then their results compared.
 sweep() {
-  local name=$1 file=$2 limit=$3 cuda_limit=$4 other=${5:-cuda}
+  local name=$1 file=$2 limit=$3 cuda_limit=$4 other=${5:-cuda} quiet=--quiet
+  [ "$other" = auto ] && quiet=  # its first line says where the experiments ran
   step "$name-cpu" "$limit" "$build/experiments/multiverse" --experiments "$file" --backend cpu \
     --out "$work/$name-cpu" --force --quiet --heartbeat 0
   MV_CUDA_PROFILE="$out/profile-$name.txt" step "$name-$other" "$cuda_limit" "$build/experiments/multiverse" \
-    --experiments "$file" --backend "$other" --out "$work/$name-$other" --force --heartbeat 0
+    --experiments "$file" --backend "$other" --out "$work/$name-$other" --force $quiet --heartbeat 0
   grep -m1 -o "; backend [^;]*" "$work/$name-$other.log" >> "$log"
   step "$name-compare" 10 python3 scripts/compare_results.py "$work/$name-cpu/summary.csv" \
     "$work/$name-$other/summary.csv"

@@ -123,11 +123,11 @@ std::string placeFlowLevelOnCpu(BackendPlan& plan, const std::string& requested,
       "15-40x the time of 16 CPU cores); --backend cuda runs them on the GPU";
   if (flow_level == experiments) {
     plan = planBackend("cpu", 0, 0, false);
-    return "all " + std::to_string(experiments) + " experiments are flow-level, so they run on the CPU" + why;
+    return "all " + std::to_string(experiments) + " experiments to run are flow-level, so they run on the CPU" + why;
   }
   plan.flow_on_cpu = true;
   return std::to_string(flow_level) + " of " + std::to_string(experiments) +
-         " experiments are flow-level; they run on the CPU beside the GPU" + why;
+         " experiments to run are flow-level; they run on the CPU beside the GPU" + why;
 }
 
 void shareDevicesOnNode(BackendPlan& plan, int local_rank, int local_size) {
@@ -143,7 +143,7 @@ void shareDevicesOnNode(BackendPlan& plan, int local_rank, int local_size) {
 
 void planCpuWorkers(BackendPlan& plan, int requested, int threads, int64_t experiments) {
   if (plan.cuda && !plan.flow_on_cpu) {
-    if (requested > 0) plan.error = "--cpu-workers applies to the cpu backend only";
+    if (requested > 0) plan.error = "--cpu-workers applies to CPU workers, but this run puts everything on the GPU";
     return;
   }
   int total = threads > 0 ? threads : defaultCpuThreads();
@@ -157,6 +157,16 @@ void planCpuWorkers(BackendPlan& plan, int requested, int threads, int64_t exper
   const int workers = requested > 0 ? requested : static_cast<int>(most);
   plan.cpu_threads.assign(static_cast<size_t>(workers), total / workers);
   for (int w = 0; w < total % workers; ++w) plan.cpu_threads[static_cast<size_t>(w)] += 1;
+}
+
+int64_t deviceMemoryPart(int64_t total, int64_t device_memory, int64_t device_largest, int64_t cpu_memory,
+                         int64_t cpu_largest) {
+  if (cpu_memory <= 0) return total;
+  if (device_memory <= 0) return 0;
+  const double share = static_cast<double>(device_memory) / static_cast<double>(device_memory + cpu_memory);
+  const int64_t least = std::min(device_largest, total);
+  return std::clamp(static_cast<int64_t>(share * static_cast<double>(total)), least,
+                    std::max(least, total - cpu_largest));
 }
 
 TrainingStepRunner stepRunner(const BackendPlan& plan, int worker) {

@@ -110,6 +110,18 @@ void planCpuWorkers(BackendPlan& plan, int requested, int threads, int64_t exper
 std::string placeFlowLevelOnCpu(BackendPlan& plan, const std::string& requested, int64_t flow_level,
                                 int64_t experiments);
 
+/**
+ * The part of the memory budget `total` (bytes) for the devices' workers of a plan whose
+ * experiments need `device_memory` bytes in all (the largest `device_largest`) on devices
+ * and `cpu_memory` (the largest `cpu_largest`) on CPU workers beside them; the CPU workers
+ * get the rest. Both sides' batches are in memory at once, so the budget is shared in
+ * proportion to the memory each side runs, each side at least its largest experiment where
+ * the budget allows. All of it when nothing runs on the CPU; none when nothing runs on a
+ * device.
+ */
+int64_t deviceMemoryPart(int64_t total, int64_t device_memory, int64_t device_largest, int64_t cpu_memory,
+                         int64_t cpu_largest);
+
 /// The step runner of worker `worker` of `plan` (empty = the CPU executor).
 TrainingStepRunner stepRunner(const BackendPlan& plan, int worker);
 

@@ -124,7 +124,7 @@ constexpr const char* kCpuBlockHelp =
 
 /// Help text of `--batch-size`.
 constexpr const char* kBatchSizeHelp =
-    "Most experiments in one batch: auto (default: 8 on the CPU backend, no cap on CUDA), 0 (no cap but "
+    "Most experiments in one batch: auto (default: 8 on CPU workers, no cap on a GPU), 0 (no cap but "
     "--max-memory) or N (docs/sweep.md)";
 
 /// Largest `--cpu-block N` and `--batch-size N`.

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <numeric>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "experiments/experiment_yaml.hpp"
 #include "experiments/results.hpp"
 #include "experiments/sweep.hpp"
+#include "kernels/cpu/cpu_executor.hpp"
 #include "systems/training_sim.hpp"
 
 #ifdef MV_HAVE_MPI
@@ -438,18 +440,6 @@ void stopMpi() {
 #endif
 }
 
-/// Jobs of `jobs` that will run (not invalid), and how many of them are flow-level.
-std::pair<int64_t, int64_t> runnableAndFlowLevel(const std::vector<Job>& jobs) {
-  int64_t runnable = 0;
-  int64_t flow = 0;
-  for (const Job& j : jobs) {
-    if (!j.invalid.empty()) continue;
-    ++runnable;
-    if (j.x.fidelity == NetworkFidelity::kFlow) ++flow;
-  }
-  return {runnable, flow};
-}
-
 /// Worker w's jobs of `jobs` under `plan`: each device's worker gets a share of the jobs that
 /// run on a device, each CPU worker a share of the others, of about equal estimated cost.
 std::vector<std::vector<const Job*>> placeJobs(const BackendPlan& plan, const std::vector<const Job*>& jobs) {
@@ -463,8 +453,73 @@ std::vector<std::vector<const Job*>> placeJobs(const BackendPlan& plan, const st
     for (std::vector<const Job*>& group : splitJobs(on_cpu, plan.workers() - device_workers)) {
       out.push_back(std::move(group));
     }
+  } else if (!on_cpu.empty()) {
+    throw std::logic_error("experiments placed on the CPU but the plan has no CPU worker: " + plan.describe());
   }
   return out;
+}
+
+/// The experiments one kind of worker (the devices', or the CPU's) runs: how many, and the
+/// memory they need, in all and the largest (bytes).
+struct Side {
+  int64_t count = 0;
+  int64_t memory = 0;
+  int64_t largest = 0;
+  void add(int64_t bytes) {
+    ++count;
+    memory += bytes;
+    largest = std::max(largest, bytes);
+  }
+};
+
+/// This process's workers and their batches.
+struct Work {
+  /// Worker w's batches, in order.
+  std::vector<std::vector<std::vector<const Job*>>> batches;
+  size_t count = 0;  ///< batches in all
+};
+
+/**
+ * Plans the CPU workers of `plan` for the jobs of `mine` it places on the CPU and cuts each
+ * worker's jobs (longest first) into batches by memory and batch size. The memory budget
+ * `total` is split between the devices' workers and the CPU's (deviceMemoryPart); a side
+ * shares its part evenly among its workers. Auto CPU workers: no more than the experiments
+ * they run, nor than copies of the largest of them their part holds at once (each worker
+ * has one batch in memory). A plan with devices whose jobs here are all on a device drops
+ * its CPU workers. `local_ranks` processes on this node share its cores (MPI).
+ */
+Work planWork(BackendPlan& plan, const SweepOptions& options, const std::vector<const Job*>& mine, int64_t total,
+              int local_ranks) {
+  Side device;
+  Side cpu;
+  for (const Job* j : mine) (plan.onCpu(j->x.fidelity) ? cpu : device).add(j->memory);
+  if (plan.cuda && cpu.count == 0) {
+    plan.flow_on_cpu = false;
+    plan.cpu_threads.clear();
+  }
+  const int64_t device_part =
+      plan.cuda ? deviceMemoryPart(total, device.memory, device.largest, cpu.memory, cpu.largest) : 0;
+  const int64_t cpu_part = total - device_part;
+  if (!plan.cuda || plan.flow_on_cpu) {
+    int threads = options.threads;  // beside GPUs, the node's MPI ranks share its cores
+    if (plan.cuda && threads == 0 && options.cpu_workers <= 0 && local_ranks > 1) {
+      threads = std::max(1, defaultCpuThreads() / local_ranks);
+    }
+    planCpuWorkers(plan, options.cpu_workers, threads,
+                   std::min(cpu.count, cpu_part / std::max<int64_t>(cpu.largest, 1)));
+  }
+  const auto device_workers = static_cast<int64_t>(plan.cuda ? plan.devices.size() : 0);
+  const int64_t cpu_workers = plan.workers() - device_workers;
+  Work work;
+  for (const std::vector<const Job*>& group : placeJobs(plan, mine)) {
+    const int w = static_cast<int>(work.batches.size());
+    const int64_t budget = plan.onDevice(w) ? device_part / device_workers : cpu_part / cpu_workers;
+    const int64_t on_device = deviceMemoryBudget(plan, w);
+    work.batches.push_back(
+        batches(group, on_device > 0 ? std::min(budget, on_device) : budget, plan.batchSize(options.batch_size, w)));
+    work.count += work.batches.back().size();
+  }
+  return work;
 }
 
 int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
@@ -475,17 +530,16 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
   const std::vector<Job> jobs = readJobs(file, Recording{options.trace, options.network_detail}, total_budget,
                                          options.skip_infeasible, sweep, diags);
   BackendPlan plan = planBackend(options.backend, options.devices, usableCudaDevices(), cudaBackendBuilt());
+  const int local_ranks = envInt("OMPI_COMM_WORLD_LOCAL_SIZE", 1);
   if (shard.size() > 1) {  // ranks on one node take distinct devices
-    shareDevicesOnNode(plan, envInt("OMPI_COMM_WORLD_LOCAL_RANK", 0), envInt("OMPI_COMM_WORLD_LOCAL_SIZE", 1));
+    shareDevicesOnNode(plan, envInt("OMPI_COMM_WORLD_LOCAL_RANK", 0), local_ranks);
   }
-  if (plan.error.empty()) {
-    const auto [runnable, flow_level] = runnableAndFlowLevel(jobs);
-    const std::string note = placeFlowLevelOnCpu(plan, options.backend, flow_level, runnable);
-    const std::string warning = confirmAutoBackend(plan, options.backend, CheckedWorlds::kTraining);
-    if (shard.root() && !warning.empty()) std::cerr << "multiverse: warning: " << warning << "\n";
-    if (shard.root() && warning.empty() && !note.empty()) std::cerr << "multiverse: note: " << note << "\n";
+  if (plan.error.empty()) {  // --cpu-workers: auto may place experiments on CPU workers beside the GPUs
+    BackendPlan check = plan;
+    check.flow_on_cpu = options.backend == "auto";
+    planCpuWorkers(check, options.cpu_workers, options.threads, static_cast<int64_t>(jobs.size()));
+    plan.error = check.error;
   }
-  if (plan.error.empty()) planCpuWorkers(plan, options.cpu_workers, options.threads, static_cast<int64_t>(jobs.size()));
   if (!plan.error.empty()) diags.add(Diagnostic{"", 0, "--backend", plan.error});
   if (!diags.empty()) {
     if (shard.root()) std::cerr << diags.format();
@@ -535,29 +589,20 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
       pending.push_back(j);
     }
   }
-  // Each worker's experiments, longest first, cut into batches by memory and batch size.
-  // Auto CPU workers: no more than the experiments they run, nor than copies of the largest
-  // of them the memory budget holds at once (each worker has one batch in memory).
-  const std::vector<const Job*> mine = shard.mine(pending);
-  int64_t on_cpu = 0;
-  int64_t largest = 1;
-  for (const Job* j : mine) {
-    if (!plan.onCpu(j->x.fidelity)) continue;
-    ++on_cpu;
-    largest = std::max(largest, j->memory);
+  // Where the experiments left to run go: under auto the flow-level ones on the CPU, and a
+  // device is used only after its self-check.
+  if (!pending.empty()) {
+    int64_t flow_level = 0;
+    for (const Job& j : pending) flow_level += j.x.fidelity == NetworkFidelity::kFlow ? 1 : 0;
+    const std::string note =
+        placeFlowLevelOnCpu(plan, options.backend, flow_level, static_cast<int64_t>(pending.size()));
+    const std::string warning = confirmAutoBackend(plan, options.backend, CheckedWorlds::kTraining);
+    if (shard.root() && !warning.empty()) std::cerr << "multiverse: warning: " << warning << "\n";
+    if (shard.root() && warning.empty() && !note.empty()) std::cerr << "multiverse: note: " << note << "\n";
   }
-  planCpuWorkers(plan, options.cpu_workers, options.threads, std::min(on_cpu, total_budget / largest));
+  const Work work = planWork(plan, options, shard.mine(pending), total_budget, local_ranks);
   const int workers = plan.workers();
-  const int64_t budget = total_budget / workers;
-  std::vector<std::vector<std::vector<const Job*>>> work;
-  size_t batch_count = 0;
-  for (const std::vector<const Job*>& group : placeJobs(plan, mine)) {
-    const int w = static_cast<int>(work.size());
-    const int64_t device = deviceMemoryBudget(plan, w);
-    work.push_back(
-        batches(group, device > 0 ? std::min(budget, device) : budget, plan.batchSize(options.batch_size, w)));
-    batch_count += work.back().size();
-  }
+  const size_t batch_count = work.count;
   // The cap the first line names: the workers' when they share one (devices and CPU workers
   // differ under auto).
   const int64_t first_cap = plan.batchSize(options.batch_size, 0);
@@ -607,7 +652,7 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
       sim.network_detail = options.network_detail;
       sim.device_runner = stepRunner(plan, w);
       std::string device_fault;  // once set, this worker's device is not used again
-      const std::vector<std::vector<const Job*>>& mine_batches = work[static_cast<size_t>(w)];
+      const std::vector<std::vector<const Job*>>& mine_batches = work.batches[static_cast<size_t>(w)];
       for (size_t b = 0; b < mine_batches.size(); ++b) {
         const std::vector<const Job*>& batch = mine_batches[b];
         sim.on_progress = [&, b](const BatchProgress& p) { heartbeats.update(w, b, mine_batches.size(), p); };
@@ -640,7 +685,9 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
           failRest(std::string("the batch does not fit the GPU's memory (") + e.what() +
                    "); run it with a smaller --batch-size");
         } catch (const DeviceFault& e) {
-          device_fault = plan.describe() + " worker " + std::to_string(w) + " failed: " + e.what();
+          const std::string where =
+              plan.onDevice(w) ? "cuda (device " + std::to_string(plan.devices[static_cast<size_t>(w)]) + ")" : "cpu";
+          device_fault = where + " worker " + std::to_string(w) + " failed: " + e.what();
           failRest(e.what());
         } catch (const std::exception& e) {
           failRest(e.what());

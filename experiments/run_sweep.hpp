@@ -46,7 +46,7 @@ struct SweepOptions {
   /// Memory budget of one batch's simulation state, bytes; 0 = half the machine's RAM.
   int64_t max_memory = 0;
   /// Most experiments in one batch; 0 = no cap but the memory budget, -1 = auto
-  /// (BackendPlan::batchSize: kCpuAutoBatchSize on the CPU, no cap on CUDA).
+  /// (BackendPlan::batchSize: kCpuAutoBatchSize on CPU workers, no cap on a device).
   int64_t batch_size = -1;
   /// Rows of the closing table (0 = all).
   int top = 10;

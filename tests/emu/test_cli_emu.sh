@@ -130,7 +130,7 @@ fi
 # Auto puts flow-level experiments on CPU workers beside the GPU, with a note.
 run auto-emu "$emu" --backend auto --experiments "$src/tests/emu/data/sweep.yaml" --out "$tmp/auto" --threads 2
 grep -q "backend cuda (device 0), flow level on cpu (1 worker of 1 thread)" "$tmp/auto-emu.log" &&
-  grep -q "note: 2 of 6 experiments are flow-level; they run on the CPU beside the GPU" "$tmp/auto-emu.log" ||
+  grep -q "note: 2 of 6 experiments to run are flow-level; they run on the CPU beside the GPU" "$tmp/auto-emu.log" ||
   { echo "FAIL: auto did not pick the emulated GPU with the flow level on the CPU"; head -3 "$tmp/auto-emu.log"; fail=1; }
 [ -f "$tmp/auto/summary.csv" ] && { $compare "$tmp/cpu/summary.csv" "$tmp/auto/summary.csv" || fail=1; }
 # Which ran where: the self-check takes one launch; every launch after it fails, so the
@@ -152,11 +152,33 @@ sed 's/network.fidelity: \[analytical, flow, packet\]/network.fidelity: [flow]/'
   > "$tmp/flow_only.yaml"
 MV_EMU_FAIL_LAUNCH=0 run auto-flow "$emu" --backend auto --experiments "$tmp/flow_only.yaml" --out "$tmp/auto-flow" \
   --threads 2
-if grep -q "note: all 2 experiments are flow-level, so they run on the CPU" "$tmp/auto-flow.log" &&
+if grep -q "note: all 2 experiments to run are flow-level, so they run on the CPU" "$tmp/auto-flow.log" &&
     grep -q "; backend cpu" "$tmp/auto-flow.log" && ! grep -q "warning" "$tmp/auto-flow.log"; then
   echo "ok: auto runs a flow-level sweep on the CPU, with a note"
 else
   echo "FAIL: a flow-level sweep under auto did not run on the CPU with a note"; head -3 "$tmp/auto-flow.log"; fail=1
+fi
+# --resume decides on what is left: flow-level experiments alone run on the CPU without the
+# device (even one whose launches fail), the others on the device with no CPU worker beside.
+for left in flow packet; do
+  cp -r "$tmp/cpu" "$tmp/resume-$left"
+  if [ $left = flow ]; then keep_re=",flow,"; else keep_re=",(packet|analytical),"; fi
+  grep -v -E "$keep_re" "$tmp/cpu/summary.csv" > "$tmp/resume-$left/summary.csv"
+  for d in "$tmp/resume-$left"/experiments/*; do
+    echo ",$(basename "$d" | sed 's/.*-//')," | grep -q -E "$keep_re" && rm -rf "$d"
+  done
+done
+MV_EMU_FAIL_LAUNCH=0 run resume-flow "$emu" --backend auto --experiments "$src/tests/emu/data/sweep.yaml" \
+  --out "$tmp/resume-flow" --resume --threads 2
+run resume-packet "$emu" --backend auto --experiments "$src/tests/emu/data/sweep.yaml" --out "$tmp/resume-packet" \
+  --resume --threads 2
+if grep -q "4 already done; backend cpu" "$tmp/resume-flow.log" && ! grep -q "warning" "$tmp/resume-flow.log" &&
+    grep -q "2 already done; backend cuda (device 0); 1 batch;" "$tmp/resume-packet.log"; then
+  echo "ok: --resume under auto places what is left"
+  for left in flow packet; do $compare "$tmp/cpu/summary.csv" "$tmp/resume-$left/summary.csv" || fail=1; done
+else
+  echo "FAIL: --resume under auto did not place what is left"; head -2 "$tmp/resume-flow.log" "$tmp/resume-packet.log"
+  fail=1
 fi
 MV_EMU_FAIL_LAUNCH=0 run auto-faulty "$emu" --backend auto --experiments "$src/tests/emu/data/sweep.yaml" \
   --out "$tmp/fallback" --threads 2

@@ -97,7 +97,7 @@ TEST_CASE("CPU workers share the threads evenly, one per thread by default, neve
   CHECK(cuda.workers() == 2);
   CHECK(cuda.threadsOf(0, 6) == 6);
   planCpuWorkers(cuda, 2, 2, 16);
-  CHECK(cuda.error == "--cpu-workers applies to the cpu backend only");
+  CHECK(cuda.error == "--cpu-workers applies to CPU workers, but this run puts everything on the GPU");
 }
 
 TEST_CASE("auto puts flow-level experiments on CPU workers beside the GPUs, and all-flow sweeps on the CPU",
@@ -106,7 +106,7 @@ TEST_CASE("auto puts flow-level experiments on CPU workers beside the GPUs, and 
   // flow-level experiments get CPU workers (2 onwards) on the 6 threads the devices leave.
   BackendPlan mixed = planBackend("auto", 0, 2, true);
   const std::string note = placeFlowLevelOnCpu(mixed, "auto", 3, 10);
-  CHECK(note.rfind("3 of 10 experiments are flow-level; they run on the CPU beside the GPU", 0) == 0);
+  CHECK(note.rfind("3 of 10 experiments to run are flow-level; they run on the CPU beside the GPU", 0) == 0);
   CHECK(mixed.cuda);
   CHECK(mixed.flow_on_cpu);
   CHECK(mixed.onCpu(NetworkFidelity::kFlow));
@@ -135,7 +135,7 @@ TEST_CASE("auto puts flow-level experiments on CPU workers beside the GPUs, and 
 
   BackendPlan flow_only = planBackend("auto", 0, 2, true);
   CHECK(placeFlowLevelOnCpu(flow_only, "auto", 4, 4)
-            .rfind("all 4 experiments are flow-level, so they run on the CPU", 0) == 0);
+            .rfind("all 4 experiments to run are flow-level, so they run on the CPU", 0) == 0);
   CHECK_FALSE(flow_only.cuda);
   CHECK(flow_only.describe() == "cpu");
   // Nothing moves without flow-level experiments, on the CPU, or when cuda was asked for.
@@ -147,6 +147,20 @@ TEST_CASE("auto puts flow-level experiments on CPU workers beside the GPUs, and 
     CHECK(p.cuda == !cpu);
     CHECK(p.workers() == 1);
   }
+}
+
+TEST_CASE("devices and the CPU workers beside them share the memory budget by the memory they run", "[backend]") {
+  // 600 of 800 bytes to run on devices: three quarters of a budget of 1,000.
+  CHECK(deviceMemoryPart(1000, 600, 100, 200, 100) == 750);
+  // Each side keeps at least its largest experiment where the budget allows...
+  CHECK(deviceMemoryPart(1000, 900, 100, 100, 400) == 600);
+  CHECK(deviceMemoryPart(1000, 100, 300, 900, 100) == 300);
+  // ... the devices first when both cannot.
+  CHECK(deviceMemoryPart(1000, 800, 800, 800, 800) == 800);
+  CHECK(deviceMemoryPart(1000, 5000, 5000, 100, 100) == 1000);
+  // One side alone takes it all.
+  CHECK(deviceMemoryPart(1000, 600, 100, 0, 0) == 1000);
+  CHECK(deviceMemoryPart(1000, 0, 0, 600, 100) == 0);
 }
 
 TEST_CASE("batches respect both the memory budget and the batch size", "[backend]") {
