@@ -9,6 +9,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 compare="python3 $src/scripts/compare_results.py"
 fail=0
+verdict() {  # verdict STATUS LOG OK_TEXT FAIL_TEXT: ok when STATUS (a check's $?) is 0, else a failure with LOG's tail
+  if [ "$1" -eq 0 ]; then echo "ok: $3"; else echo "FAIL: $4"; tail -8 "$2"; fail=1; fi
+}
 run() {  # run NAME PROGRAM ARGS...: the program must succeed
   local name=$1; shift
   if ! "$@" > "$tmp/$name.log" 2>&1; then
@@ -98,11 +101,9 @@ MV_EMU_MEMORY=1048576 "$emu" netsim "$src/examples/netsim/incast.yaml" --backend
   > "$tmp/ntiny.log" 2>&1
 rc=$?
 too_big=$(grep -c "stopped: CUDA error cudaErrorMemoryAllocation.*while uploading a world of [0-9]* bytes" "$tmp/ntiny.log")
-if [ $rc -ne 1 ] || [ "$too_big" != 3 ]; then
-  echo "FAIL: netsim variants larger than the GPU: exit $rc, $too_big of 3 reported with their bytes"; cat "$tmp/ntiny.log"; fail=1
-else
-  echo "ok: netsim batches cut to the GPU's memory; a variant that does not fit fails alone, with its bytes"
-fi
+[ $rc -eq 1 ] && [ "$too_big" = 3 ]
+verdict $? "$tmp/ntiny.log" "netsim batches cut to the GPU's memory; a variant that does not fit fails alone, with its bytes" \
+  "netsim variants larger than the GPU: exit $rc, $too_big of 3 reported with their bytes"
 ls "$tmp/nemu-incast_bins"/*/links.csv > /dev/null 2>&1 || { echo "FAIL: netsim with link_bin wrote no links.csv"; fail=1; }
 # Device memory: a GPU of 14 MiB (90 % of it for a batch) takes the 6 experiments (13.3 MiB
 # by the estimates) in two batches, results unchanged (the device world holds what the
@@ -118,12 +119,9 @@ MV_EMU_MEMORY=1048576 "$emu" --backend cuda --experiments "$src/tests/emu/data/s
 rc=$?
 too_big=$(grep -c "does not fit the GPU's memory (CUDA error cudaErrorMemoryAllocation.*while uploading a world of [0-9]* bytes)" "$tmp/tiny.log")
 ran=$(grep -c "^\[[0-9/]*\] ok .*analytical" "$tmp/tiny.log")
-if [ $rc -ne 1 ] || [ "$too_big" != 4 ] || [ "$ran" != 2 ] || grep -q "not run" "$tmp/tiny.log"; then
-  echo "FAIL: batches larger than the GPU: exit $rc, $too_big of 4 reported with their bytes, $ran of 2 analytical ran"
-  tail -8 "$tmp/tiny.log"; fail=1
-else
-  echo "ok: batches cut to the GPU's memory; one that does not fit fails alone, with its bytes"
-fi
+[ $rc -eq 1 ] && [ "$too_big" = 4 ] && [ "$ran" = 2 ] && ! grep -q "not run" "$tmp/tiny.log"
+verdict $? "$tmp/tiny.log" "batches cut to the GPU's memory; one that does not fit fails alone, with its bytes" \
+  "batches larger than the GPU: exit $rc, $too_big of 4 reported with their bytes, $ran of 2 analytical ran"
 
 # --backend auto trusts the emulated GPU only after its self-check; a device whose launches
 # fail (MV_EMU_FAIL_LAUNCH=0) is dropped for the CPU with a warning, results unchanged.
@@ -140,12 +138,9 @@ MV_EMU_FAIL_LAUNCH=1 "$emu" --backend auto --experiments "$src/tests/emu/data/sw
 rc=$?
 ok_flow=$(grep -c "^\[[0-9/]*\] ok .*-flow " "$tmp/auto-place.log")
 device_failed=$(grep -c "^\[[0-9/]*\] error .*-\(packet\|analytical\) .*CUDA error" "$tmp/auto-place.log")
-if [ $rc -ne 1 ] || [ "$ok_flow" != 2 ] || [ "$device_failed" != 4 ]; then
-  echo "FAIL: auto's placement: exit $rc, $ok_flow of 2 flow-level ran on the CPU, $device_failed of 4 others on the device"
-  tail -8 "$tmp/auto-place.log"; fail=1
-else
-  echo "ok: auto runs the flow-level experiments on the CPU and the others on the device"
-fi
+[ $rc -eq 1 ] && [ "$ok_flow" = 2 ] && [ "$device_failed" = 4 ]
+verdict $? "$tmp/auto-place.log" "auto runs the flow-level experiments on the CPU and the others on the device" \
+  "auto's placement: exit $rc, $ok_flow of 2 flow-level ran on the CPU, $device_failed of 4 others on the device"
 # A sweep of flow-level experiments alone runs on the CPU without touching the device: no
 # self-check, so even a device whose every launch fails is not noticed.
 sed 's/network.fidelity: \[analytical, flow, packet\]/network.fidelity: [flow]/' "$src/tests/emu/data/sweep.yaml" \
@@ -194,19 +189,14 @@ MV_EMU_FAIL_LAUNCH=0 "$emu" --backend cuda --batch-size 2 --experiments "$src/te
 rc=$?
 errors=$(grep -c ",error," "$tmp/fault/summary.csv" 2>/dev/null)
 not_run=$(grep -c "not run: cuda (device 0) worker 0 failed: CUDA error" "$tmp/fault.log")
-if [ $rc -ne 1 ] || [ "$errors" != 6 ] || [ "$not_run" != 4 ]; then
-  echo "FAIL: device fault in a sweep: exit $rc, $errors error rows (6 expected), $not_run not run (4 expected)"
-  tail -8 "$tmp/fault.log"; fail=1
-else
-  echo "ok: a device fault ends the worker; every experiment is reported"
-fi
+[ $rc -eq 1 ] && [ "$errors" = 6 ] && [ "$not_run" = 4 ]
+verdict $? "$tmp/fault.log" "a device fault ends the worker; every experiment is reported" \
+  "device fault in a sweep: exit $rc, $errors error rows (6 expected), $not_run not run (4 expected)"
 MV_EMU_FAIL_LAUNCH=0 "$emu" netsim "$src/examples/netsim/incast.yaml" --backend cuda --out "$tmp/nfault" > "$tmp/nfault.log" 2>&1
 rc=$?
-if [ $rc -ne 1 ] || ! grep -q "stopped: CUDA error cudaErrorLaunchFailure" "$tmp/nfault.log"; then
-  echo "FAIL: device fault in netsim: exit $rc"; cat "$tmp/nfault.log"; fail=1
-else
-  echo "ok: a device fault stops netsim with exit 1 and a message"
-fi
+[ $rc -eq 1 ] && grep -q "stopped: CUDA error cudaErrorLaunchFailure" "$tmp/nfault.log"
+verdict $? "$tmp/nfault.log" "a device fault stops netsim with exit 1 and a message" \
+  "device fault in netsim: exit $rc"
 
 [ $fail -eq 0 ] && echo "1 passed, 0 failed" || echo "0 passed, 1 failed"
 exit $fail
