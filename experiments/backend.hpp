@@ -50,6 +50,10 @@ struct BackendPlan {
     if (onDevice(w) || cpu_threads.empty()) return threads;
     return cpu_threads.at(static_cast<size_t>(w - (cuda ? static_cast<int>(devices.size()) : 0)));
   }
+  /// Worker w as the heartbeat names it: "GPU 1" for a device's, "worker 3" for a CPU worker.
+  std::string workerName(int w) const {
+    return onDevice(w) ? "GPU " + std::to_string(devices[static_cast<size_t>(w)]) : "worker " + std::to_string(w);
+  }
   /// What to print: "cpu", "cpu (2 workers of 1 thread)", "cuda (devices 0, 1)" or
   /// "cuda (device 0), flow level on cpu (3 workers of 5 threads)".
   std::string describe() const;

@@ -187,7 +187,8 @@ class RecordQueue {
 /// thread that prints the heartbeat).
 class Heartbeats {
  public:
-  explicit Heartbeats(int workers) : beats_(static_cast<size_t>(workers)) {}
+  /// The workers, by the names their clauses give them when there are several.
+  explicit Heartbeats(std::vector<std::string> names) : names_(std::move(names)), beats_(names_.size()) {}
   /// Worker w runs batch `batch` (0-based) of its `batches` and stands at `p`.
   void update(int w, size_t batch, size_t batches, const BatchProgress& p) {
     const std::lock_guard<std::mutex> lock(mutex_);
@@ -209,8 +210,8 @@ class Heartbeats {
       char buf[200];
       std::snprintf(buf, sizeof(buf), "%sbatch %zu/%zu%s: %u of %u running, simulated %.3f ms (the slowest)",
                     out.empty() ? "" : "; ", b.batch + 1, b.batches,
-                    beats_.size() > 1 ? (" of worker " + std::to_string(w)).c_str() : "", p.experiments - p.finished,
-                    p.experiments, static_cast<double>(p.slowest.ps) * 1e-9);
+                    beats_.size() > 1 ? (" of " + names_[w]).c_str() : "", p.experiments - p.finished, p.experiments,
+                    static_cast<double>(p.slowest.ps) * 1e-9);
       out += buf;
       // Where its compute alone would end it (a lower bound), and when the batch gets there at
       // its pace so far.
@@ -233,6 +234,7 @@ class Heartbeats {
     size_t batches = 0;
     BatchProgress progress;
   };
+  std::vector<std::string> names_;
   mutable std::mutex mutex_;
   std::vector<Beat> beats_;
 };
@@ -638,7 +640,9 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
     }
   };
   RecordQueue queue;
-  Heartbeats heartbeats(workers);
+  std::vector<std::string> worker_names;
+  for (int w = 0; w < workers; ++w) worker_names.push_back(plan.workerName(w));
+  Heartbeats heartbeats(worker_names);
   std::atomic<bool> cannot_write{false};  // results stopped being written: run no more batches
   LearnedStorage learned;
   std::vector<std::thread> threads;

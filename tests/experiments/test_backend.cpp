@@ -124,6 +124,8 @@ TEST_CASE("auto puts flow-level experiments on CPU workers beside the GPUs, and 
   CHECK(mixed.batchSize(-1, 2) == kCpuAutoBatchSize);
   CHECK(mixed.batchSize(5, 2) == 5);
   CHECK(mixed.describe() == "cuda (devices 0, 1), flow level on cpu (3 workers of 2 threads)");
+  CHECK(mixed.workerName(1) == "GPU 1");
+  CHECK(mixed.workerName(2) == "worker 2");
   CHECK_FALSE(stepRunner(mixed, 2));
   CHECK(deviceMemoryBudget(mixed, 3) == 0);
   // One thread per GPU is left to the devices' workers, but the CPU keeps at least one.
