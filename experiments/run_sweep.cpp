@@ -442,37 +442,34 @@ void stopMpi() {
 #endif
 }
 
-/// Worker w's jobs of `jobs` under `plan`: each device's worker gets a share of the jobs that
-/// run on a device, each CPU worker a share of the others, of about equal estimated cost.
-std::vector<std::vector<const Job*>> placeJobs(const BackendPlan& plan, const std::vector<const Job*>& jobs) {
-  std::vector<const Job*> on_device;
-  std::vector<const Job*> on_cpu;
-  for (const Job* j : jobs) (plan.onCpu(j->x.fidelity) ? on_cpu : on_device).push_back(j);
+/// The jobs one kind of worker (the devices', or the CPU's) runs, and the memory they need,
+/// in all and the largest (bytes).
+struct Side {
+  std::vector<const Job*> jobs;
+  int64_t memory = 0;
+  int64_t largest = 0;
+  void add(const Job* j) {
+    jobs.push_back(j);
+    memory += j->memory;
+    largest = std::max(largest, j->memory);
+  }
+};
+
+/// Worker w's jobs under `plan`: each device's worker gets a share of `device`'s jobs, each
+/// CPU worker a share of `cpu`'s, of about equal estimated cost.
+std::vector<std::vector<const Job*>> placeJobs(const BackendPlan& plan, const Side& device, const Side& cpu) {
   const int device_workers = plan.cuda ? static_cast<int>(plan.devices.size()) : 0;
   std::vector<std::vector<const Job*>> out;
-  if (device_workers > 0) out = splitJobs(on_device, device_workers);
+  if (device_workers > 0) out = splitJobs(device.jobs, device_workers);
   if (plan.workers() > device_workers) {
-    for (std::vector<const Job*>& group : splitJobs(on_cpu, plan.workers() - device_workers)) {
+    for (std::vector<const Job*>& group : splitJobs(cpu.jobs, plan.workers() - device_workers)) {
       out.push_back(std::move(group));
     }
-  } else if (!on_cpu.empty()) {
+  } else if (!cpu.jobs.empty()) {
     throw std::logic_error("experiments placed on the CPU but the plan has no CPU worker: " + plan.describe());
   }
   return out;
 }
-
-/// The experiments one kind of worker (the devices', or the CPU's) runs: how many, and the
-/// memory they need, in all and the largest (bytes).
-struct Side {
-  int64_t count = 0;
-  int64_t memory = 0;
-  int64_t largest = 0;
-  void add(int64_t bytes) {
-    ++count;
-    memory += bytes;
-    largest = std::max(largest, bytes);
-  }
-};
 
 /// This process's workers and their batches.
 struct Work {
@@ -494,8 +491,9 @@ Work planWork(BackendPlan& plan, const SweepOptions& options, const std::vector<
               int local_ranks) {
   Side device;
   Side cpu;
-  for (const Job* j : mine) (plan.onCpu(j->x.fidelity) ? cpu : device).add(j->memory);
-  if (plan.cuda && cpu.count == 0) {
+  for (const Job* j : mine) (plan.onCpu(j->x.fidelity) ? cpu : device).add(j);
+  const auto on_cpu = static_cast<int64_t>(cpu.jobs.size());
+  if (plan.cuda && on_cpu == 0) {
     plan.flow_on_cpu = false;
     plan.cpu_threads.clear();
   }
@@ -507,13 +505,12 @@ Work planWork(BackendPlan& plan, const SweepOptions& options, const std::vector<
     if (plan.cuda && threads == 0 && options.cpu_workers <= 0 && local_ranks > 1) {
       threads = std::max(1, defaultCpuThreads() / local_ranks);
     }
-    planCpuWorkers(plan, options.cpu_workers, threads,
-                   std::min(cpu.count, cpu_part / std::max<int64_t>(cpu.largest, 1)));
+    planCpuWorkers(plan, options.cpu_workers, threads, std::min(on_cpu, cpu_part / std::max<int64_t>(cpu.largest, 1)));
   }
   const auto device_workers = static_cast<int64_t>(plan.cuda ? plan.devices.size() : 0);
   const int64_t cpu_workers = plan.workers() - device_workers;
   Work work;
-  for (const std::vector<const Job*>& group : placeJobs(plan, mine)) {
+  for (const std::vector<const Job*>& group : placeJobs(plan, device, cpu)) {
     const int w = static_cast<int>(work.batches.size());
     const int64_t budget = plan.onDevice(w) ? device_part / device_workers : cpu_part / cpu_workers;
     const int64_t on_device = deviceMemoryBudget(plan, w);
