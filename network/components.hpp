@@ -71,6 +71,9 @@ struct NicState {
   /// matches) when [flow_lo, flow_hi), this NIC's flows as offsets from the experiment's
   /// first flow row, was found.
   uint32_t flow_layout = 0;
+  /// The Message table's generation of this experiment when the NIC last found its
+  /// connections' earliest unopened messages (FlowSend::pending_ps).
+  uint32_t message_generation = 0;
   int64_t flow_lo = 0;
   int64_t flow_hi = 0;
   int64_t ready_ps = INT64_MAX;
@@ -304,7 +307,10 @@ struct FlowSpec {
   int64_t start_ps = 0;
   uint64_t id = 0;           ///< flow id (the low bits of its key); hashed by ECMP
   uint32_t prio = 3;
-  uint32_t pad = 0;
+  /// 1: a persistent connection (an RDMA QP, docs/network.md "Connections"): it lives for
+  /// the experiment, `bytes` is the end of the messages opened on it so far, and it sends
+  /// its Message rows one after another; 0: a one-shot flow of `bytes` from `start_ps`.
+  uint32_t connection = 0;
 };
 /// Sender side, written only by the source NIC.
 struct FlowSend {
@@ -319,6 +325,10 @@ struct FlowSend {
   int64_t cc_next_ps = INT64_MAX;  ///< DCQCN: its earliest pending timer tick (INT64_MAX: none)
   uint32_t timeouts = 0;
   uint32_t started = 0;
+  // Connections only (FlowSpec::connection):
+  int64_t pending_ps = INT64_MAX;  ///< earliest start of a message not yet opened (INT64_MAX: none)
+  int64_t open_seq = 0;            ///< first byte of the message opened last
+  int64_t first_end = INT64_MAX;   ///< end of the earliest opened message not yet acknowledged
 };
 /// Congestion-control state (one layout for the three algorithms).
 struct FlowCc {
@@ -352,6 +362,52 @@ inline constexpr int kOooWords = 16;
 inline constexpr int kOooPackets = 64 * kOooWords;
 struct Flow : Archetype<FlowSpec, FlowSend, FlowCc, FlowRecv> {
   static constexpr const char* kName = "Flow";
+};
+
+/// A message posted to a connection (what NCCL posts to a QP): created by whoever posts it,
+/// keyed flowKey(source NIC, id) so a NIC finds its messages as it finds its flows; written
+/// from then on only by the source NIC, which opens it in the connection's sequence space
+/// when the messages before it are sent and its start is reached (order: start, then id),
+/// and destroys it with a FlowRecord when its last byte is acknowledged.
+struct MessageSpec {
+  Entity connection;           ///< its connection's Flow row
+  uint64_t id = 0;             ///< the id its FlowRecord carries
+  int64_t bytes = 0;
+  int64_t start_ps = 0;        ///< not opened before
+  int64_t offset = -1;         ///< first byte in the connection's sequence space; -1: not opened
+  int64_t retransmits = 0;     ///< the connection's retransmissions when it was opened
+};
+struct Message : Archetype<MessageSpec> {
+  static constexpr const char* kName = "Message";
+};
+
+/// Key of a connection between two GPUs (ConnectionIndex): its sender and receiver rank, its
+/// communicator and its channel (NCCL keeps a QP per communicator, channel and peer).
+struct ConnectionKey {
+  uint32_t src = 0;
+  uint32_t dst = 0;
+  uint32_t communicator = 0;
+  uint32_t channel = 0;
+
+  MV_HD constexpr bool operator==(const ConnectionKey& o) const {
+    return src == o.src && dst == o.dst && communicator == o.communicator && channel == o.channel;
+  }
+  /// Lexicographic order (src, dst, communicator, channel).
+  MV_HD constexpr bool operator<(const ConnectionKey& o) const {
+    if (src != o.src) return src < o.src;
+    if (dst != o.dst) return dst < o.dst;
+    if (communicator != o.communicator) return communicator < o.communicator;
+    return channel < o.channel;
+  }
+};
+/// One connection of an experiment: rows sorted by `key`, filled by the host, read-only.
+struct ConnectionRef {
+  ConnectionKey key;
+  Entity flow;               ///< its Flow row
+};
+struct ConnectionIndex : Archetype<ConnectionRef> {
+  static constexpr const char* kName = "ConnectionIndex";
+  static constexpr bool kStatic = true;
 };
 
 /// One completed flow (created when its last byte is acknowledged).
@@ -413,6 +469,7 @@ inline constexpr uint32_t kStatusPacketPool = kStatusSwitchPool | kStatusLinkRin
 /// Every network archetype, for composing a world.
 using NetworkArchetypes =
     TypeList<Nic, Switch, Port, Link, LinkSlot, LinkSlotInt, SwitchSlot, SwitchSlotInt, NicSlot, NicSlotInt,
-             RouteIndexTable, RouteSetTable, RoutePortTable, NicRouteTable, Flow, FlowRecord, LinkSample, NetStats>;
+             RouteIndexTable, RouteSetTable, RoutePortTable, NicRouteTable, Flow, Message, ConnectionIndex, FlowRecord,
+             LinkSample, NetStats>;
 
 }  // namespace mv::net

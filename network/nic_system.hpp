@@ -36,8 +36,15 @@ MV_HD inline int64_t paceTime(const NetworkConfig& cfg, int64_t bytes, int64_t r
                       : serializationTime(Bytes{bytes}, BitsPerSecond{rate_bps}).ps;
 }
 
-/// Row range [lo, hi) of the flows whose source is `nic` in experiment `e`.
-MV_HD inline void flowRangeOf(const TableView<Flow>& flows, ExpId e, uint32_t nic, int64_t& lo, int64_t& hi) {
+/// First sequence byte at or after `seq` that starts a packet of `payload` bytes: messages
+/// on a connection start on packet boundaries, so every packet but a message's last is
+/// full and a receiver's out-of-order bitmap (spraying) counts whole packets.
+MV_HD constexpr int64_t alignToPacket(int64_t seq, int64_t payload) { return (seq + payload - 1) / payload * payload; }
+
+/// Row range [lo, hi) of the rows of `table` (flows or messages, keyed flowKey) whose source
+/// is `nic` in experiment `e`.
+template <class A>
+MV_HD void flowRangeOf(const TableView<A>& flows, ExpId e, uint32_t nic, int64_t& lo, int64_t& hi) {
   const uint64_t first = flowKey(nic, 0);
   const uint64_t last = flowKey(nic + 1, 0);
   int64_t a = flows.expBegin(e);
@@ -74,6 +81,8 @@ struct NicSystem {
     NicState& st;
     NetCounters& counters;  ///< this NIC's own counters (summed by the host)
     PacketSlots ctrl;       ///< the experiment's NIC control slots
+    int64_t msg_lo = 0;     ///< rows of the messages this NIC sends: [msg_lo, msg_hi)
+    int64_t msg_hi = 0;
 
     MV_HD void step() {
       const NetExperiment& ne = ctx.config().net;
@@ -83,6 +92,7 @@ struct NicSystem {
       rings.beginConsume(info.rx_link);
       SenderEvents ev;
       flowRange(flows, ev);
+      flowRangeOf(ctx.template table<Message>(), ctx.exp, info.nic, msg_lo, msg_hi);
       resumeEvents(flows, ev);
       const CcPath path{info.rate_bps, ne.base_rtt_ps, ne.bdp_bytes};
       int64_t first_push = INT64_MAX;
@@ -179,7 +189,17 @@ struct NicSystem {
      * sender state, so they still hold. Rows may have moved, so the flows are found by
      * handle; a flow destroyed since leaves its time as a bound. Else a rescan.
      */
-    MV_HD void resumeEvents(const TableView<Flow>& flows, SenderEvents& ev) const {
+    MV_HD void resumeEvents(TableView<Flow>& flows, SenderEvents& ev) {
+      const uint32_t messages = ctx.template table<Message>().exp_generation[ctx.exp];
+      if (st.message_generation != messages) {
+        st.message_generation = messages;
+        for (int64_t r = ev.lo; r < ev.hi; ++r) {
+          if (flows.template get<FlowSpec>(r).connection != 0u) refreshPending(flows, r);
+        }
+        rescanReady(flows, ev);
+        rescanTimeouts(flows, ev);
+        return;
+      }
       if (st.flow_generation != flows.exp_generation[ctx.exp]) {
         rescanReady(flows, ev);
         rescanTimeouts(flows, ev);
@@ -245,16 +265,104 @@ struct NicSystem {
     MV_HD int64_t ctrlSlotOf(int64_t pos) const { return info.ctrl_base + (pos & (info.ctrl_capacity - 1)); }
     MV_HD PacketHeader& ctrlSlot(int64_t pos) const { return ctrl[ctrlSlotOf(pos)]; }
 
-    /// Earliest time this flow may send its next packet, or INT64_MAX.
+    /// Earliest time this flow may send its next packet, or INT64_MAX. A connection whose
+    /// opened messages are all sent may send when its next message starts.
     MV_HD int64_t flowReady(const TableView<Flow>& flows, int64_t row) const {
       const FlowSpec& spec = flows.template get<FlowSpec>(row);
       const FlowSend& s = flows.template get<FlowSend>(row);
       if (flows.dead[row] != 0u) return INT64_MAX;
-      if (s.next_seq >= spec.bytes) return INT64_MAX;
+      int64_t floor = spec.start_ps;
+      if (s.next_seq >= spec.bytes) {
+        if (spec.connection == 0u || s.pending_ps == INT64_MAX) return INT64_MAX;
+        floor = s.pending_ps;
+      }
       if (s.started != 0u && s.window_bytes > 0 && s.next_seq - s.una >= s.window_bytes) return INT64_MAX;
       if ((st.paused >> spec.prio) & 1u) return INT64_MAX;
-      const int64_t t = s.started != 0u ? s.next_send_ps : spec.start_ps;
-      return t > spec.start_ps ? t : spec.start_ps;
+      const int64_t t = s.started != 0u ? s.next_send_ps : floor;
+      return t > floor ? t : floor;
+    }
+
+    // --- messages on connections ------------------------------------------------------
+    /// Whether message row `m` is live and posted to connection `conn`.
+    MV_HD static bool onConnection(const TableView<Message>& msgs, int64_t m, Entity conn) {
+      return msgs.dead[m] == 0u && msgs.template get<MessageSpec>(m).connection == conn;
+    }
+    /// Recomputes connection `row`'s earliest unopened message start (FlowSend::pending_ps).
+    MV_HD void refreshPending(TableView<Flow>& flows, int64_t row) const {
+      const TableView<Message>& msgs = ctx.template table<Message>();
+      const Entity conn = flows.entity[row];
+      int64_t pending = INT64_MAX;
+      for (int64_t m = msg_lo; m < msg_hi; ++m) {
+        const MessageSpec& ms = msgs.template get<MessageSpec>(m);
+        if (onConnection(msgs, m, conn) && ms.offset < 0 && ms.start_ps < pending) pending = ms.start_ps;
+      }
+      flows.template get<FlowSend>(row).pending_ps = pending;
+    }
+    /// Opens connection `row`'s next message at `t` (its opened messages are all sent): the
+    /// unopened one that starts first (then lowest id) goes on at the next packet boundary.
+    MV_HD void openMessage(TableView<Flow>& flows, int64_t row, int64_t t, int64_t payload_bytes) const {
+      TableView<Message>& msgs = ctx.template table<Message>();
+      const Entity conn = flows.entity[row];
+      int64_t best = -1;
+      for (int64_t m = msg_lo; m < msg_hi; ++m) {
+        const MessageSpec& ms = msgs.template get<MessageSpec>(m);
+        if (!onConnection(msgs, m, conn) || ms.offset >= 0 || ms.start_ps > t) continue;
+        if (best < 0) {
+          best = m;
+          continue;
+        }
+        const MessageSpec& b = msgs.template get<MessageSpec>(best);
+        if (ms.start_ps < b.start_ps || (ms.start_ps == b.start_ps && ms.id < b.id)) best = m;
+      }
+      MV_ASSERT(best >= 0, "a connection ready to send has a message that started");
+      FlowSpec& spec = flows.template get<FlowSpec>(row);
+      FlowSend& s = flows.template get<FlowSend>(row);
+      MessageSpec& ms = msgs.template get<MessageSpec>(best);
+      ms.offset = alignToPacket(spec.bytes, payload_bytes);
+      ms.retransmits = s.retransmits;
+      s.open_seq = ms.offset;
+      s.next_seq = ms.offset;
+      spec.bytes = ms.offset + ms.bytes;
+      if (s.first_end == INT64_MAX) s.first_end = spec.bytes;
+      refreshPending(flows, row);
+    }
+    /// End of the message of connection `row` that holds byte `seq` (a retransmission may go
+    /// back into messages opened before the last).
+    MV_HD int64_t messageEnd(const TableView<Flow>& flows, int64_t row, int64_t seq) const {
+      const FlowSpec& spec = flows.template get<FlowSpec>(row);
+      if (spec.connection == 0u || seq >= flows.template get<FlowSend>(row).open_seq) return spec.bytes;
+      const TableView<Message>& msgs = ctx.template table<Message>();
+      const Entity conn = flows.entity[row];
+      for (int64_t m = msg_lo; m < msg_hi; ++m) {
+        const MessageSpec& ms = msgs.template get<MessageSpec>(m);
+        if (onConnection(msgs, m, conn) && ms.offset >= 0 && seq >= ms.offset && seq < ms.offset + ms.bytes) {
+          return ms.offset + ms.bytes;
+        }
+      }
+      return spec.bytes;
+    }
+    /// Completes connection `row`'s messages acknowledged at `t`: a FlowRecord each.
+    MV_HD void completeMessages(TableView<Flow>& flows, int64_t row, int64_t t) {
+      TableView<Message>& msgs = ctx.template table<Message>();
+      const Entity conn = flows.entity[row];
+      const FlowSpec& spec = flows.template get<FlowSpec>(row);
+      FlowSend& s = flows.template get<FlowSend>(row);
+      int64_t first_end = INT64_MAX;
+      for (int64_t m = msg_lo; m < msg_hi; ++m) {
+        const MessageSpec& ms = msgs.template get<MessageSpec>(m);
+        if (!onConnection(msgs, m, conn) || ms.offset < 0) continue;
+        const int64_t end = ms.offset + ms.bytes;
+        if (end > s.una) {
+          first_end = end < first_end ? end : first_end;
+          continue;
+        }
+        const FlowResult res{ms.id, spec.src_nic, spec.dst_nic, ms.bytes, ms.start_ps, t, s.retransmits - ms.retransmits};
+        ctx.template table<FlowRecord>().create(ctx.exp, msgs.key[m], res);
+        msgs.destroyRow(m);
+        counters.flows_done += 1;
+      }
+      s.first_end = first_end;
+      ctx.wakeAt(Picoseconds{t});  // the records' consumer runs next step, even if the network is idle
     }
 
     /// When the link can next send something (not before `floor`); `control` tells
@@ -307,7 +415,9 @@ struct NicSystem {
           s.started = 1;
         }
         if (cfg.cc == CcKind::kDcqcn) dcqcnAdvance(cfg.dcqcn, path, cc, s, t);
-        const int64_t left = spec.bytes - s.next_seq;
+        if (spec.connection != 0u && s.next_seq >= spec.bytes) openMessage(flows, row, t, cfg.payload_bytes);
+        const int64_t end = messageEnd(flows, row, s.next_seq);
+        const int64_t left = end - s.next_seq;
         const int32_t payload = static_cast<int32_t>(left < cfg.payload_bytes ? left : cfg.payload_bytes);
         p.kind = PacketKind::kData;
         p.seq = s.next_seq;
@@ -318,6 +428,7 @@ struct NicSystem {
         p.payload = static_cast<uint16_t>(payload);
         p.prio = static_cast<uint8_t>(spec.prio);
         p.wire_bytes = static_cast<uint16_t>(dataWireBytes(payload, cfg.cc));
+        if (spec.connection != 0u && s.next_seq + payload == end) p.flags |= kFlagLast;
         if (s.next_seq < s.max_sent) {
           p.flags |= kFlagRetransmit;
           s.retransmits += 1;
@@ -395,12 +506,19 @@ struct NicSystem {
       const FlowSpec& spec = flows.template get<FlowSpec>(row);
       FlowRecv& r = flows.template get<FlowRecv>(row);
       const bool tolerant = cfg.load_balance == LoadBalance::kSpray;
+      // A connection's `bytes` grows as its sender opens messages: its receiver reads only
+      // the packets (a message's last packet ends it at the next packet boundary).
+      const bool connection = spec.connection != 0u;
+      const int64_t bound = connection ? INT64_MAX : spec.bytes;
       bool ack = false;
       if (p.seq == r.expected) {
-        r.expected += p.payload;
-        if (tolerant) absorbOutOfOrder(cfg, spec, r);
+        const bool last = (p.flags & kFlagLast) != 0u;
+        r.expected = last ? alignToPacket(r.expected + p.payload, cfg.payload_bytes) : r.expected + p.payload;
+        const int64_t before = r.expected;
+        if (tolerant) absorbOutOfOrder(cfg, bound, r);
         r.since_ack += 1;
-        ack = r.since_ack >= static_cast<uint32_t>(cfg.ack_interval) || r.expected >= spec.bytes;
+        const bool ends = connection ? last || r.expected != before : r.expected >= spec.bytes;
+        ack = r.since_ack >= static_cast<uint32_t>(cfg.ack_interval) || ends;
       } else if (p.seq > r.expected) {
         if (tolerant) {
           markOutOfOrder(cfg, r, p.seq);
@@ -444,12 +562,14 @@ struct NicSystem {
       if (k >= 0 && k < kOooPackets) r.ooo[k / 64] |= uint64_t{1} << (k % 64);
     }
     /// After an in-order packet moved `expected` by one packet: re-base the bitmap (bit j
-    /// = the packet j + 1 after `expected`) and consume the packets now in order.
-    MV_HD static void absorbOutOfOrder(const NetworkConfig& cfg, const FlowSpec& spec, FlowRecv& r) {
+    /// = the packet j + 1 after `expected`) and consume the packets now in order, up to
+    /// `bound` (a one-shot flow's size; a connection's packets all start on packet
+    /// boundaries, so each consumed one moves `expected` by a whole packet).
+    MV_HD static void absorbOutOfOrder(const NetworkConfig& cfg, int64_t bound, FlowRecv& r) {
       bool next_received = (r.ooo[0] & 1u) != 0u;
       shiftBitmap(r, 1);
-      while (next_received && r.expected < spec.bytes) {
-        const int64_t left = spec.bytes - r.expected;
+      while (next_received && r.expected < bound) {
+        const int64_t left = bound - r.expected;
         r.expected += left < cfg.payload_bytes ? left : cfg.payload_bytes;
         next_received = (r.ooo[0] & 1u) != 0u;
         shiftBitmap(r, 1);
@@ -506,7 +626,11 @@ struct NicSystem {
         const int64_t wire = dataWireBytes(cfg.payload_bytes, cfg.cc);
         s.next_send_ps += paceTime(cfg, wire, s.rate_bps) - paceTime(cfg, wire, old_rate);
       }
-      if (s.una >= spec.bytes) finish(flows, row, t);
+      if (spec.connection != 0u) {
+        if (s.una >= s.first_end) completeMessages(flows, row, t);
+      } else if (s.una >= spec.bytes) {
+        finish(flows, row, t);
+      }
     }
 
     MV_HD void finish(TableView<Flow>& flows, int64_t row, int64_t t) {

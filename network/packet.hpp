@@ -20,6 +20,7 @@ enum PacketFlag : uint8_t {
   kFlagCe = 1u << 0,       ///< congestion experienced (set by a switch)
   kFlagEcnEcho = 1u << 1,  ///< ACK echoes a CE mark (a CNP for DCQCN)
   kFlagRetransmit = 1u << 2,
+  kFlagLast = 1u << 3,     ///< data: the last packet of a message on a connection (RDMA's "last" opcode)
 };
 
 inline constexpr int kMaxIntHops = 5;
@@ -112,6 +113,6 @@ struct PacketHeader {
   MV_HD bool isControl() const { return kind != PacketKind::kData; }
 };
 static_assert(sizeof(PacketHeader) == 48);
-static_assert(kMaxIntHops < 16 && kFlagRetransmit < 16, "hops and flags fit their 4-bit fields");
+static_assert(kMaxIntHops < 16 && kFlagLast < 16, "hops and flags fit their 4-bit fields");
 
 }  // namespace mv::net

@@ -202,6 +202,7 @@ struct CollInfo {
   uint32_t phases = 0;          ///< kRing: RingShape rows
   uint32_t chunks = 1;          ///< kRing: chunks, each of chunk_transfers transfers
   uint32_t chunk_transfers = 0;
+  uint32_t communicator = 0;    ///< its group's communicator (a connection belongs to one, with its channel)
   int64_t bytes = 0;            ///< per-rank buffer (nccl-tests convention)
   int64_t analytical_ps = 0;    ///< duration for kIntraServer / kAnalytical (floored at the step latency)
 };
@@ -261,6 +262,8 @@ struct TransferState : Archetype<TransferCounter> {
 /// TrainConfig::transfer_bits: 18 unless a collective has more than 2^18 transfers), clear
 /// for a pipeline message (sender rank: 19 bits, sender task: 20 bits).
 MV_HD inline uint64_t p2pFlowId(uint32_t rank, uint32_t task) { return (uint64_t{rank} << 20) | task; }
+/// Communicator of the pipeline messages' connections (collectives number theirs from 0).
+inline constexpr uint32_t kP2pCommunicator = 0xFFFFFFFFu;
 inline constexpr uint32_t kTransferIdBits = 39;
 MV_HD inline uint64_t transferFlowId(uint32_t coll, uint32_t transfer, uint32_t transfer_bits) {
   return (uint64_t{1} << kTransferIdBits) | (uint64_t{coll} << transfer_bits) | transfer;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <memory>
 #include <span>
 #include <string>
@@ -25,6 +26,7 @@
 #include "network/detail_csv.hpp"
 #include "network/flow_builder.hpp"
 #include "systems/collective_shapes.hpp"
+#include "systems/connections.hpp"
 #include "systems/flow_files.hpp"
 #include "systems/network_layout.hpp"
 #include "systems/training_world.hpp"
@@ -240,6 +242,41 @@ class CollectiveBuilder {
   int64_t liveFlows() const { return live_flows_; }
   size_t collectives() const { return infos_.size(); }
 
+  /// Appends the connections the collectives' transfers between servers use: per group and
+  /// shape, the pairs a ring's first step joins in each of its phases and channels (every
+  /// step joins the same ones), or every pair of a DAG (channel 0). NICs from `ranks`.
+  void collectConnections(const std::vector<RankInfo>& ranks, std::vector<ConnectionEnds>& out) const {
+    std::set<std::pair<uint32_t, uint32_t>> seen;  // (member_base, shape_base) of a ring; DAGs by shape too
+    for (const CollInfo& c : infos_) {
+      if (c.mode != CollMode::kRing && c.mode != CollMode::kTransfers) continue;
+      if (!seen.insert({c.member_base, c.shape_base * 2 + (c.mode == CollMode::kRing ? 1u : 0u)}).second) continue;
+      auto add = [&](uint32_t src_member, uint32_t dst_member, uint32_t channel) {
+        const uint32_t src = members_[c.member_base + src_member].rank;
+        const uint32_t dst = members_[c.member_base + dst_member].rank;
+        if (serverOf(src) == serverOf(dst)) return;
+        out.push_back(ConnectionEnds{net::ConnectionKey{src, dst, c.communicator, channel}, ranks[src].nic,
+                                     ranks[dst].nic});
+      };
+      if (c.mode == CollMode::kTransfers) {
+        for (uint32_t k = 0; k < c.shape_count; ++k) {
+          const TransferDef& d = shapes_[c.shape_base + k];
+          add(d.src, d.dst, 0);
+        }
+        continue;
+      }
+      for (uint32_t p = 0; p < c.phases; ++p) {
+        const RingPhaseDef& ph = ring_phases_[c.shape_base + p];
+        for (uint32_t q = 0; q < ph.rings; ++q) {
+          for (uint32_t i = 0; i < ph.size; ++i) {
+            const RingTransfer t =
+                ringTransfer(&ring_phases_[c.shape_base], c.phases, c.chunks, c.chunk_transfers, ringStepTransfer(ph, q, 0, i));
+            add(t.src, t.dst, t.channel);
+          }
+        }
+      }
+    }
+  }
+
  private:
   uint32_t rankAt(uint32_t s, uint32_t t, uint32_t d) const { return megatronRank(plan_.cfg.tp, plan_.cfg.dp, s, t, d); }
   uint32_t serverOf(uint32_t r) const { return r / plan_.cfg.gpus_per_server; }
@@ -262,11 +299,13 @@ class CollectiveBuilder {
   void addGroup(const StageProgram& prog, CommKind kind, const std::vector<uint32_t>& members) {
     const auto member_base = static_cast<uint32_t>(members_.size());
     for (const uint32_t r : members) members_.push_back(Member{r});
+    const auto communicator = static_cast<uint32_t>(communicators_.size());
+    communicators_[{members, static_cast<uint32_t>(kind)}] = communicator;
     std::array<int64_t, kStreams> live{};
     for (uint32_t i = 0; i < prog.tasks.size(); ++i) {
       const TaskDef& d = prog.tasks[i];
       if (d.kind != TaskKind::kCollective || d.comm != kind) continue;
-      live[d.stream] = std::max(live[d.stream], addCollective(d, i, member_base, members));
+      live[d.stream] = std::max(live[d.stream], addCollective(d, i, member_base, members, communicator));
     }
     for (const int64_t l : live) live_flows_ += l;
   }
@@ -281,14 +320,18 @@ class CollectiveBuilder {
       for (size_t m = 0; m < g.ranks.size(); ++m) members_.push_back(Member{g.ranks[m], g.tasks[m]});
       const TaskDef& d = plan_.program.stages[g.ranks[0]].tasks[g.tasks[0]];
       int64_t& l = live[{g.ranks, d.stream}];
-      l = std::max(l, addCollective(d, g.tasks[0], member_base, g.ranks));
+      // One communicator per member list (its collectives share its connections).
+      const auto next = static_cast<uint32_t>(communicators_.size());
+      const uint32_t communicator = communicators_.try_emplace({g.ranks, 0u}, next).first->second;
+      l = std::max(l, addCollective(d, g.tasks[0], member_base, g.ranks, communicator));
     }
     for (const auto& [key, l] : live) live_flows_ += l;
   }
 
   /// One collective of task `d` (program index `task`) over `members`, whose rows start at
   /// `member_base`; returns the most transfers it has in flight.
-  int64_t addCollective(const TaskDef& d, uint32_t task, uint32_t member_base, const std::vector<uint32_t>& members) {
+  int64_t addCollective(const TaskDef& d, uint32_t task, uint32_t member_base, const std::vector<uint32_t>& members,
+                        uint32_t communicator) {
     const bool one_server = std::all_of(members.begin(), members.end(),
                                         [&](uint32_t r) { return serverOf(r) == serverOf(members.front()); });
     CollInfo info;
@@ -298,6 +341,7 @@ class CollectiveBuilder {
     info.members = static_cast<uint32_t>(members.size());
     info.member_base = member_base;
     info.task = task;
+    info.communicator = communicator;
     info.bytes = d.bytes;
     if (plan_.program.per_rank && !one_server &&
         !algorithmSupports(info.algorithm, d.op, info.members, membersPerServer(info))) {
@@ -459,6 +503,8 @@ class CollectiveBuilder {
       shape_index_;
   std::map<std::tuple<CollectiveOp, CollectiveAlgorithm, uint32_t, uint32_t, uint32_t>, std::pair<uint32_t, uint32_t>>
       ring_index_;
+  /// Communicator ids by (members, CommKind of a stage program's group; 0 for per-rank ones).
+  std::map<std::pair<std::vector<uint32_t>, uint32_t>, uint32_t> communicators_;
   int64_t live_flows_ = 0;
   uint64_t max_transfers_ = 0;
 };
@@ -471,6 +517,7 @@ struct Filled {
   int64_t rank_tasks = 0;
   int64_t rank_comms = 0;
   int64_t rank_sents = 0;
+  std::vector<ConnectionEnds> connections;  ///< packet level: the connections its messages use
 };
 
 /// Rows per rank of a stage's RankComm and RankSent.
@@ -572,7 +619,21 @@ Filled buildTraining(TrainWorld& world, ExpId e, const TrainingExperiment& x, co
     world.appendStatic<RankSent>(e, sents);
   }
   colls.commit();
-  return Filled{colls.liveFlows() + 2 * int64_t{gpus}, states, comms, sents};
+  Filled filled{colls.liveFlows() + 2 * int64_t{gpus}, states, comms, sents, {}};
+  if (x.fidelity == NetworkFidelity::kPacket) {
+    colls.collectConnections(ranks, filled.connections);
+    // Pipeline messages: a connection per sender and receiver on different servers.
+    for (const RankInfo& ri : ranks) {
+      for (const TaskDef& t : plan.program.stages[ri.stage].tasks) {
+        if (t.kind != TaskKind::kSend) continue;
+        const uint32_t peer = megatronRank(c.tp, c.dp, t.peer_stage, ri.tp_index, ri.dp_index);
+        if (ranks[peer].server == ri.server) continue;
+        filled.connections.push_back(
+            ConnectionEnds{net::ConnectionKey{ri.rank, peer, kP2pCommunicator, 0}, ri.nic, ranks[peer].nic});
+      }
+    }
+  }
+  return filled;
 }
 
 /// The "args" object of a task's trace event: what it computed or moved.
@@ -835,10 +896,12 @@ Filled fillExperiment(TrainWorld& world, ExpId e, const TrainingExperiment& x, c
   clock.seed = x.seed;
   clock.stable_id = static_cast<uint32_t>(x.id ^ (x.id >> 32));
   if (options.time_limit.ps > 0) clock.end_ps = options.time_limit.ps;
-  const Filled filled = buildTraining(world, e, x, plan, fill == Fill::kAll);
+  Filled filled = buildTraining(world, e, x, plan, fill == Fill::kAll);
   // Each experiment has rows only in the tables of its fidelity (none at analytical).
   if (x.fidelity == NetworkFidelity::kPacket) {
     net::buildNetwork(world, e, plan.layout, x.network, lookahead, fill == Fill::kAll);
+    addConnections(world, e, std::move(filled.connections), plan.cfg.priority);
+    filled.connections.clear();
   }
   if (x.fidelity == NetworkFidelity::kFlow) {
     const auto active = static_cast<uint32_t>(std::min<int64_t>(std::max<int64_t>(4 * filled.flows, 4096), 1 << 24));
@@ -874,8 +937,10 @@ void sizeForRun(TrainWorld& world, const RunRows& rows, int64_t trace_tasks) {
   }
   if (rows.logged > 0)
     world.grow<FlowLog>(TableCapacity{(rows.logged + 1024) * (kDetailSteps + 1), rows.logged + 1024});
-  if (rows.packet_flows > 0)
+  if (rows.packet_flows > 0) {
     world.grow<net::Flow>(TableCapacity{2 * rows.packet_flows + 1024, rows.packet_flows + 1024});
+    world.grow<net::Message>(TableCapacity{2 * rows.packet_flows + 1024, rows.packet_flows + 1024});
+  }
   if (rows.fluid_flows > 0) world.grow<net::FluidFlow>(TableCapacity{2 * rows.fluid_flows + 1024, rows.fluid_flows + 1024});
   world.grow<net::FlowRecord>(TableCapacity{rows.records + 1024, rows.records + 1024});
   if (trace_tasks > 0) world.grow<TaskSpan>(TableCapacity{trace_tasks + 1024, trace_tasks + 1024});
@@ -942,7 +1007,7 @@ TrainingFootprint measureFootprint(const TrainingExperiment& x, const Simulation
   f.rank_bytes = bytesOf(world, TypeList<Rank, RankTask, RankComm, RankSent>{}) + counted_states;
   f.collective_bytes =
       bytesOf(world, TypeList<Collective, GroupMember, TransferShape, TransferSucc, TransferState, RingShape>{});
-  const std::size_t flow_tables = bytesOf(world, TypeList<net::Flow, net::FluidFlow, net::FlowRecord>{});
+  const std::size_t flow_tables = bytesOf(world, TypeList<net::Flow, net::Message, net::FluidFlow, net::FlowRecord>{});
   f.run_bytes = flow_tables + bytesOf(world, TypeList<TaskSpan, FlowLog>{});
   f.network_bytes =
       bytesOf(world, ConcatT<net::NetworkArchetypes, net::FluidArchetypes>{}) - flow_tables + counted_pools;

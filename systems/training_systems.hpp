@@ -143,6 +143,43 @@ struct TrainOps {
   }
   MV_HD uint32_t nicOf(uint32_t rank) const { return rankInfo(rank).nic; }
 
+  /**
+   * Sends `bytes` from rank `src` to rank `dst` (on another server) from `start`, with flow
+   * id `id`. At packet level they are a message posted to the persistent connection of
+   * (src, dst, comm, channel) (docs/training.md "Connections"), whose QP keeps its CC state
+   * and path from message to message; at flow level a fluid flow of their own.
+   */
+  MV_HD void sendBetween(uint32_t src, uint32_t dst, uint32_t comm, uint32_t channel, int64_t bytes, int64_t start,
+                         uint64_t id) const {
+    const uint32_t src_nic = nicOf(src);
+    if (cfg().fidelity == NetworkFidelity::kPacket) {
+      const Entity conn = connectionOf(net::ConnectionKey{src, dst, comm, channel});
+      if (conn != Entity::none()) {
+        ctx.template table<net::Message>().create(ctx.exp, net::flowKey(src_nic, id),
+                                                  net::MessageSpec{conn, id, bytes, start, -1, 0});
+        ctx.wakeAt(Picoseconds{start});
+        return;
+      }
+    }
+    createFlow(src_nic, nicOf(dst), bytes, start, id);
+  }
+  /// The Flow row of the connection with `key` (ConnectionIndex, filled by the host for
+  /// every pair of ranks on different servers that the experiment's programs connect), or
+  /// none.
+  MV_HD Entity connectionOf(const net::ConnectionKey& key) const {
+    auto& index = ctx.template table<net::ConnectionIndex>();
+    int64_t a = index.expBegin(ctx.exp);
+    int64_t b = index.expEnd(ctx.exp);
+    while (a < b) {
+      const int64_t m = (a + b) / 2;
+      if (index.template get<net::ConnectionRef>(m).key < key) a = m + 1; else b = m;
+    }
+    if (a < index.expEnd(ctx.exp) && index.template get<net::ConnectionRef>(a).key == key) {
+      return index.template get<net::ConnectionRef>(a).flow;
+    }
+    return Entity::none();
+  }
+
   // --- pipeline messages -----------------------------------------------------------------
 
   /// The receive matching send `index` of `sender`.
@@ -160,7 +197,7 @@ struct TrainOps {
       deliver(sender, index, send, peer, t, done);
       return;
     }
-    createFlow(sender.nic, nicOf(peer), send.bytes, start, p2pFlowId(sender.rank, index));
+    sendBetween(sender.rank, peer, kP2pCommunicator, 0, send.bytes, start, p2pFlowId(sender.rank, index));
   }
   /// The message of send `index` arrived at `done`: completes the send and the receive.
   MV_HD void deliver(const RankInfo& sender, uint32_t index, const TaskDef& send, uint32_t peer, int64_t sent,
@@ -255,7 +292,7 @@ struct TrainOps {
       const uint32_t sharing = c.mode == CollMode::kRing ? nvlinkSharing(ringPhase(c, 0)) : 1;
       return t + nvlinkTime(bytes * sharing);
     }
-    createFlow(nicOf(src), nicOf(dst), bytes, t, transferFlowId(coll, k, cfg().transfer_bits));
+    sendBetween(src, dst, c.communicator, d.channel, bytes, t, transferFlowId(coll, k, cfg().transfer_bits));
     return kNever;
   }
   /**
