@@ -9,6 +9,31 @@
 
 namespace mv::test {
 
+namespace {
+
+/// Adds experiment e's connections and their messages (ids as ConnectionDef says).
+void addConnections(net::NetWorld& world, ExpId e, const std::vector<ConnectionDef>& connections) {
+  auto& flows = world.table<net::Flow>();
+  for (uint32_t j = 0; j < connections.size(); ++j) {
+    const ConnectionDef& k = connections[j];
+    const uint64_t id = (uint64_t{1} << 30) + j;
+    world.createHost<net::Flow>(e, net::flowKey(k.src, id), net::FlowSpec{k.src, k.dst, 0, 0, id, 3, 1},
+                                net::FlowSend{}, net::FlowCc{}, net::FlowRecv{});
+    world.commitHost<net::Flow>();
+    Entity conn;
+    for (int64_t r = flows.expBegin(e); r < flows.expEnd(e); ++r) {
+      if (flows.key[r] == net::flowKey(k.src, id)) conn = flows.entity[r];
+    }
+    for (uint32_t m = 0; m < k.messages.size(); ++m) {
+      const uint64_t msg = uint64_t{1'000'000} * (j + 1) + m;
+      world.createHost<net::Message>(e, net::flowKey(k.src, msg),
+                                     net::MessageSpec{conn, msg, k.messages[m].bytes, k.messages[m].start_ps, -1, 0});
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<NetResult> runNetBatch(const std::vector<NetCase>& cases, int threads, int64_t block,
                                    const StepObserver& observe) {
   net::NetWorld world(static_cast<uint32_t>(cases.size()), TableCapacity{1 << 12, 1 << 12});
@@ -26,10 +51,14 @@ std::vector<NetResult> runNetBatch(const std::vector<NetCase>& cases, int thread
       const FlowDef& f = c.flows[i];
       net::addFlow(world, e, f.src, f.dst, f.bytes, f.start_ps, i, f.prio);
     }
+    addConnections(world, e, c.connections);
   }
   world.commitAllHost();
   int64_t total_flows = 0;
-  for (const NetCase& c : cases) total_flows += static_cast<int64_t>(c.flows.size());
+  for (const NetCase& c : cases) {
+    total_flows += static_cast<int64_t>(c.flows.size());
+    for (const ConnectionDef& k : c.connections) total_flows += static_cast<int64_t>(k.messages.size());
+  }
   world.grow<net::FlowRecord>(TableCapacity{total_flows + 16, total_flows + 16});
   const CpuExecutor exec(threads, block);
   RunReport r;

@@ -26,11 +26,21 @@ namespace mv::test {
 
 using FlowDef = FlowLine;
 
+/// A persistent connection (docs/network.md "Connections") from NIC `src` to NIC `dst` and
+/// the messages posted to it (their src and dst unused; message k has id 1,000,000 · (j + 1)
+/// + k on connection j, its QP flow id 2^30 + j).
+struct ConnectionDef {
+  uint32_t src = 0;
+  uint32_t dst = 0;
+  std::vector<FlowDef> messages;
+};
+
 /// One experiment of a scenario.
 struct NetCase {
   const Topology* topo = nullptr;
   net::NetworkConfig cfg;
   std::vector<FlowDef> flows;
+  std::vector<ConnectionDef> connections;
   int64_t lookahead_ps = 0;  ///< 0 = the smallest link delay
   uint64_t seed = 1;
   uint32_t stable_id = 0;
