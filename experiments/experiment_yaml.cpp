@@ -202,7 +202,7 @@ class ExperimentReader {
 
   void readParallelism(const ConfigReader& p) {
     p.allowOnly({"tp", "cp", "pp", "dp", "ep", "vpp", "sp", "tp_comm_overlap", "dp_comm_overlap", "pp_comm_overlap",
-                 "recompute", "distributed_optimizer", "zero", "schedule", "offload_layers"});
+                 "recompute", "distributed_optimizer", "zero", "schedule", "offload_layers", "dp_bucket"});
     Parallelism& par = t_.parallelism;
     par.tp = static_cast<uint32_t>(p.integer("tp", 1, 1, kMaxCount));
     par.cp = static_cast<uint32_t>(p.integer("cp", 1, 1, kMaxCount));
@@ -215,6 +215,7 @@ class ExperimentReader {
     par.dp_comm_overlap = p.boolean("dp_comm_overlap", true);
     par.pp_comm_overlap = p.boolean("pp_comm_overlap", true);
     par.offload_layers = static_cast<uint32_t>(p.integer("offload_layers", 0, 0, kMaxShape));
+    par.dp_bucket = autoOrCount(p, "dp_bucket", kMaxInputBytes);
     static const std::vector<std::string> kRecompute{"none", "selective", "full"};
     par.recompute = parseRecompute(kRecompute[static_cast<size_t>(p.choice("recompute", 0, kRecompute))]);
     // Megatron-LM's distributed optimizer is ZeRO-1; `zero` names any stage.
@@ -367,23 +368,23 @@ class ExperimentReader {
     co.all_gather = algorithm(c, "all_gather", gather);
     co.reduce_scatter = algorithm(c, "reduce_scatter", gather);
     co.all_to_all = algorithm(c, "all_to_all", {{"direct", A::kDirect}, {"hierarchical", A::kHierarchical}});
-    co.channels = ringChannels(c);
+    co.channels = static_cast<uint32_t>(autoOrCount(c, "channels", kMaxRingChannels));
     co.chunk = Bytes{c.sizeBytes("chunk", co.chunk.count, 1, kMaxInputBytes)};
     co.step_latency = Picoseconds{c.durationPs("step_latency", co.step_latency.ps, 1, kMaxLatencyPs)};
-    co.dp_bucket = Bytes{c.sizeBytes("dp_bucket", co.dp_bucket.count, 1, kMaxInputBytes)};
+    // An override in bytes of parallelism.dp_bucket (parameters): absent stays absent.
+    if (c.has("dp_bucket")) co.dp_bucket = Bytes{c.sizeBytes("dp_bucket", 0, 1, kMaxInputBytes)};
     co.priority = static_cast<uint32_t>(c.integer("priority", co.priority, 1, 7));
   }
 
-  /// `channels`: "auto" (0) or 1..kMaxRingChannels.
-  static uint32_t ringChannels(const ConfigReader& c) {
-    const std::string v = c.text("channels", "auto");
+  /// `key`: "auto" (0, the default) or a whole number from 1 to `hi`.
+  static int64_t autoOrCount(const ConfigReader& c, const std::string& key, int64_t hi) {
+    const std::string v = c.text(key, "auto");
     if (v == "auto") return 0;
     if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos) {
-      c.error("channels",
-              "expected auto or a whole number from 1 to " + std::to_string(kMaxRingChannels) + ", got '" + v + "'");
+      c.error(key, "expected auto or a whole number from 1 to " + std::to_string(hi) + ", got '" + v + "'");
       return 0;
     }
-    return static_cast<uint32_t>(c.integer("channels", 1, 1, kMaxRingChannels));
+    return c.integer(key, 1, 1, hi);
   }
 
   /// The algorithm at `key` among `choices`; the first choice when absent.

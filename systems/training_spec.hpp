@@ -57,8 +57,9 @@ struct CollectiveAlgorithms {
   /// Delay between a chunk's arrival and the next dependent send (proxy polling, reduction
   /// kernel); also the floor of every collective's time. Must be ≥ the step Δ; default 2 µs.
   Picoseconds step_latency = microseconds(2);
-  /// Megatron DP gradient bucket (all-reduce / reduce-scatter issued per bucket during backward).
-  Bytes dp_bucket = mebibytes(40);
+  /// DP buckets of this many bytes, overriding `parallelism.dp_bucket` (a count of
+  /// parameters) when positive; 0: not given.
+  Bytes dp_bucket{0};
   /// Channels of the ring algorithm between servers (NCCL's): rings over the whole group,
   /// each on 1/channels of the buffer, each leaving a server on a different member's NIC.
   /// 0 = auto: the group's members on one server (one channel per rail they have).

@@ -131,12 +131,24 @@ struct Parallelism {
   /// go to host memory after their forward pass and come back, one layer ahead, during the
   /// backward pass (Megatron-core's `cpu_offloading_num_layers`); 0 = none.
   uint32_t offload_layers = 0;
+  /// Parameters per data-parallel bucket (gradients reduced, parameters gathered, per
+  /// bucket); 0: Megatron-core's default, max(40,000,000, 1,000,000 × dp · cp)
+  /// (dpBucketParameters).
+  int64_t dp_bucket = 0;
   Recompute recompute = Recompute::kNone;
   /// What the data-parallel group shards (ZeRO stage; kOptimizer is Megatron-LM's
   /// distributed optimizer).
   Zero zero = Zero::kNone;
   PipelineSchedule schedule = PipelineSchedule::k1F1B;
 };
+
+/// Parameters per DP bucket: `par.dp_bucket`, or Megatron-core's default for its data-parallel
+/// group with context parallelism (DistributedDataParallel: max(40 M, 1 M × its size)).
+inline int64_t dpBucketParameters(const Parallelism& par) {
+  if (par.dp_bucket > 0) return par.dp_bucket;
+  const int64_t ranks = int64_t{par.dp} * par.cp;
+  return ranks * 1'000'000 > 40'000'000 ? ranks * 1'000'000 : 40'000'000;
+}
 
 /// The sequence length of the job: `config.seq`, or the model's when that is 0.
 uint32_t sequenceLength(const ModelSpec& model, const TrainingConfig& config);

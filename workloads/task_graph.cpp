@@ -371,9 +371,15 @@ struct BucketFamily {
   int64_t bytes = 0;
   int64_t count = 0;  ///< 0 when the group is a single rank (nothing to reduce)
 
-  BucketFamily(CommKind kind, double elements, uint32_t element_bytes, uint32_t group, int64_t bucket)
+  /// `elements` of `element_bytes` each over a group of `group` ranks, in buckets of
+  /// `bucket_bytes` bytes when positive, else of `bucket_elements` elements.
+  BucketFamily(CommKind kind, double elements, uint32_t element_bytes, uint32_t group, int64_t bucket_bytes,
+               int64_t bucket_elements)
       : comm(kind), bytes(static_cast<int64_t>(elements * element_bytes)) {
-    count = group > 1 && bytes > 0 ? bucketCount(bytes, bucket) : 0;
+    const int64_t whole = static_cast<int64_t>(std::ceil(elements));
+    count = group <= 1 || bytes <= 0 ? 0
+            : bucket_bytes > 0       ? bucketCount(bytes, bucket_bytes)
+                                     : bucketCount(whole, bucket_elements);
   }
   /// The same bytes in `units` buckets (ZeRO-3: one per layer, FSDP's usual wrapping).
   BucketFamily perUnit(int64_t units) const {
@@ -438,7 +444,8 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
   const uint32_t data_ranks = dataParallelRanks(par);
   const Zero zero = data_ranks > 1 ? par.zero : Zero::kNone;
   const CollectiveOp reduce_op = zero >= Zero::kOptimizer ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce;
-  const int64_t bucket = std::max<int64_t>(options.dp_bucket.count, 1);
+  const int64_t bucket_bytes = options.dp_bucket.count;
+  const int64_t bucket_elements = dpBucketParameters(par);
 
   TrainingProgram out;
   out.micro_batches = m;
@@ -459,9 +466,10 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
     // or one per layer with ZeRO-3.
     using Families = std::array<BucketFamily, 2>;
     auto families = [&](uint32_t chunk, uint32_t element_bytes, bool sharded) {
-      Families f{BucketFamily{CommKind::kDp, stage_params.dense / v, element_bytes, sharded ? data_ranks : 1, bucket},
+      Families f{BucketFamily{CommKind::kDp, stage_params.dense / v, element_bytes, sharded ? data_ranks : 1,
+                              bucket_bytes, bucket_elements},
                  BucketFamily{CommKind::kExpertDp, stage_params.expert / v, element_bytes, sharded ? expert_group : 1,
-                              bucket}};
+                              bucket_bytes, bucket_elements}};
       if (zero >= Zero::kParameters) {
         for (BucketFamily& x : f) x = x.perUnit(layersIn(chunk));
       }

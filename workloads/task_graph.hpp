@@ -117,8 +117,10 @@ struct StageProgram {
 
 /// Knobs of program generation.
 struct ProgramOptions {
-  /// Megatron DP bucket: gradients are reduced (parameters gathered) per bucket of this size.
-  Bytes dp_bucket = mebibytes(40);
+  /// DP buckets of this many bytes (gradients reduced, parameters gathered, per bucket), when
+  /// positive; 0: buckets of dpBucketParameters parameters, whose bytes follow from each
+  /// family's element size (Megatron-core's buckets count parameters).
+  Bytes dp_bucket{0};
   /// Intra-server collective model of the GPU, for the TP collectives folded into blocks.
   CollectiveModel tp_model;
   /// Bus bandwidth of the TP collectives relative to tp_model (its nccl-tests curve): their

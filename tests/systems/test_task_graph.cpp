@@ -286,6 +286,41 @@ std::pair<int64_t, int64_t> dpTraffic(const StageProgram& s, CollectiveOp op) {
   return {bytes, count};
 }
 
+TEST_CASE("DP buckets count parameters as Megatron-core's do: max(40 M, 1 M x dp), bytes from each type") {
+  // GPT-3 175B, TP 8, PP 16, DP 256, distributed optimizer: a stage holds about 1.37 G
+  // parameters; Megatron-core's buckets hold 256 M of them at this DP size, so 6 buckets
+  // of fp32 gradients reduce-scattered and 6 of bf16 parameters gathered, where 40 MiB
+  // buckets of bytes made 130 reductions on this stage.
+  TrainingExperiment x = test::tinyExperiment(8, 16, 256, 1, 8);
+  x.model = modelByName("gpt3-175b");
+  x.parallelism.zero = Zero::kOptimizer;
+  const StageParameters params = stageParameters(x.model, x.parallelism, 1);
+  REQUIRE(dpBucketParameters(x.parallelism) == 256'000'000);
+  auto buckets = [&](CollectiveOp op) { return dpTraffic(trainingProgramOf(x).stages.at(1), op); };
+  const int64_t expected = static_cast<int64_t>(std::ceil(params.dense / 256e6));
+  CHECK(expected == 6);
+  const auto reduced = buckets(CollectiveOp::kReduceScatter);
+  const auto gathered = buckets(CollectiveOp::kAllGather);
+  CHECK(reduced.second == expected);
+  CHECK(gathered.second == expected);
+  CHECK(reduced.first == 2 * gathered.first);  // fp32 gradients, bf16 parameters
+  // At DP 8 the floor of 40 M parameters holds.
+  x.parallelism.dp = 8;
+  x.cluster.gpus = 8 * 16 * 8;
+  x.training.global_batch = 8;
+  CHECK(dpBucketParameters(x.parallelism) == 40'000'000);
+  CHECK(buckets(CollectiveOp::kReduceScatter).second == static_cast<int64_t>(std::ceil(params.dense / 40e6)));
+  // parallelism.dp_bucket sets the parameters; collectives.dp_bucket, in bytes, overrides it.
+  x.parallelism.dp_bucket = 100'000'000;
+  CHECK(buckets(CollectiveOp::kReduceScatter).second == static_cast<int64_t>(std::ceil(params.dense / 100e6)));
+  x.collectives.dp_bucket = mebibytes(40);
+  const auto by_bytes = buckets(CollectiveOp::kReduceScatter);
+  const int64_t mib40 = mebibytes(40).count;
+  CHECK(by_bytes.second == (by_bytes.first + mib40 - 1) / mib40);
+  CHECK(by_bytes.second == 130);
+  CHECK(buckets(CollectiveOp::kAllGather).second == (by_bytes.first / 2 + mib40 - 1) / mib40);
+}
+
 TEST_CASE("ZeRO stages: what the DP group gathers and reduces, and when") {
   // pp 2, dp 4, 6 micro-batches, 4 layers per stage, 1 MiB DP buckets.
   TrainingExperiment x = test::tinyExperiment(1, 2, 4, 6, 1);
