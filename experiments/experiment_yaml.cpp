@@ -350,7 +350,12 @@ class ExperimentReader {
     static constexpr NetworkFidelity kFidelity[] = {NetworkFidelity::kPacket, NetworkFidelity::kFlow,
                                                     NetworkFidelity::kAnalytical};
     t_.fidelity = kFidelity[n.choice("fidelity", 0, kFidelities)];
-    t_.network = readNetworkConfig(n.except("fidelity"), net::NetworkConfig{});
+    // Training runs default to RoCEv2 frames at RoCE's largest MTU (netsim keeps the ns-3
+    // reference's packets).
+    net::NetworkConfig roce;
+    roce.wire = net::WireFormat::kRoce;
+    roce.payload_bytes = net::kRoceMaxMtu;
+    t_.network = readNetworkConfig(n.except("fidelity"), roce);
   }
 
   void readCollectives(const ConfigReader& c) {

@@ -16,11 +16,26 @@ namespace mv {
 
 net::NetworkConfig readNetworkConfig(const ConfigReader& r, const net::NetworkConfig& base) {
   net::NetworkConfig c = base;
-  r.allowOnly({"cc", "load_balance", "payload", "ack_interval", "ack_high_priority", "nack_interval", "rto", "window",
+  r.allowOnly({"cc", "load_balance", "wire", "mtu", "payload", "ack_interval", "ack_high_priority", "nack_interval", "rto", "window",
                "switch_pool_slots", "link_ring_factor", "nic_control_slots", "link_bin", "whole_ns", "pfc", "ecn", "dcqcn", "hpcc", "dctcp"});
   c.cc = static_cast<net::CcKind>(r.choice("cc", static_cast<int>(c.cc), {"none", "dcqcn", "hpcc", "dctcp"}));
   c.load_balance = static_cast<net::LoadBalance>(r.choice("load_balance", static_cast<int>(c.load_balance), {"ecmp", "spray"}));
-  c.payload_bytes = static_cast<int32_t>(r.integer("payload", c.payload_bytes, 64, 9000));
+  c.wire = static_cast<net::WireFormat>(r.choice("wire", static_cast<int>(c.wire), {"ns3", "roce"}));
+  if (c.wire == net::WireFormat::kRoce) {
+    // RoCE carries an RDMA MTU per packet: a power of two from 256 to 4096 bytes.
+    if (r.has("payload")) {
+      r.error("payload", "RoCE packets carry network.mtu (256, 512, 1024, 2048 or 4096 B); the ns-3 reference's "
+                         "payload (up to 9000 B) needs network.wire: ns3");
+    }
+    const int64_t fallback = base.wire == net::WireFormat::kRoce ? base.payload_bytes : net::kRoceMaxMtu;
+    const int64_t mtu = r.integer("mtu", fallback, 256, net::kRoceMaxMtu);
+    if ((mtu & (mtu - 1)) != 0) r.error("mtu", "RoCE's MTU is 256, 512, 1024, 2048 or 4096 B, not " + std::to_string(mtu));
+    c.payload_bytes = static_cast<int32_t>(mtu);
+  } else {
+    if (r.has("mtu")) r.error("mtu", "network.mtu sizes RoCE packets (network.wire: roce); with ns3 give network.payload");
+    const int64_t fallback = base.wire == net::WireFormat::kNs3 ? base.payload_bytes : net::NetworkConfig{}.payload_bytes;
+    c.payload_bytes = static_cast<int32_t>(r.integer("payload", fallback, 64, 9000));
+  }
   c.ack_interval = static_cast<int32_t>(r.integer("ack_interval", c.ack_interval, 1, 64));
   if (r.has("ack_high_priority")) {
     c.ack_priority = r.boolean("ack_high_priority", true) ? net::AckPriority::kHigh : net::AckPriority::kData;

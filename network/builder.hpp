@@ -69,7 +69,7 @@ inline constexpr int64_t kMaxLinkSlots = int64_t{UINT32_MAX};
 
 /// The packet storage buildNetwork gives an experiment of `layout` under `cfg`.
 inline PacketStorage packetStorage(const NetworkLayout& layout, const NetworkConfig& cfg, int64_t lookahead_ps) {
-  const int32_t max_wire = dataWireBytes(cfg.payload_bytes, cfg.cc);
+  const int32_t max_wire = dataWireBytes(cfg.payload_bytes, cfg.cc, cfg.wire);
   // Saturated far above any pool that can be held, so that the product below stays in 64 bits.
   constexpr int64_t kSaturated = int64_t{1} << 50;
   int64_t links = 0;

@@ -88,11 +88,21 @@ inline constexpr int32_t kMaxSwitchPoolSlots = 1 << 26;
 inline constexpr int32_t kMaxLinkRingFactor = 1024;
 inline constexpr int32_t kMaxNicControlSlots = 1 << 20;
 
+/// How packets are framed on the wire (packet.hpp wire sizes).
+enum class WireFormat : uint8_t {
+  kNs3,   ///< the ns-3 RDMA reference's packets: a 48 B header, ACKs of 60 B, any payload up to 9000 B
+  kRoce,  ///< RoCEv2 frames with Ethernet's preamble and gap; the payload is an RDMA MTU (256..4096 B)
+};
+
+/// RoCE's largest MTU: the most payload a RoCEv2 packet carries.
+inline constexpr int32_t kRoceMaxMtu = 4096;
+
 /// Everything network-side that an experiment may set.
 struct NetworkConfig {
   CcKind cc = CcKind::kDcqcn;
   LoadBalance load_balance = LoadBalance::kEcmp;
-  int32_t payload_bytes = 1000;       ///< data payload per packet
+  WireFormat wire = WireFormat::kNs3;
+  int32_t payload_bytes = 1000;       ///< data payload per packet (with kRoce: the MTU)
   int32_t ack_interval = 1;           ///< ACK every this many data packets
   AckPriority ack_priority = AckPriority::kByCc;  ///< class of ACK/NACK
   int64_t nack_interval_ps = 500'000'000;  ///< at most one NACK per gap per this time (500 µs)

@@ -149,10 +149,9 @@ void buildFluidNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, cons
 
   auto& nets = world.template table<FluidNet>();
   const int64_t net0 = world.template appendStatic<FluidNet>(e, 1);
-  const int32_t wire = dataWireBytes(cfg.payload_bytes, cfg.cc);
+  const int32_t wire = dataWireBytes(cfg.payload_bytes, cfg.cc, cfg.wire);
   nets.template get<FluidNetInfo>(net0) =
-      FluidNetInfo{stride, max_active_flows, cfg.payload_bytes, wire - cfg.payload_bytes,
-                   cfg.cc == CcKind::kHpcc ? kAckIntBytes : kAckBytes};
+      FluidNetInfo{stride, max_active_flows, cfg.payload_bytes, wire - cfg.payload_bytes, ackWireBytes(cfg.cc, cfg.wire)};
   FluidNetState& st = nets.template get<FluidNetState>(net0);
   st = FluidNetState{};
   st.free_block = 0;

@@ -24,10 +24,17 @@
 
 namespace mv::net {
 
-/// Wire bytes of a data packet with `payload` bytes under `cc`.
-MV_HD constexpr int32_t dataWireBytes(int32_t payload, CcKind cc) {
-  return payload + kDataHeaderBytes + (cc == CcKind::kHpcc ? kIntHeaderBytes : 0);
+/// Wire bytes of a data packet with `payload` bytes under `cc` in format `wire`.
+MV_HD constexpr int32_t dataWireBytes(int32_t payload, CcKind cc, WireFormat wire = WireFormat::kNs3) {
+  return payload + (wire == WireFormat::kRoce ? kRoceDataHeaderBytes : kDataHeaderBytes) +
+         (cc == CcKind::kHpcc ? kIntHeaderBytes : 0);
 }
+/// Wire bytes of an ACK or NACK under `cc` in format `wire` (with HPCC it echoes INT).
+MV_HD constexpr int32_t ackWireBytes(CcKind cc, WireFormat wire = WireFormat::kNs3) {
+  return (wire == WireFormat::kRoce ? kRoceAckBytes : kAckBytes) + (cc == CcKind::kHpcc ? kAckIntBytes - kAckBytes : 0);
+}
+/// Wire bytes of a PFC frame in format `wire`.
+MV_HD constexpr int32_t pfcWireBytes(WireFormat wire) { return wire == WireFormat::kRoce ? kRocePfcBytes : kPfcBytes; }
 
 /// Pacing gap after `bytes` sent at `rate_bps`: exact picoseconds, or truncated to whole
 /// nanoseconds with network.whole_ns (as the reference).
@@ -427,7 +434,7 @@ struct NicSystem {
         p.dst_nic = spec.dst_nic;
         p.payload = static_cast<uint16_t>(payload);
         p.prio = static_cast<uint8_t>(spec.prio);
-        p.wire_bytes = static_cast<uint16_t>(dataWireBytes(payload, cfg.cc));
+        p.wire_bytes = static_cast<uint16_t>(dataWireBytes(payload, cfg.cc, cfg.wire));
         if (spec.connection != 0u && s.next_seq + payload == end) p.flags |= kFlagLast;
         if (s.next_seq < s.max_sent) {
           p.flags |= kFlagRetransmit;
@@ -553,7 +560,7 @@ struct NicSystem {
       a.prio = static_cast<uint8_t>(ackHighPriority(cfg) ? kControlPriority : p.prio);
       a.flags = static_cast<uint8_t>((p.flags & kFlagCe) != 0u ? uint32_t{kFlagEcnEcho} : 0u);
       a.hops = p.hops;
-      a.wire_bytes = static_cast<uint16_t>(cfg.cc == CcKind::kHpcc ? kAckIntBytes : kAckBytes);
+      a.wire_bytes = static_cast<uint16_t>(ackWireBytes(cfg.cc, cfg.wire));
       return a;
     }
 
@@ -623,7 +630,7 @@ struct NicSystem {
       if (s.rate_bps != old_rate) {
         // As the reference: the next send moves by the change of one full packet's sending
         // time (headers and INT included, as the pacing gap itself).
-        const int64_t wire = dataWireBytes(cfg.payload_bytes, cfg.cc);
+        const int64_t wire = dataWireBytes(cfg.payload_bytes, cfg.cc, cfg.wire);
         s.next_send_ps += paceTime(cfg, wire, s.rate_bps) - paceTime(cfg, wire, old_rate);
       }
       if (spec.connection != 0u) {

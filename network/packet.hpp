@@ -27,12 +27,19 @@ inline constexpr int kMaxIntHops = 5;
 inline constexpr int kPriorities = 8;
 inline constexpr int kControlPriority = 0;
 
-/// Wire sizes in bytes.
+/// Wire sizes in bytes: the ns-3 reference's packets (WireFormat::kNs3).
 inline constexpr int32_t kDataHeaderBytes = 48;  ///< L2 14 + IPv4 20 + UDP 8 + seq/prio 6
 inline constexpr int32_t kIntHeaderBytes = 42;   ///< HPCC INT: 2 + 8 per hop, 5 hops
 inline constexpr int32_t kAckBytes = 60;
 inline constexpr int32_t kAckIntBytes = 88;
 inline constexpr int32_t kPfcBytes = 43;
+/// RoCEv2 (WireFormat::kRoce), each with Ethernet's 8 B preamble and 12 B inter-frame gap:
+/// data = Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + payload + ICRC 4 + FCS 4; ACK = the same
+/// headers with an AETH of 4 B and no payload; PFC = a 64 B MAC control frame.
+inline constexpr int32_t kEthernetGapBytes = 20;
+inline constexpr int32_t kRoceDataHeaderBytes = 14 + 20 + 8 + 12 + 4 + 4 + kEthernetGapBytes;  // 82
+inline constexpr int32_t kRoceAckBytes = 14 + 20 + 8 + 12 + 4 + 4 + 4 + kEthernetGapBytes;     // 86
+inline constexpr int32_t kRocePfcBytes = 64 + kEthernetGapBytes;                                // 84
 
 /// One INT record pushed by a switch egress (HPCC). Counters wrap at 2^32; only their
 /// differences between consecutive ACKs are used. No member initialisers: a packet being

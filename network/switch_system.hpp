@@ -416,7 +416,7 @@ struct SwitchSystem {
         PacketHeader frame;  // no INT records
         frame.kind = pause ? PacketKind::kPause : PacketKind::kResume;
         frame.prio = static_cast<uint8_t>(c);
-        frame.wire_bytes = kPfcBytes;
+        frame.wire_bytes = static_cast<uint16_t>(pfcWireBytes(ctx.config().net.network.wire));
         if (pause) counters.pauses += 1;
         send(pi, q, frame, nullptr, t, first_push);
         return;

@@ -24,7 +24,7 @@ FlowFiles flowFiles(const Topology& topo, const Routing& routing, const net::Net
     const uint32_t node = topo.nicNode(nic);
     return 0x0b000001u + (node / 256) * 0x10000u + (node % 256) * 0x100u;
   };
-  const int64_t header = net::dataWireBytes(0, cfg.cc);
+  const int64_t header = net::dataWireBytes(0, cfg.cc, cfg.wire);
   std::vector<std::tuple<int64_t, uint64_t, std::string>> lines;  // (finish, id, line)
   for (size_t i = 0; i < flows.size(); ++i) {
     const net::FlowResult& f = flows[i];
@@ -38,7 +38,7 @@ FlowFiles flowFiles(const Topology& topo, const Routing& routing, const net::Net
     out.last = std::max(out.last, f.finish_ps);
     const int64_t standalone_ps =
         idleRtt(topo, routing, f.src_nic, f.dst_nic, cfg.payload_bytes) +
-        serializationTimeWholeNs(Bytes{f.bytes + packets * net::kDataHeaderBytes},
+        serializationTimeWholeNs(Bytes{f.bytes + packets * net::dataWireBytes(0, net::CcKind::kNone, cfg.wire)},
                                  BitsPerSecond{bottleneckRate(topo, routing, f.src_nic, f.dst_nic)})
             .ps;
     const auto [sport, dport] = ports(i);

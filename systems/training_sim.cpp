@@ -127,8 +127,8 @@ Plan makePlan(const TrainingExperiment& x) {
   int64_t line = 0;
   for (const net::LayoutNic& n : p.layout.nics) line = std::max(line, n.rate_bps);
   const int64_t payload = x.network.payload_bytes;
-  const int64_t wire = net::dataWireBytes(x.network.payload_bytes, x.network.cc) +
-                       net::kAckBytes / std::max<int32_t>(x.network.ack_interval, 1);
+  const int64_t wire = net::dataWireBytes(x.network.payload_bytes, x.network.cc, x.network.wire) +
+                       net::ackWireBytes(net::CcKind::kNone, x.network.wire) / std::max<int32_t>(x.network.ack_interval, 1);
   // GPUs sharing a NIC communicate at once (the TP ranks of a server move in lockstep), so
   // each gets its share.
   const int64_t sharing = std::max<int64_t>(1, x.cluster.gpus_per_server / std::max<uint32_t>(x.cluster.nics_per_server, 1));

@@ -461,7 +461,7 @@ TEST_CASE("a full experiment round-trips into TrainingExperiment", "[sweep][expe
                                                 gemm_gradient: 0.9, gemm_quantization: false, memory_efficiency: 0.75, kernel_overhead: 2us}}
   topology: {kind: spine_leaf, leaves: 2, nics_per_leaf: 4, spines: 1, oversubscription: 4, link_rate: 200Gbps,
              link_delay: 500ns}
-  network: {fidelity: analytical, cc: dctcp, load_balance: spray, payload: 4000}
+  network: {fidelity: analytical, cc: dctcp, load_balance: spray, wire: ns3, payload: 4000}
   collectives: {all_reduce: halving_doubling, all_gather: ring, reduce_scatter: halving_doubling,
                 all_to_all: hierarchical, channels: 4, chunk: 1MiB, step_latency: 3us, dp_bucket: 20MiB,
                 priority: 5}
@@ -518,6 +518,7 @@ TEST_CASE("a full experiment round-trips into TrainingExperiment", "[sweep][expe
   CHECK(x.network.cc == net::CcKind::kDctcp);
   CHECK(x.network.load_balance == net::LoadBalance::kSpray);
   CHECK(x.network.payload_bytes == 4000);
+  CHECK(x.network.wire == net::WireFormat::kNs3);
   CHECK(x.collectives.all_reduce == CollectiveAlgorithm::kHalvingDoubling);
   CHECK(x.collectives.all_gather == CollectiveAlgorithm::kRing);
   CHECK(x.collectives.reduce_scatter == CollectiveAlgorithm::kHalvingDoubling);
@@ -622,6 +623,40 @@ TEST_CASE("unknown keys, wrong types and out-of-range values", "[sweep][experime
   CHECK(has(compute, 5, "cluster.compute.memory_eficiency", "unknown key (did you mean 'memory_efficiency'?)"));
   CHECK(has(compute, 5, "cluster.compute.kernel_overhead", "2ms is out of range [0s, 1ms]"));
   CHECK(has(compute, 5, "cluster.compute.gemm_gradient", "0 is out of range [0.01, 1]"));
+}
+
+TEST_CASE("training runs send RoCEv2 frames at RoCE's MTU; the ns-3 packet is asked for by name", "[sweep][experiment]") {
+  std::vector<TrainingExperiment> xs;
+  const Diagnostics ok = readAll(R"(base:
+  workload: {model: gpt3-13b, global_batch: 16}
+  parallelism: {tp: 8, dp: 2, dp_bucket: 20000000}
+sweep:
+  network: [{cc: dcqcn}, {mtu: 1024}, {wire: ns3}, {wire: ns3, payload: 9000}]
+)",
+                                 &xs);
+  INFO(ok.format());
+  REQUIRE(ok.empty());
+  REQUIRE(xs.size() == 4);
+  CHECK(xs[0].network.wire == net::WireFormat::kRoce);
+  CHECK(xs[0].network.payload_bytes == 4096);
+  CHECK(xs[1].network.payload_bytes == 1024);
+  CHECK(xs[2].network.wire == net::WireFormat::kNs3);
+  CHECK(xs[2].network.payload_bytes == 1000);
+  CHECK(xs[3].network.payload_bytes == 9000);
+  CHECK(xs[0].parallelism.dp_bucket == 20'000'000);
+  CHECK(xs[0].collectives.dp_bucket.count == 0);  // no byte override unless given
+  // A RoCE packet holds at most 4096 B, in powers of two; mtu and payload belong to one format each.
+  const Diagnostics bad = readAll(R"(base:
+  workload: {model: gpt3-13b, global_batch: 16}
+  parallelism: {dp_bucket: lots}
+sweep:
+  network: [{payload: 9000}, {mtu: 3000}, {mtu: 8192}, {wire: ns3, mtu: 1024}]
+)");
+  CHECK(has(bad, 3, "parallelism.dp_bucket", "expected auto or a whole number"));
+  CHECK(has(bad, 5, "network.payload", "RoCE packets carry network.mtu"));
+  CHECK(has(bad, 5, "network.mtu", "RoCE's MTU is 256, 512, 1024, 2048 or 4096 B, not 3000"));
+  CHECK(has(bad, 5, "network.mtu", "8192 is out of range [256, 4096]"));
+  CHECK(has(bad, 5, "network.mtu", "with ns3 give network.payload"));
 }
 
 TEST_CASE("parallelism.zero names a ZeRO stage; distributed_optimizer is ZeRO-1", "[sweep][experiment]") {
@@ -1025,7 +1060,8 @@ TEST_CASE("the memory estimate is measured once per configuration and follows th
   // Only HPCC packets carry INT records (80 B), in rows of their own (and a 4-byte
   // experiment id each in a static table): at least one per slot of the switches' shared pool.
   CHECK(hpcc.network - dcqcn.network >= int64_t{65536} * (80 + 4));
-  CHECK(dcqcn.network > int64_t{65536} * static_cast<int64_t>(sizeof(net::PacketHeader) + 4));
+  // Every experiment holds the headers of its switch pool (a pool's rows keep no experiment id).
+  CHECK(dcqcn.network > int64_t{65536} * static_cast<int64_t>(sizeof(net::PacketHeader)));
   CHECK(at(1, 0, 0).network > 0);
   // The analytical fidelity leaves the network tables empty (a few bytes of buffers each).
   CHECK(at(2, 0, 0).network < 64 * 1024);

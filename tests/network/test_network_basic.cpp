@@ -43,3 +43,28 @@ TEST_CASE("one flow on an idle path finishes at its exact wire time", "[network]
     CHECK(r.counters.packets_sent == 11);
   }
 }
+
+TEST_CASE("RoCEv2 frames: MTU payloads behind 82 B of headers and gap, 86 B ACKs", "[network][roce]") {
+  const Topology star = makeStar(2, BitsPerSecond{kRate}, Picoseconds{kDelay});
+  for (net::CcKind cc : {net::CcKind::kDcqcn, net::CcKind::kHpcc}) {
+    NetCase c;
+    c.topo = &star;
+    c.cfg.cc = cc;
+    c.cfg.wire = net::WireFormat::kRoce;
+    c.cfg.payload_bytes = net::kRoceMaxMtu;
+    c.flows = {FlowDef{0, 1, 10'500, 5'000'000}};  // 2 packets of 4096 B and one of 2308 B
+    const NetResult r = runNet(c);
+    REQUIRE(r.flows.size() == 1u);
+    CHECK(r.counters.packets_sent == 3);
+    // Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4 + preamble and gap 20 (+ INT).
+    const int32_t header = 82 + (cc == net::CcKind::kHpcc ? net::kIntHeaderBytes : 0);
+    CHECK(net::dataWireBytes(4096, cc, net::WireFormat::kRoce) == 4096 + header);
+    const int32_t ack = 86 + (cc == net::CcKind::kHpcc ? net::kAckIntBytes - net::kAckBytes : 0);
+    CHECK(net::ackWireBytes(cc, net::WireFormat::kRoce) == ack);
+    const int64_t s_full = serializationTime(Bytes{4096 + header}, BitsPerSecond{kRate}).ps;
+    const int64_t s_last = serializationTime(Bytes{2308 + header}, BitsPerSecond{kRate}).ps;
+    const int64_t s_ack = serializationTime(Bytes{ack}, BitsPerSecond{kRate}).ps;
+    // As the ns-3 packet above: the short last packet waits at the switch for the full one.
+    CHECK(r.flows[0].finish_ps - r.flows[0].start_ps == 3 * s_full + s_last + 2 * kDelay + 2 * (s_ack + kDelay));
+  }
+}
