@@ -360,7 +360,7 @@ class ExperimentReader {
 
   void readCollectives(const ConfigReader& c) {
     c.allowOnly({"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "channels", "chunk", "step_latency",
-                 "dp_bucket", "priority"});
+                 "dp_bucket", "priority", "qps_per_connection"});
     using A = CollectiveAlgorithm;
     CollectiveAlgorithms& co = t_.collectives;
     co.all_reduce = algorithm(c, "all_reduce",
@@ -379,6 +379,7 @@ class ExperimentReader {
     // An override in bytes of parallelism.dp_bucket (parameters): absent stays absent.
     if (c.has("dp_bucket")) co.dp_bucket = Bytes{c.sizeBytes("dp_bucket", 0, 1, kMaxInputBytes)};
     co.priority = static_cast<uint32_t>(c.integer("priority", co.priority, 1, 7));
+    co.qps_per_connection = static_cast<uint32_t>(c.integer("qps_per_connection", co.qps_per_connection, 1, 16));
   }
 
   /// `key`: "auto" (0, the default) or a whole number from 1 to `hi`.

@@ -381,23 +381,26 @@ struct Message : Archetype<MessageSpec> {
   static constexpr const char* kName = "Message";
 };
 
-/// Key of a connection between two GPUs (ConnectionIndex): its sender and receiver rank, its
-/// communicator and its channel (NCCL keeps a QP per communicator, channel and peer).
+/// Key of one QP of a connection between two GPUs (ConnectionIndex): its sender and receiver
+/// rank, its communicator, its channel (NCCL keeps a connection per communicator, channel and
+/// peer) and the QP's index among the connection's.
 struct ConnectionKey {
   uint32_t src = 0;
   uint32_t dst = 0;
   uint32_t communicator = 0;
   uint32_t channel = 0;
+  uint32_t qp = 0;
 
   MV_HD constexpr bool operator==(const ConnectionKey& o) const {
-    return src == o.src && dst == o.dst && communicator == o.communicator && channel == o.channel;
+    return src == o.src && dst == o.dst && communicator == o.communicator && channel == o.channel && qp == o.qp;
   }
-  /// Lexicographic order (src, dst, communicator, channel).
+  /// Lexicographic order (src, dst, communicator, channel, qp).
   MV_HD constexpr bool operator<(const ConnectionKey& o) const {
     if (src != o.src) return src < o.src;
     if (dst != o.dst) return dst < o.dst;
     if (communicator != o.communicator) return communicator < o.communicator;
-    return channel < o.channel;
+    if (channel != o.channel) return channel < o.channel;
+    return qp < o.qp;
   }
 };
 /// One connection of an experiment: rows sorted by `key`, filled by the host, read-only.

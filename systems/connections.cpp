@@ -4,9 +4,17 @@
 
 namespace mv::train {
 
-int64_t addConnections(TrainWorld& world, ExpId e, std::vector<ConnectionEnds> ends, uint32_t prio) {
+int64_t addConnections(TrainWorld& world, ExpId e, std::vector<ConnectionEnds> ends, uint32_t prio, uint32_t qps) {
   std::sort(ends.begin(), ends.end());
   ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+  const size_t connections = ends.size();
+  for (uint32_t q = 1; q < qps; ++q) {
+    for (size_t i = 0; i < connections; ++i) {
+      ends.push_back(ends[i]);
+      ends.back().key.qp = q;
+    }
+  }
+  std::sort(ends.begin(), ends.end());
   if (ends.empty()) return 0;
   for (size_t i = 0; i < ends.size(); ++i) {
     const ConnectionEnds& c = ends[i];

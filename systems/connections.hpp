@@ -27,9 +27,10 @@ struct ConnectionEnds {
   bool operator==(const ConnectionEnds& o) const { return key == o.key; }
 };
 
-/// Creates experiment e's connections, `ends` in any order and with repeats, at priority
-/// `prio`: a Flow row each (id: its index in key order, so its packets hash as one QP) and
-/// the ConnectionIndex rows that map keys to them. Returns how many there are.
-int64_t addConnections(TrainWorld& world, ExpId e, std::vector<ConnectionEnds> ends, uint32_t prio);
+/// Creates experiment e's connections, `ends` in any order and with repeats (their qp 0),
+/// at priority `prio` with `qps` QPs each: a Flow row per QP (id: its index in key order, so
+/// its packets hash as one QP) and the ConnectionIndex rows that map keys to them. Returns
+/// how many QPs there are.
+int64_t addConnections(TrainWorld& world, ExpId e, std::vector<ConnectionEnds> ends, uint32_t prio, uint32_t qps);
 
 }  // namespace mv::train

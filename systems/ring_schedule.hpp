@@ -54,6 +54,7 @@ struct RingTransfer {
   uint32_t den = 1;             ///< it moves ⌈buffer / den⌉ bytes
   uint32_t next = kNoTransfer;  ///< the transfer its arrival releases
   uint32_t channel = 0;         ///< its ring within its phase (a channel of the ring algorithm)
+  uint32_t step = 0;            ///< its step within its phase
 };
 
 /// Hops a member of phase p sends over NVLink side by side: a channel phase's rings run at
@@ -106,6 +107,7 @@ MV_HD inline RingTransfer ringTransfer(const RingPhaseDef* phases, uint32_t phas
   t.dst = ringMember(ph, q, i_next);
   t.den = ph.parts * chunks;
   t.channel = q;
+  t.step = j;
   if (j + 1 < ph.steps) {
     t.next = chunk_first + ringStepTransfer(ph, q, j + 1, i_next);
   } else if (p + 1 < phase_count) {

@@ -44,6 +44,7 @@ struct TrainConfig {
   uint32_t gpus_per_server = 8;
   uint32_t nics_per_server = 8;
   uint32_t priority = 3;
+  uint32_t qps = 1;              ///< QPs per connection (collectives.qps_per_connection)
   uint32_t trace = 0;            ///< 1: record every finished task (TaskSpan rows)
   uint32_t log_flows = 0;        ///< 1: keep a copy of every finished flow (FlowLog rows)
   uint32_t transfer_bits = 18;   ///< bits of a transfer's index in its flow id (transferFlowId)

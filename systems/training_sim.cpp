@@ -146,6 +146,7 @@ Plan makePlan(const TrainingExperiment& x) {
   c.gpus_per_server = x.cluster.gpus_per_server;
   c.nics_per_server = x.cluster.nics_per_server;
   c.priority = x.collectives.priority;
+  c.qps = x.collectives.qps_per_connection;
   c.intra = po.tp_model;
   c.overlap_ppm = gemmOverlapSlowdown(x.cluster, gpu).ppm;
   c.jitter_ppm = static_cast<uint32_t>(std::llround(x.cluster.compute_jitter * kSlowdownOne));
@@ -900,7 +901,7 @@ Filled fillExperiment(TrainWorld& world, ExpId e, const TrainingExperiment& x, c
   // Each experiment has rows only in the tables of its fidelity (none at analytical).
   if (x.fidelity == NetworkFidelity::kPacket) {
     net::buildNetwork(world, e, plan.layout, x.network, lookahead, fill == Fill::kAll);
-    addConnections(world, e, std::move(filled.connections), plan.cfg.priority);
+    addConnections(world, e, std::move(filled.connections), plan.cfg.priority, plan.cfg.qps);
     filled.connections.clear();
   }
   if (x.fidelity == NetworkFidelity::kFlow) {

@@ -66,6 +66,9 @@ struct CollectiveAlgorithms {
   uint32_t channels = 0;
   /// Flow priority of collective traffic (1..7, network.md).
   uint32_t priority = 3;
+  /// QPs per connection (NCCL_IB_QPS_PER_CONNECTION): a connection's messages go round robin
+  /// over this many QPs, each with its own ECMP path and CC state.
+  uint32_t qps_per_connection = 1;
 };
 
 /// The machines: GPU type and how GPUs, NICs and servers relate.

@@ -146,14 +146,15 @@ struct TrainOps {
   /**
    * Sends `bytes` from rank `src` to rank `dst` (on another server) from `start`, with flow
    * id `id`. At packet level they are a message posted to the persistent connection of
-   * (src, dst, comm, channel) (docs/training.md "Connections"), whose QP keeps its CC state
-   * and path from message to message; at flow level a fluid flow of their own.
+   * (src, dst, comm, channel) (docs/training.md "Connections"), on its QP `ordinal` mod the
+   * QPs per connection (its messages in turn), which keeps its CC state and path from
+   * message to message; at flow level a fluid flow of their own.
    */
-  MV_HD void sendBetween(uint32_t src, uint32_t dst, uint32_t comm, uint32_t channel, int64_t bytes, int64_t start,
-                         uint64_t id) const {
+  MV_HD void sendBetween(uint32_t src, uint32_t dst, uint32_t comm, uint32_t channel, uint32_t ordinal, int64_t bytes,
+                         int64_t start, uint64_t id) const {
     const uint32_t src_nic = nicOf(src);
     if (cfg().fidelity == NetworkFidelity::kPacket) {
-      const Entity conn = connectionOf(net::ConnectionKey{src, dst, comm, channel});
+      const Entity conn = connectionOf(net::ConnectionKey{src, dst, comm, channel, ordinal % cfg().qps});
       if (conn != Entity::none()) {
         ctx.template table<net::Message>().create(ctx.exp, net::flowKey(src_nic, id),
                                                   net::MessageSpec{conn, id, bytes, start, -1, 0});
@@ -197,7 +198,7 @@ struct TrainOps {
       deliver(sender, index, send, peer, t, done);
       return;
     }
-    sendBetween(sender.rank, peer, kP2pCommunicator, 0, send.bytes, start, p2pFlowId(sender.rank, index));
+    sendBetween(sender.rank, peer, kP2pCommunicator, 0, index, send.bytes, start, p2pFlowId(sender.rank, index));
   }
   /// The message of send `index` arrived at `done`: completes the send and the receive.
   MV_HD void deliver(const RankInfo& sender, uint32_t index, const TaskDef& send, uint32_t peer, int64_t sent,
@@ -292,7 +293,9 @@ struct TrainOps {
       const uint32_t sharing = c.mode == CollMode::kRing ? nvlinkSharing(ringPhase(c, 0)) : 1;
       return t + nvlinkTime(bytes * sharing);
     }
-    sendBetween(src, dst, c.communicator, d.channel, bytes, t, transferFlowId(coll, k, cfg().transfer_bits));
+    // A connection's messages in turn: a ring's chunk by chunk and step by step, a DAG's by index.
+    const uint32_t ordinal = c.mode == CollMode::kRing ? k / c.chunk_transfers * ringPhase(c, 0).steps + d.step : k;
+    sendBetween(src, dst, c.communicator, d.channel, ordinal, bytes, t, transferFlowId(coll, k, cfg().transfer_bits));
     return kNever;
   }
   /**

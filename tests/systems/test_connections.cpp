@@ -56,3 +56,23 @@ TEST_CASE("a ring's connections keep their ECMP paths: three channels on two upl
   CHECK(hpcc.iteration.ps != ecmp.iteration.ps);
   CHECK(hpcc.network.ecn_marks < ecmp.network.ecn_marks);
 }
+
+TEST_CASE("qps_per_connection: a connection's messages take its QPs in turn, each on a path of its own") {
+  // One channel: a connection each way, on one of the two uplinks with one QP.
+  TrainingExperiment x = collidingRing(net::CcKind::kDcqcn, net::LoadBalance::kEcmp);
+  x.collectives.channels = 1;
+  const TrainingResult one = test::runOne(x);
+  x.collectives.qps_per_connection = 3;
+  const TrainingResult three = test::runOne(x);
+  x.network.load_balance = net::LoadBalance::kSpray;
+  const TrainingResult spray = test::runOne(x);
+  REQUIRE(one.error.empty());
+  REQUIRE(three.error.empty());
+  INFO("exposed DP: 1 QP " << one.exposed_dp.ps << " ps, 3 QPs " << three.exposed_dp.ps << " ps, sprayed "
+                           << spray.exposed_dp.ps << " ps");
+  // With three QPs taking a third of the messages each, two of them share an uplink
+  // (pigeonhole) and the third has the other to itself: 2/3 of the bytes at 25 Gb/s, where
+  // one QP puts them all on one uplink and spraying all on both.
+  CHECK(static_cast<double>(one.exposed_dp.ps) > 1.3 * static_cast<double>(three.exposed_dp.ps));
+  CHECK(static_cast<double>(three.exposed_dp.ps) > 1.2 * static_cast<double>(spray.exposed_dp.ps));
+}
