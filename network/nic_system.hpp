@@ -444,6 +444,9 @@ struct NicSystem {
         if (s.una == s.next_seq) s.rto_deadline_ps = t + ne.rto_ps;
         s.next_seq += payload;
         s.max_sent = s.next_seq > s.max_sent ? s.next_seq : s.max_sent;
+        // A retransmission that ends a message opened before the last one goes on at the
+        // next message's packet boundary, as the first transmission did.
+        if ((p.flags & kFlagLast) != 0u && s.next_seq < spec.bytes) s.next_seq = alignToPacket(s.next_seq, cfg.payload_bytes);
         s.next_send_ps = t + paceTime(cfg, p.wire_bytes, s.rate_bps);
         st.rr_key = flows.key[row];
         counters.packets_sent += 1;

@@ -236,6 +236,7 @@ struct TransferDef {
   uint32_t dep_count = 0;
   uint32_t succ_begin = 0;   ///< first TransferSucc row (local)
   uint32_t succ_count = 0;
+  uint32_t pair_index = 0;   ///< its index among the shape's transfers from src to dst (QPs take them in turn)
 };
 struct TransferShape : Archetype<TransferDef> {
   static constexpr const char* kName = "TransferShape";

@@ -146,7 +146,7 @@ Plan makePlan(const TrainingExperiment& x) {
   c.gpus_per_server = x.cluster.gpus_per_server;
   c.nics_per_server = x.cluster.nics_per_server;
   c.priority = x.collectives.priority;
-  c.qps = x.collectives.qps_per_connection;
+  c.qps = std::max<uint32_t>(x.collectives.qps_per_connection, 1);
   c.intra = po.tp_model;
   c.overlap_ppm = gemmOverlapSlowdown(x.cluster, gpu).ppm;
   c.jitter_ppm = static_cast<uint32_t>(std::llround(x.cluster.compute_jitter * kSlowdownOne));
@@ -300,8 +300,8 @@ class CollectiveBuilder {
   void addGroup(const StageProgram& prog, CommKind kind, const std::vector<uint32_t>& members) {
     const auto member_base = static_cast<uint32_t>(members_.size());
     for (const uint32_t r : members) members_.push_back(Member{r});
-    const auto communicator = static_cast<uint32_t>(communicators_.size());
-    communicators_[{members, static_cast<uint32_t>(kind)}] = communicator;
+    const auto next = static_cast<uint32_t>(communicators_.size());
+    const uint32_t communicator = communicators_.try_emplace({members, static_cast<uint32_t>(kind)}, next).first->second;
     std::array<int64_t, kStreams> live{};
     for (uint32_t i = 0; i < prog.tasks.size(); ++i) {
       const TaskDef& d = prog.tasks[i];
@@ -474,8 +474,10 @@ class CollectiveBuilder {
       }
       const auto base = static_cast<uint32_t>(shapes_.size());
       const auto succ_base = static_cast<uint32_t>(succs_.size());
+      std::map<std::pair<uint32_t, uint32_t>, uint32_t> per_pair;
       for (TransferDef d : shape.transfers) {
         d.succ_begin += succ_base;
+        d.pair_index = per_pair[{d.src, d.dst}]++;
         shapes_.push_back(d);
       }
       succs_.insert(succs_.end(), shape.succs.begin(), shape.succs.end());
@@ -1099,6 +1101,8 @@ std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
     return out;
   }
   if (c.gpus % c.gpus_per_server != 0) out.push_back("cluster.gpus: must be a multiple of cluster.gpus_per_server");
+  if (x.collectives.qps_per_connection < 1 || x.collectives.qps_per_connection > 16)
+    out.push_back("collectives.qps_per_connection: must be 1..16");
   if (c.gpus_per_server % std::max<uint32_t>(x.parallelism.tp, 1) != 0) {
     out.push_back("parallelism.tp: tensor parallelism must stay inside a server (tp must divide gpus_per_server)");
   }

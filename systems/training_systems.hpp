@@ -198,7 +198,9 @@ struct TrainOps {
       deliver(sender, index, send, peer, t, done);
       return;
     }
-    sendBetween(sender.rank, peer, kP2pCommunicator, 0, index, send.bytes, start, p2pFlowId(sender.rank, index));
+    // A pair's messages in turn over its QPs: one per micro-batch (and model chunk).
+    const uint32_t ordinal = send.micro_batch != kNoTask ? send.micro_batch + send.chunk : index;
+    sendBetween(sender.rank, peer, kP2pCommunicator, 0, ordinal, send.bytes, start, p2pFlowId(sender.rank, index));
   }
   /// The message of send `index` arrived at `done`: completes the send and the receive.
   MV_HD void deliver(const RankInfo& sender, uint32_t index, const TaskDef& send, uint32_t peer, int64_t sent,
@@ -293,8 +295,10 @@ struct TrainOps {
       const uint32_t sharing = c.mode == CollMode::kRing ? nvlinkSharing(ringPhase(c, 0)) : 1;
       return t + nvlinkTime(bytes * sharing);
     }
-    // A connection's messages in turn: a ring's chunk by chunk and step by step, a DAG's by index.
-    const uint32_t ordinal = c.mode == CollMode::kRing ? k / c.chunk_transfers * ringPhase(c, 0).steps + d.step : k;
+    // A connection's messages in turn: a ring's chunk by chunk and step by step, a DAG's in
+    // the order of the pair's transfers.
+    const uint32_t ordinal =
+        c.mode == CollMode::kRing ? k / c.chunk_transfers * ringPhase(c, 0).steps + d.step : shape(c, k).pair_index;
     sendBetween(src, dst, c.communicator, d.channel, ordinal, bytes, t, transferFlowId(coll, k, cfg().transfer_bits));
     return kNever;
   }
