@@ -295,13 +295,18 @@ class CollectiveBuilder {
     }
   }
 
+  /// The id of the communicator of `members` and `kind` (a new one the first time).
+  uint32_t communicatorOf(const std::vector<uint32_t>& members, uint32_t kind) {
+    const auto next = static_cast<uint32_t>(communicators_.size());
+    return communicators_.try_emplace({members, kind}, next).first->second;
+  }
+
   /// The collectives of stage program `prog` of kind `kind`, over `members` (one row each,
   /// shared by the group's collectives).
   void addGroup(const StageProgram& prog, CommKind kind, const std::vector<uint32_t>& members) {
     const auto member_base = static_cast<uint32_t>(members_.size());
     for (const uint32_t r : members) members_.push_back(Member{r});
-    const auto next = static_cast<uint32_t>(communicators_.size());
-    const uint32_t communicator = communicators_.try_emplace({members, static_cast<uint32_t>(kind)}, next).first->second;
+    const uint32_t communicator = communicatorOf(members, static_cast<uint32_t>(kind));
     std::array<int64_t, kStreams> live{};
     for (uint32_t i = 0; i < prog.tasks.size(); ++i) {
       const TaskDef& d = prog.tasks[i];
@@ -322,9 +327,7 @@ class CollectiveBuilder {
       const TaskDef& d = plan_.program.stages[g.ranks[0]].tasks[g.tasks[0]];
       int64_t& l = live[{g.ranks, d.stream}];
       // One communicator per member list (its collectives share its connections).
-      const auto next = static_cast<uint32_t>(communicators_.size());
-      const uint32_t communicator = communicators_.try_emplace({g.ranks, 0u}, next).first->second;
-      l = std::max(l, addCollective(d, g.tasks[0], member_base, g.ranks, communicator));
+      l = std::max(l, addCollective(d, g.tasks[0], member_base, g.ranks, communicatorOf(g.ranks, 0)));
     }
     for (const auto& [key, l] : live) live_flows_ += l;
   }
