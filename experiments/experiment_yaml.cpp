@@ -52,8 +52,16 @@ class ExperimentReader {
         {"name", "seed", "workload", "parallelism", "cluster", "topology", "network", "collectives", "memory"});
     t_.seed = static_cast<uint64_t>(root_.integer("seed", 1, 0, INT64_MAX));
     readWorkload(root_.child("workload"));
-    readParallelism(root_.child("parallelism"));
+    if (t_.collective.enabled) {
+      if (root_.has("parallelism")) {
+        problem("parallelism", "a collective workload runs over every GPU of the cluster (tp = pp = 1, dp = gpus): "
+                               "leave parallelism out");
+      }
+    } else {
+      readParallelism(root_.child("parallelism"));
+    }
     readCluster(root_.child("cluster"));
+    if (t_.collective.enabled) t_.parallelism.dp = t_.cluster.gpus;
     readTopology();
     readNetwork(root_.child("network"));
     readCollectives(root_.child("collectives"));
@@ -81,6 +89,10 @@ class ExperimentReader {
   // --- sections --------------------------------------------------------------------
 
   void readWorkload(const ConfigReader& w) {
+    if (w.has("collective")) {
+      readCollectiveWorkload(w);
+      return;
+    }
     w.allowOnly({"model", "chakra", "chakra_layout", "chakra_groups", "simai", "global_batch", "micro_batch", "seq",
                  "precision", "flash_attention", "grad_clip", "grad_reduce", "host_overhead", "data_loading",
                  "operator_times"});
@@ -116,6 +128,32 @@ class ExperimentReader {
     t_.training.host_overhead_ps = w.durationPs("host_overhead", 0, 0, kMaxHostPs);
     t_.training.data_loading_ps = w.durationPs("data_loading", 0, 0, kMaxHostPs);
     if (w.has("operator_times")) readOperatorTimes(w.child("operator_times"));
+  }
+
+  /// `workload.collective`: one collective timed as nccl-tests times it (docs/sweep.md
+  /// "Collective benchmarks"); nothing else of a training workload applies.
+  void readCollectiveWorkload(const ConfigReader& w) {
+    for (const char* key : {"model", "global_batch", "chakra", "simai"}) {
+      if (w.has(key)) problem(w.keyPath(key), "a collective workload has no training program: leave it out");
+    }
+    w.allowOnly({"collective", "model", "global_batch", "chakra", "simai"});
+    const ConfigReader c = w.child("collective");
+    c.allowOnly({"op", "bytes", "iters"});
+    CollectiveBenchmark& b = t_.collective;
+    b.enabled = true;
+    static const std::vector<std::string> kOps{"all_reduce", "all_gather", "reduce_scatter", "all_to_all"};
+    if (c.has("op")) {
+      b.op = *parseCollectiveOp(kOps[static_cast<size_t>(c.choice("op", 0, kOps))]);
+    } else {
+      problem(c.keyPath("op"), "missing: " + joined(kOps));
+    }
+    if (c.has("bytes")) {
+      b.bytes = Bytes{c.sizeBytes("bytes", 1, 1, kMaxInputBytes)};
+    } else {
+      problem(c.keyPath("bytes"), "missing: the per-rank buffer as nccl-tests counts it (e.g. 16MiB)");
+    }
+    b.iters = static_cast<uint32_t>(c.integer("iters", 1, 1, 1000));
+    t_.training.global_batch = 1;
   }
 
   /// `workload.operator_times`: measured kernel times by operator name (docs/workloads.md).
@@ -428,9 +466,9 @@ class ExperimentReader {
       problem("parallelism.tp", "tensor parallelism must stay inside a server: tp (" + num(par.tp) +
                                     ") must divide gpus_per_server (" + num(cl.gpus_per_server) + ")");
     }
-    if (cl.gpus_per_server % cl.nics_per_server != 0) {
+    if (cl.gpus_per_server % cl.nics_per_server != 0 && cl.nics_per_server % cl.gpus_per_server != 0) {
       problem("cluster.nics_per_server", "must divide gpus_per_server (" + num(cl.gpus_per_server) +
-                                             "): GPU g of a server uses NIC g * nics_per_server / gpus_per_server");
+                                             ": GPUs share a NIC) or be a multiple of it (each GPU has several NICs)");
       return;
     }
     if (topology_ok_) checkTopologySize();

@@ -47,6 +47,7 @@ constexpr const char* kMetricColumns[] = {"status",          "iteration_ms",  "c
                                           "exposed_tp_ms",   "exposed_pp_ms", "exposed_dp_ms",
                                           "exposed_ep_ms",   "exposed_cp_ms", "exposed_offload_ms",
                                           "bubble_ms",       "mfu",           "tokens_per_s",
+                                          "collective_us",   "algbw_gbps",    "busbw_gbps",
                                           "peak_memory_gib", "ecn_marks",     "cnps",
                                           "pauses",          "paused_us",     "drops",
                                           "retransmits",     "timeouts",      "flows_done",
@@ -72,6 +73,7 @@ std::vector<Cell> metricCells(const ExperimentRecord& r) {
   const net::NetCounters& n = res.network;
   auto simulated = [ok](Cell c) { return ok ? std::move(c) : Cell{}; };
   auto count = [&simulated](int64_t v) { return simulated(Cell{v}); };
+  auto benchmark = [&](Cell c) { return ok && res.collective_bytes > 0 ? std::move(c) : Cell{}; };
   const Cell events_per_s =
       ran && res.wall_seconds > 0 ? real(static_cast<double>(res.events) / res.wall_seconds) : Cell{};
   std::vector<Cell> cells = {
@@ -87,6 +89,9 @@ std::vector<Cell> metricCells(const ExperimentRecord& r) {
       simulated(milliseconds(res.bubble)),
       simulated(real(res.mfu)),
       simulated(real(res.tokens_per_second)),
+      benchmark(real(static_cast<double>(res.collective_time.ps) / kPsPerUs)),
+      benchmark(real(res.algbw_gbps)),
+      benchmark(real(res.busbw_gbps)),
       ran ? real(static_cast<double>(res.peak_memory.total().count) / kBytesPerGib) : Cell{},
       count(n.ecn_marks),
       count(n.cnps),
@@ -272,7 +277,7 @@ Json networkJson(const net::NetCounters& n) {
 
 /// The whole TrainingResult, times in integer picoseconds so it reads back exactly.
 Json resultJson(const TrainingResult& res) {
-  return Json{{"oom", res.oom},
+  Json j{{"oom", res.oom},
               {"iteration_ps", res.iteration.ps},
               {"compute_ps", res.compute.ps},
               {"exposed_tp_ps", res.exposed_tp.ps},
@@ -293,6 +298,13 @@ Json resultJson(const TrainingResult& res) {
                 {"switch_pool_slots", res.pool_knobs.switch_pool_slots},
                 {"link_ring_factor", res.pool_knobs.link_ring_factor},
                 {"nic_control_slots", res.pool_knobs.nic_control_slots}}}};
+  if (res.collective_bytes > 0) {
+    j["collective"] = Json{{"bytes", res.collective_bytes},
+                           {"time_ps", res.collective_time.ps},
+                           {"algbw_gbps", res.algbw_gbps},
+                           {"busbw_gbps", res.busbw_gbps}};
+  }
+  return j;
 }
 
 /// A finite double, or 0 for the null nlohmann writes in place of NaN and infinity.
@@ -351,6 +363,13 @@ TrainingResult resultFromJson(const Json& j) {
   res.network = networkFromJson(j.at("network"));
   res.wall_seconds = realFrom(j.at("wall_seconds"));
   res.events = j.at("events").get<int64_t>();
+  if (j.contains("collective")) {  // collective benchmarks only
+    const Json& c = j.at("collective");
+    res.collective_bytes = c.at("bytes").get<int64_t>();
+    res.collective_time = Picoseconds{c.at("time_ps").get<int64_t>()};
+    res.algbw_gbps = realFrom(c.at("algbw_gbps"));
+    res.busbw_gbps = realFrom(c.at("busbw_gbps"));
+  }
   if (j.contains("packet_storage")) {  // older manifests lack it
     const Json& s = j.at("packet_storage");
     res.storage_retries = s.at("restarts").get<uint32_t>();
@@ -778,6 +797,29 @@ std::string rankedTable(const std::vector<ExperimentRecord>& records, size_t top
   return alignColumns(rows, right);
 }
 
+std::string collectiveTable(const std::vector<ExperimentRecord>& records) {
+  std::vector<std::string> keys;
+  for (const std::string& key : sweptKeys(records)) {
+    if (key != "workload.collective.bytes") keys.push_back(key);
+  }
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> header = {"size (B)", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "name"};
+  header.insert(header.end(), keys.begin(), keys.end());
+  rows.push_back(header);
+  for (const ExperimentRecord& r : records) {
+    if (r.status() != RunStatus::kOk || r.result.collective_bytes <= 0) continue;
+    std::vector<std::string> row = {std::to_string(r.result.collective_bytes),
+                                    fixed(static_cast<double>(r.result.collective_time.ps) / kPsPerUs, 2),
+                                    fixed(r.result.algbw_gbps, 2), fixed(r.result.busbw_gbps, 2), r.name};
+    for (const std::string& key : keys) row.push_back(sweptValue(r, key));
+    rows.push_back(std::move(row));
+  }
+  if (rows.size() == 1) return "";
+  std::vector<bool> right(header.size(), false);
+  std::fill(right.begin(), right.begin() + 4, true);
+  return alignColumns(rows, right);
+}
+
 // --- progress ------------------------------------------------------------------------------
 
 ProgressStyle detectProgressStyle(int fd, bool quiet) {
@@ -827,6 +869,11 @@ std::string progressRecordLine(const ProgressSnapshot& p, const ExperimentRecord
   std::string line = "[" + done + "/" + total + "] " + status + " " + r.name + "  ";
   switch (r.status()) {
     case RunStatus::kOk:
+      if (r.result.collective_bytes > 0) {
+        line += "collective " + fixed(static_cast<double>(r.result.collective_time.ps) / kPsPerUs, 2) + " us  busbw " +
+                fixed(r.result.busbw_gbps, 2) + " GB/s";
+        break;
+      }
       line += "iteration " + fixed(static_cast<double>(r.result.iteration.ps) / kPsPerMs, 3) + " ms  MFU " +
               fixed(100 * r.result.mfu, 1) + "%";
       break;

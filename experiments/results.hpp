@@ -211,6 +211,14 @@ enum class RankBy : uint8_t {
  */
 std::string rankedTable(const std::vector<ExperimentRecord>& records, size_t top, RankBy by = RankBy::kIterationTime);
 
+/**
+ * The collective benchmarks among `records` (TrainingResult::collective_bytes > 0) as
+ * nccl-tests prints them, one row per experiment in summary order: size (B), time (us),
+ * algbw and busbw (GB/s), then the name and one column per swept key other than
+ * `workload.collective.bytes`. Empty when there is none; else ends with a newline.
+ */
+std::string collectiveTable(const std::vector<ExperimentRecord>& records);
+
 // --- progress --------------------------------------------------------------------------
 
 /// How progress is shown.

@@ -742,7 +742,17 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
   }
   shard.receive(true, keep);
   progress.finish();
-  if (!options.quiet) std::cout << rankedTable(writer.records(), static_cast<size_t>(std::max(options.top, 0)), rankByName(options.rank_by));
+  if (!options.quiet) {
+    // Collective benchmarks as nccl-tests prints them; training runs (and failures) ranked.
+    const std::vector<ExperimentRecord> records = writer.records();
+    const bool all_benchmarks = std::all_of(records.begin(), records.end(), [](const ExperimentRecord& r) {
+      return r.status() == RunStatus::kOk && r.result.collective_bytes > 0;
+    });
+    if (!all_benchmarks) {
+      std::cout << rankedTable(records, static_cast<size_t>(std::max(options.top, 0)), rankByName(options.rank_by));
+    }
+    std::cout << collectiveTable(records);
+  }
   return failed ? kExitRunError : kExitOk;
 }
 

@@ -366,7 +366,9 @@ int64_t analyticalTime(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t 
     p.ring_stride = 0;
     p.rotate = ringRotation(members, path.per_server, path.channels);
     const int64_t c = p.rings;
-    const int64_t exits = p.rotate > 1 ? (c + p.rotate - 1) / p.rotate : c;
+    const int64_t member_exits = p.rotate > 1 ? (c + p.rotate - 1) / p.rotate : c;
+    const int64_t nics = std::max<int64_t>(path.nics_per_member, 1);
+    const int64_t exits = (member_exits + nics - 1) / nics;
     auto share = [&](int64_t of) {
       return Bytes{static_cast<int64_t>((static_cast<Int128>(bytes) * steps * of + n * c - 1) / (n * c))};
     };

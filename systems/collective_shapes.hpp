@@ -62,6 +62,7 @@ struct AnalyticalPath {
   int64_t nvlink_bps = 0;      ///< per direction: the hierarchical algorithm's steps inside a server
   int64_t nvlink_step_ps = 0;  ///< per step inside a server: the step latency
   uint32_t channels = 1;       ///< the ring algorithm's channels (makeShape)
+  uint32_t nics_per_member = 1;  ///< NICs of each member the channels spread over (railOf)
 };
 
 /**
@@ -75,7 +76,8 @@ struct AnalyticalPath {
  * phases; reduce-scatter: the first; all-gather: the last). With g = 1 or g = n it is the ring.
  * The ring in c > 1 channels moves S/c per channel, and its busiest NIC is a server's exit
  * member of ⌈c/g⌉ channels when they rotate (g members per server, k > 1 servers), of all
- * c otherwise; its busiest NVLink carries the other c − ⌊c/g⌋ channels' hops side by side
+ * c otherwise, spread over the member's NICs (railOf: the busiest of them exits by ⌈exits/k⌉
+ * of them); its busiest NVLink carries the other c − ⌊c/g⌋ channels' hops side by side
  * (nvlinkSharing), and the bytes term is the slower of the two.
  */
 int64_t analyticalTime(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members, int64_t bytes,

@@ -65,6 +65,13 @@ MV_HD inline uint32_t nvlinkSharing(const RingPhaseDef& p) {
   return p.rotate > 1 ? p.rings - p.rings / p.rotate : p.rings;
 }
 
+/// Which of its member's `nics` NICs channel q of phase p leaves by: channel phases spread
+/// the channels a member exits by over its NICs in turn (channels q and q + rotate exit by
+/// the same member), as NCCL gives each NIC of a GPU its channels; 0 in other phases.
+MV_HD inline uint32_t railOf(const RingPhaseDef& p, uint32_t q, uint32_t nics) {
+  return p.ring_stride == 0 && nics > 1 ? q / p.rotate % nics : 0;
+}
+
 /// Group member at position i of ring q of a phase.
 MV_HD inline uint32_t ringMember(const RingPhaseDef& p, uint32_t q, uint32_t i) {
   if (p.rotate > 1) {

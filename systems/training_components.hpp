@@ -43,6 +43,7 @@ struct TrainConfig {
   uint32_t cp = 1;  ///< context-parallel size; dp counts the CP ranks too (dp · cp replicas of the parameters)
   uint32_t gpus_per_server = 8;
   uint32_t nics_per_server = 8;
+  uint32_t nics_per_gpu = 1;     ///< NICs of each GPU when a server has more NICs than GPUs (railOf), else 1
   uint32_t priority = 3;
   uint32_t qps = 1;              ///< QPs per connection (collectives.qps_per_connection)
   uint32_t trace = 0;            ///< 1: record every finished task (TaskSpan rows)
@@ -74,7 +75,7 @@ struct RankInfo {
   uint32_t tp_index = 0;
   uint32_t dp_index = 0;
   uint32_t server = 0;
-  uint32_t nic = 0;
+  uint32_t nic = 0;            ///< its (first) NIC; with nics_per_gpu > 1 it has nic .. nic + nics_per_gpu − 1
   uint32_t program_base = 0;   ///< first ProgramTask row of its stage (local to the experiment)
   uint32_t succ_base = 0;      ///< first ProgramSucc row of its stage
   uint32_t task_count = 0;

@@ -86,6 +86,7 @@ TrainingProgram chakraProgram(const TrainingExperiment& x, const ComputeModel& c
 
 /// The program of experiment x generated with `po` or read from its traces.
 TrainingProgram programOf(const TrainingExperiment& x, const GpuSpec& gpu, const ProgramOptions& po) {
+  if (x.collective.enabled) return collectiveBenchmarkProgram(x.collective.op, x.collective.bytes, x.collective.iters);
   const ComputeModel compute(computeSpecOf(gpu), x.cluster.compute, x.operator_times);
   if (!x.simai.empty()) return programFromSimai(readSimaiWorkload(x.simai), po.tp_model, po.tp_bandwidth_factor);
   return x.chakra.empty() ? buildTrainingProgram(x.model, x.training, x.parallelism, compute, po)
@@ -145,6 +146,7 @@ Plan makePlan(const TrainingExperiment& x) {
   c.ep = per_rank ? 1 : x.parallelism.ep;
   c.gpus_per_server = x.cluster.gpus_per_server;
   c.nics_per_server = x.cluster.nics_per_server;
+  c.nics_per_gpu = std::max<uint32_t>(1, x.cluster.nics_per_server / std::max<uint32_t>(x.cluster.gpus_per_server, 1));
   c.priority = x.collectives.priority;
   c.qps = std::max<uint32_t>(x.collectives.qps_per_connection, 1);
   c.intra = po.tp_model;
@@ -245,23 +247,24 @@ class CollectiveBuilder {
 
   /// Appends the connections the collectives' transfers between servers use: per group and
   /// shape, the pairs a ring's first step joins in each of its phases and channels (every
-  /// step joins the same ones), or every pair of a DAG (channel 0). NICs from `ranks`.
+  /// step joins the same ones), or every pair of a DAG (channel 0). NICs from `ranks`, the
+  /// channel's rail of each (railOf).
   void collectConnections(const std::vector<RankInfo>& ranks, std::vector<ConnectionEnds>& out) const {
     std::set<std::pair<uint32_t, uint32_t>> seen;  // (member_base, shape_base) of a ring; DAGs by shape too
     for (const CollInfo& c : infos_) {
       if (c.mode != CollMode::kRing && c.mode != CollMode::kTransfers) continue;
       if (!seen.insert({c.member_base, c.shape_base * 2 + (c.mode == CollMode::kRing ? 1u : 0u)}).second) continue;
-      auto add = [&](uint32_t src_member, uint32_t dst_member, uint32_t channel) {
+      auto add = [&](uint32_t src_member, uint32_t dst_member, uint32_t channel, uint32_t rail) {
         const uint32_t src = members_[c.member_base + src_member].rank;
         const uint32_t dst = members_[c.member_base + dst_member].rank;
         if (serverOf(src) == serverOf(dst)) return;
-        out.push_back(ConnectionEnds{net::ConnectionKey{src, dst, c.communicator, channel}, ranks[src].nic,
-                                     ranks[dst].nic});
+        out.push_back(ConnectionEnds{net::ConnectionKey{src, dst, c.communicator, channel}, ranks[src].nic + rail,
+                                     ranks[dst].nic + rail});
       };
       if (c.mode == CollMode::kTransfers) {
         for (uint32_t k = 0; k < c.shape_count; ++k) {
           const TransferDef& d = shapes_[c.shape_base + k];
-          add(d.src, d.dst, 0);
+          add(d.src, d.dst, 0, 0);
         }
         continue;
       }
@@ -271,7 +274,7 @@ class CollectiveBuilder {
           for (uint32_t i = 0; i < ph.size; ++i) {
             const RingTransfer t =
                 ringTransfer(&ring_phases_[c.shape_base], c.phases, c.chunks, c.chunk_transfers, ringStepTransfer(ph, q, 0, i));
-            add(t.src, t.dst, t.channel);
+            add(t.src, t.dst, t.channel, c.phases == 1 ? railOf(ph, q, plan_.cfg.nics_per_gpu) : 0);
           }
         }
       }
@@ -371,6 +374,7 @@ class CollectiveBuilder {
       path.nvlink_bps = plan_.cfg.nvlink_bps;
       path.nvlink_step_ps = floor;
       path.channels = ringChannels(info);
+      path.nics_per_member = plan_.cfg.nics_per_gpu;
       info.analytical_ps = floor + analyticalTime(d.op, info.algorithm, info.members, d.bytes, path);
     } else {
       info.mode = CollMode::kTransfers;
@@ -404,13 +408,14 @@ class CollectiveBuilder {
     return g;
   }
 
-  /// Channels of `info`'s algorithm (collectives.channels; auto: one per member on a server
-  /// when the group is whole servers, serverBlock, else 1); 1 for every algorithm but the ring.
+  /// Channels of `info`'s algorithm (collectives.channels; auto: one per NIC its members
+  /// have on a server when the group is whole servers, serverBlock, else one per NIC of a
+  /// member); 1 for every algorithm but the ring.
   uint32_t ringChannels(const CollInfo& info) const {
     if (info.algorithm != CollectiveAlgorithm::kRing) return 1;
     if (x_.collectives.channels != 0) return x_.collectives.channels;
     const uint32_t g = serverBlock(info);
-    return ringRotation(info.members, g, g);
+    return std::min(kMaxRingChannels, ringRotation(info.members, g, g) * plan_.cfg.nics_per_gpu);
   }
 
   /// Decomposes `info` into transfers; returns the most it has in flight at once.
@@ -799,12 +804,20 @@ TrainingResult collectResult(TrainWorld& world, ExpId e, const TrainingExperimen
                            res.exposed_ep.ps - res.exposed_cp.ps - res.exposed_offload.ps};
   res.peak_memory = peakStageMemory(x);
   const double seconds = static_cast<double>(t.finish) * 1e-12;
-  if (seconds > 0) {
+  if (seconds > 0 && !x.collective.enabled) {
     const double flops = iterationFlops(x.model, x.training, x.parallelism.recompute).model;
     const double peak = computeSpecOf(clusterGpu(x.cluster)).peakFlops(x.training.precision);
     res.mfu = flops / (static_cast<double>(x.cluster.gpus) * peak * seconds);
     res.tokens_per_second =
         static_cast<double>(x.training.global_batch) * sequenceLength(x.model, x.training) / seconds;
+  }
+  if (seconds > 0 && x.collective.enabled) {
+    const CollectiveBenchmark& b = x.collective;
+    res.collective_time = Picoseconds{t.finish / b.iters};
+    res.collective_bytes = b.bytes.count;
+    res.algbw_gbps = static_cast<double>(b.bytes.count) * b.iters / seconds * 1e-9;
+    const Fraction bus = busBandwidthFactor(b.op, static_cast<int32_t>(x.cluster.gpus));
+    res.busbw_gbps = res.algbw_gbps * static_cast<double>(bus.num) / static_cast<double>(bus.den);
   }
   res.network = net::experimentCounters(world, e);
   res.pool_knobs = net::poolKnobs(x.network);
@@ -1028,6 +1041,16 @@ TrainingFootprint measureFootprint(const TrainingExperiment& x, const Simulation
 }
 
 MemoryBreakdown peakStageMemory(const TrainingExperiment& x) {
+  if (x.collective.enabled) {
+    // nccl-tests' out-of-place buffers: the input and the output of one rank.
+    const CollectiveBenchmark& b = x.collective;
+    const int64_t share = b.bytes.count / std::max<uint32_t>(x.cluster.gpus, 1);
+    MemoryBreakdown m;
+    m.workspace = Bytes{b.op == CollectiveOp::kAllGather      ? share + b.bytes.count
+                        : b.op == CollectiveOp::kReduceScatter ? b.bytes.count + share
+                                                               : 2 * b.bytes.count};
+    return m;
+  }
   return peakMemory(x.model, x.training, x.parallelism, x.memory);
 }
 
@@ -1084,8 +1107,10 @@ std::string programLimitProblem(const TrainingExperiment& x, const GpuSpec& gpu)
 
 std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
   std::vector<std::string> out;
-  for (const ConfigProblem& p : validateParallelism(x.model, x.training, x.parallelism, x.cluster.gpus)) {
-    out.push_back(p.key + ": " + p.message);
+  if (!x.collective.enabled) {
+    for (const ConfigProblem& p : validateParallelism(x.model, x.training, x.parallelism, x.cluster.gpus)) {
+      out.push_back(p.key + ": " + p.message);
+    }
   }
   const ClusterSpec& c = x.cluster;
   try {
@@ -1109,8 +1134,9 @@ std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
   if (c.gpus_per_server % std::max<uint32_t>(x.parallelism.tp, 1) != 0) {
     out.push_back("parallelism.tp: tensor parallelism must stay inside a server (tp must divide gpus_per_server)");
   }
-  if (c.nics_per_server == 0 || c.nics_per_server > c.gpus_per_server || c.gpus_per_server % c.nics_per_server != 0) {
-    out.push_back("cluster.nics_per_server: must divide gpus_per_server");
+  if (c.nics_per_server == 0 ||
+      (c.gpus_per_server % c.nics_per_server != 0 && c.nics_per_server % c.gpus_per_server != 0)) {
+    out.push_back("cluster.nics_per_server: must divide gpus_per_server or be a multiple of it");
   } else {
     const uint64_t needed = uint64_t{c.gpus / c.gpus_per_server} * c.nics_per_server;
     if (x.topology.nicCount() < needed) {
@@ -1164,6 +1190,11 @@ std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
       checkAlgo("all_reduce", x.collectives.all_reduce, CollectiveOp::kAllReduce, n, local);
     }
   };
+  if (x.collective.enabled) {
+    const CollectiveOp op = x.collective.op;
+    checkAlgo(collectiveOpName(op), algorithmFor(x.collectives, op), op, c.gpus, c.gpus_per_server);
+    return out;
+  }
   const uint32_t data_ranks = dataParallelRanks(par);
   checkGradients(data_ranks, per_server);
   const uint32_t ep = std::max<uint32_t>(par.ep, 1);
@@ -1173,7 +1204,7 @@ std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
   checkAlgo("all_gather", x.collectives.all_gather, CollectiveOp::kAllGather, par.cp, per_server);
   checkAlgo("reduce_scatter", x.collectives.reduce_scatter, CollectiveOp::kReduceScatter, par.cp, per_server);
   if (x.model.isMoe()) checkAlgo("all_to_all", x.collectives.all_to_all, CollectiveOp::kAllToAll, par.ep, per_server);
-  if (out.empty() && x.chakra.empty() && x.simai.empty()) {
+  if (out.empty() && x.chakra.empty() && x.simai.empty() && !x.collective.enabled) {
     const std::string problem = programLimitProblem(x, clusterGpu(c));
     if (!problem.empty()) out.push_back(problem);
   }
@@ -1389,7 +1420,7 @@ std::vector<TrainingResult> simulateTraining(std::span<const TrainingExperiment>
 }
 
 Picoseconds computeOnlyIteration(const TrainingExperiment& x) {
-  if (!x.chakra.empty() || !x.simai.empty()) return Picoseconds{0};
+  if (!x.chakra.empty() || !x.simai.empty() || x.collective.enabled) return Picoseconds{0};
   return ComputeModel(computeSpecOf(clusterGpu(x.cluster)), x.cluster.compute, x.operator_times)
       .iterationTime(x.model, x.training, x.parallelism)
       .total;

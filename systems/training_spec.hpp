@@ -128,6 +128,19 @@ enum class ChakraLayout : uint8_t {
   kRanks,
 };
 
+/// A workload of one collective repeated (`workload.collective`, docs/sweep.md): what
+/// nccl-tests' `*_perf` binaries time. Its "iteration" is the `iters` collectives back to
+/// back over every GPU of the cluster.
+struct CollectiveBenchmark {
+  bool enabled = false;
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  /// Per-rank buffer as nccl-tests counts it (all-reduce: the buffer; all-gather: the
+  /// gathered output; reduce-scatter: the input); 1 B .. 16 TiB.
+  Bytes bytes{0};
+  /// Collectives run one after another (nccl-tests' -n); 1..1000.
+  uint32_t iters = 1;
+};
+
 struct TrainingExperiment {
   std::string name;
   /// Its configuration as YAML with every default the reader applied written out (set by
@@ -149,6 +162,9 @@ struct TrainingExperiment {
   /// A SimAI/AICB workload file to run instead of the generated program (workloads/simai.hpp);
   /// empty = none.
   std::string simai;
+  /// A collective benchmark instead of a training program (then `model` is unused and the
+  /// parallelism is dp = gpus).
+  CollectiveBenchmark collective;
   TrainingConfig training;
   /// Measured kernel times that replace the roofline (compute_model.hpp OperatorTimes).
   OperatorTimes operator_times;
@@ -186,6 +202,14 @@ struct TrainingResult {
   /// Model FLOPs / (GPUs · peak · iteration).
   double mfu = 0;
   double tokens_per_second = 0;
+  /// A collective benchmark's figures as nccl-tests prints them (zero for training): one
+  /// collective's mean time (iteration / iters), its per-rank buffer, algbw = buffer / time
+  /// and busbw = algbw × the op's bus factor (2(n−1)/n for all-reduce, (n−1)/n otherwise), in
+  /// GB/s (1e9 B/s).
+  Picoseconds collective_time;
+  int64_t collective_bytes = 0;
+  double algbw_gbps = 0;
+  double busbw_gbps = 0;
   /// Totals of the packet network (zero at the other fidelities, except flows_done).
   net::NetCounters network;
   /// Simulator wall time of the batch that ran this experiment, seconds.

@@ -141,18 +141,19 @@ struct TrainOps {
     }
     ctx.wakeAt(Picoseconds{start});
   }
-  MV_HD uint32_t nicOf(uint32_t rank) const { return rankInfo(rank).nic; }
+  /// NIC `rail` of `rank`'s (0 .. nics_per_gpu − 1; railOf).
+  MV_HD uint32_t nicOf(uint32_t rank, uint32_t rail = 0) const { return rankInfo(rank).nic + rail; }
 
   /**
-   * Sends `bytes` from rank `src` to rank `dst` (on another server) from `start`, with flow
-   * id `id`. At packet level they are a message posted to the persistent connection of
+   * Sends `bytes` from rank `src`'s NIC `rail` to rank `dst`'s (on another server) from
+   * `start`, with flow id `id`. At packet level they are a message posted to the persistent connection of
    * (src, dst, comm, channel) (docs/training.md "Connections"), on its QP `ordinal` mod the
    * QPs per connection (its messages in turn), which keeps its CC state and path from
    * message to message; at flow level a fluid flow of their own.
    */
-  MV_HD void sendBetween(uint32_t src, uint32_t dst, uint32_t comm, uint32_t channel, uint32_t ordinal, int64_t bytes,
-                         int64_t start, uint64_t id) const {
-    const uint32_t src_nic = nicOf(src);
+  MV_HD void sendBetween(uint32_t src, uint32_t dst, uint32_t comm, uint32_t channel, uint32_t rail, uint32_t ordinal,
+                         int64_t bytes, int64_t start, uint64_t id) const {
+    const uint32_t src_nic = nicOf(src, rail);
     if (cfg().fidelity == NetworkFidelity::kPacket) {
       const Entity conn = connectionOf(net::ConnectionKey{src, dst, comm, channel, ordinal % cfg().qps});
       if (conn != Entity::none()) {
@@ -162,7 +163,7 @@ struct TrainOps {
         return;
       }
     }
-    createFlow(src_nic, nicOf(dst), bytes, start, id);
+    createFlow(src_nic, nicOf(dst, rail), bytes, start, id);
   }
   /// The Flow row of the connection with `key` (ConnectionIndex, filled by the host for
   /// every pair of ranks on different servers that the experiment's programs connect), or
@@ -200,7 +201,7 @@ struct TrainOps {
     }
     // A pair's messages in turn over its QPs: one per micro-batch (and model chunk).
     const uint32_t ordinal = send.micro_batch != kNoTask ? send.micro_batch + send.chunk : index;
-    sendBetween(sender.rank, peer, kP2pCommunicator, 0, ordinal, send.bytes, start, p2pFlowId(sender.rank, index));
+    sendBetween(sender.rank, peer, kP2pCommunicator, 0, 0, ordinal, send.bytes, start, p2pFlowId(sender.rank, index));
   }
   /// The message of send `index` arrived at `done`: completes the send and the receive.
   MV_HD void deliver(const RankInfo& sender, uint32_t index, const TaskDef& send, uint32_t peer, int64_t sent,
@@ -297,9 +298,11 @@ struct TrainOps {
     }
     // A connection's messages in turn: a ring's chunk by chunk and step by step, a DAG's in
     // the order of the pair's transfers.
-    const uint32_t ordinal =
-        c.mode == CollMode::kRing ? k / c.chunk_transfers * ringPhase(c, 0).steps + d.step : shape(c, k).pair_index;
-    sendBetween(src, dst, c.communicator, d.channel, ordinal, bytes, t, transferFlowId(coll, k, cfg().transfer_bits));
+    const bool ring = c.mode == CollMode::kRing;
+    const uint32_t ordinal = ring ? k / c.chunk_transfers * ringPhase(c, 0).steps + d.step : shape(c, k).pair_index;
+    const uint32_t rail = ring && c.phases == 1 ? railOf(ringPhase(c, 0), d.channel, cfg().nics_per_gpu) : 0;
+    sendBetween(src, dst, c.communicator, d.channel, rail, ordinal, bytes, t,
+                transferFlowId(coll, k, cfg().transfer_bits));
     return kNever;
   }
   /**

@@ -412,6 +412,23 @@ struct P2pIndex {
 
 }  // namespace
 
+TrainingProgram collectiveBenchmarkProgram(CollectiveOp op, Bytes bytes, uint32_t iters) {
+  TrainingProgram out;
+  out.micro_batches = 1;
+  StageProgram& stage = out.stages.emplace_back();
+  for (uint32_t i = 0; i < iters; ++i) {
+    TaskDef t;
+    t.kind = TaskKind::kCollective;
+    t.comm = CommKind::kDp;
+    t.stream = kDpStream;
+    t.op = op;
+    t.bytes = bytes.count;
+    t.seq = collectiveCount(stage, CommKind::kDp)++;
+    stage.tasks.push_back(t);
+  }
+  return out;
+}
+
 TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfig& config, const Parallelism& par,
                                      const ComputeModel& compute, const ProgramOptions& options) {
   const uint32_t p = std::max<uint32_t>(par.pp, 1);

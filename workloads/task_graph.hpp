@@ -191,6 +191,14 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
                                      const ComputeModel& compute, const ProgramOptions& options);
 
 /**
+ * The program of a collective benchmark (nccl-tests' `*_perf`): one stage whose ranks run
+ * `iters` collectives of `op` on a per-rank buffer of `bytes` (nccl-tests' convention) over
+ * their data-parallel group, one after another on the DP stream. Run with tp = pp = 1 and
+ * dp = the GPUs, the group is every GPU.
+ */
+TrainingProgram collectiveBenchmarkProgram(CollectiveOp op, Bytes bytes, uint32_t iters);
+
+/**
  * What a collective of `collective` ps adds to a GEMM of `gemm` ps that runs beside it while
  * GEMMs run `slowdown` times slower: the collective's excess over the GEMM, or, when the
  * slowed GEMM outlasts it, the work the GEMM lost during it, collective × (1 − 1/slowdown).

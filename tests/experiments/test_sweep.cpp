@@ -835,7 +835,7 @@ TEST_CASE("cross-field problems are reported together", "[sweep][experiment]") {
 )");
     CHECK(has(d, 4, "cluster.gpus", "24 GPUs do not fill whole servers of gpus_per_server = 5"));
     CHECK(has(d, 3, "parallelism.tp", "tp (8) must divide gpus_per_server (5)"));
-    CHECK(has(d, 4, "cluster.nics_per_server", "must divide gpus_per_server (5)"));
+    CHECK(has(d, 4, "cluster.nics_per_server", "must divide gpus_per_server (5: GPUs share a NIC) or be a multiple of it"));
   }
   SECTION("topology too small") {
     const Diagnostics d = readAll(kBase + "  topology: {kind: star, nics: 8}\n");

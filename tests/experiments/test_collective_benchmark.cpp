@@ -1,0 +1,161 @@
+/**
+ * @file test_collective_benchmark.cpp
+ * `workload.collective` (nccl-tests' benchmarks, docs/sweep.md "Collective benchmarks") and
+ * servers with more NICs than GPUs (`cluster.nics_per_server` a multiple of
+ * gpus_per_server): what the reader accepts and refuses, and the bus bandwidth a ring
+ * reaches against the NICs' goodput computed here from the RoCE frame sizes.
+ */
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "experiments/experiment_yaml.hpp"
+#include "experiments/results.hpp"
+#include "experiments/sweep.hpp"
+#include "systems/training_sim.hpp"
+
+using namespace mv;
+
+namespace {
+
+const std::filesystem::path kData = MV_TEST_DATA_DIR;
+
+/// Reads every experiment of `yaml` (as data/inline.yaml); returns the problems.
+Diagnostics readAll(const std::string& yaml, std::vector<TrainingExperiment>* out = nullptr) {
+  Diagnostics diags;
+  const Sweep s = parseSweep(yaml, kData / "inline.yaml", diags);
+  if (diags.empty()) {
+    readExperiments(s, diags, [&](TrainingExperiment&& x) {
+      if (out) out->push_back(std::move(x));
+    });
+  }
+  return diags;
+}
+
+bool has(const Diagnostics& diags, const std::string& key, const std::string& text) {
+  for (const Diagnostic& d : diags.items()) {
+    if (d.key == key && d.message.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+/// An all-reduce of `bytes` over 2 servers of 8 GPUs with `nics` NICs each (100 Gb/s
+/// rails), at `fidelity`, `iters` times.
+std::string benchmark(const std::string& bytes, int nics, const std::string& fidelity, int iters = 1) {
+  return "base:\n"
+         "  workload: {collective: {op: all_reduce, bytes: " + bytes + ", iters: " + std::to_string(iters) + "}}\n"
+         "  cluster: {gpu: a100-40gb, gpus: 16, gpus_per_server: 8, nics_per_server: " + std::to_string(nics) + "}\n"
+         "  topology: {kind: rail_optimized, servers: 2, nics_per_server: " + std::to_string(nics) +
+         ", link_rate: 100Gbps}\n"
+         "  network: {fidelity: " + fidelity + "}\n";
+}
+
+TrainingResult runYaml(const std::string& yaml) {
+  std::vector<TrainingExperiment> xs;
+  const Diagnostics diags = readAll(yaml, &xs);
+  INFO(diags.format());
+  REQUIRE(diags.empty());
+  REQUIRE(xs.size() == 1);
+  SimulationOptions o;
+  o.threads = 2;
+  const TrainingResult r = simulateTraining(xs, o).front();
+  REQUIRE(r.error.empty());
+  return r;
+}
+
+/// One NIC's goodput in GB/s at flow level: 100 Gb/s × a full RoCE packet's payload share
+/// (4096 B in 4096 + 82 B on the wire, docs/network.md).
+constexpr double kNicGoodput = 100e9 / 8 * 4096.0 / (4096 + 82) / 1e9;
+
+}  // namespace
+
+TEST_CASE("a collective workload is nccl-tests' benchmark over every GPU", "[sweep][collective]") {
+  std::vector<TrainingExperiment> xs;
+  const Diagnostics ok = readAll(benchmark("16MiB", 16, "packet", 3), &xs);
+  INFO(ok.format());
+  REQUIRE(ok.empty());
+  const TrainingExperiment& x = xs.front();
+  CHECK(x.collective.enabled);
+  CHECK(x.collective.op == CollectiveOp::kAllReduce);
+  CHECK(x.collective.bytes.count == 16 << 20);
+  CHECK(x.collective.iters == 3);
+  CHECK(x.parallelism.tp == 1);
+  CHECK(x.parallelism.pp == 1);
+  CHECK(x.parallelism.dp == 16);
+  // nccl-tests' out-of-place buffers: input and output.
+  CHECK(peakStageMemory(x).total().count == 2 * (16 << 20));
+
+  const std::string cluster =
+      "  cluster: {gpu: a100-40gb, gpus: 16, gpus_per_server: 8, nics_per_server: 16}\n"
+      "  topology: {kind: rail_optimized, servers: 2, nics_per_server: 16}\n";
+  CHECK(has(readAll("base:\n  workload: {collective: {op: all_reduce}}\n" + cluster), "workload.collective.bytes",
+            "missing"));
+  CHECK(has(readAll("base:\n  workload: {collective: {bytes: 1MiB}}\n" + cluster), "workload.collective.op", "missing"));
+  CHECK(has(readAll("base:\n  workload: {collective: {op: broadcast, bytes: 1MiB}}\n" + cluster),
+            "workload.collective.op", "all_to_all"));
+  CHECK(has(readAll("base:\n  workload: {collective: {op: all_reduce, bytes: 0B}}\n" + cluster),
+            "workload.collective.bytes", ""));
+  CHECK(has(readAll("base:\n  workload: {collective: {op: all_reduce, bytes: 1MiB, iters: 0}}\n" + cluster),
+            "workload.collective.iters", ""));
+  CHECK(has(readAll("base:\n  workload: {collective: {op: all_reduce, bytes: 1MiB}, model: gpt3-13b}\n" + cluster),
+            "workload.model", "no training program"));
+  CHECK(has(readAll("base:\n  workload: {collective: {op: all_reduce, bytes: 1MiB}}\n  parallelism: {dp: 16}\n" +
+                    cluster),
+            "parallelism", "leave parallelism out"));
+}
+
+TEST_CASE("NICs per server divide the GPUs or are a multiple of them", "[sweep][collective]") {
+  CHECK(readAll(benchmark("1MiB", 16, "flow")).empty());
+  CHECK(readAll(benchmark("1MiB", 4, "flow")).empty());
+  CHECK(has(readAll(benchmark("1MiB", 12, "flow")), "cluster.nics_per_server", "multiple"));
+}
+
+TEST_CASE("two NICs per GPU carry two channels each: a ring's bus bandwidth doubles", "[sweep][collective]") {
+  // 16 channels (one per NIC of a server) against 8: at 8 GiB the ring's bus bandwidth is
+  // the NICs' goodput, 2(n−1)/n · S crossing each server's NICs in each direction.
+  const TrainingResult two = runYaml(benchmark("8GiB", 16, "flow"));
+  const TrainingResult one = runYaml(benchmark("8GiB", 8, "flow"));
+  CHECK(two.collective_bytes == int64_t{8} << 30);
+  CHECK(two.busbw_gbps == Approx(16 * kNicGoodput).epsilon(0.02));
+  CHECK(one.busbw_gbps == Approx(8 * kNicGoodput).epsilon(0.02));
+  CHECK(two.algbw_gbps == Approx(two.busbw_gbps * 16 / 30).epsilon(1e-9));  // busbw = algbw · 2(n−1)/n
+  CHECK(two.collective_time.ps == two.iteration.ps);
+  // At packet level the connections of the channels leave by both NICs of each GPU: the same
+  // bandwidth (ACKs take their share too), not half of it.
+  const TrainingResult packet = runYaml(benchmark("1GiB", 16, "packet"));
+  const TrainingResult fluid = runYaml(benchmark("1GiB", 16, "flow"));
+  CHECK(packet.busbw_gbps == Approx(fluid.busbw_gbps).epsilon(0.03));
+  CHECK(packet.network.ecn_marks == 0);  // a non-blocking fabric, one channel per NIC
+}
+
+TEST_CASE("a benchmark's time is the mean of its collectives", "[sweep][collective]") {
+  const TrainingResult one = runYaml(benchmark("4MiB", 16, "packet"));
+  const TrainingResult three = runYaml(benchmark("4MiB", 16, "packet", 3));
+  CHECK(three.collective_time.ps == three.iteration.ps / 3);
+  CHECK(three.collective_time.ps == Approx(static_cast<double>(one.collective_time.ps)).epsilon(0.05));
+  CHECK(three.mfu == 0);
+  CHECK(three.tokens_per_second == 0);
+}
+
+TEST_CASE("the collective table prints benchmarks as nccl-tests does", "[experiments][collective]") {
+  ExperimentRecord bench;
+  bench.name = "1MiB-packet";
+  bench.swept = {{"workload.collective.bytes", "1MiB"}, {"network.fidelity", "packet"}};
+  bench.result.iteration = Picoseconds{85'580'000};
+  bench.result.collective_time = Picoseconds{85'580'000};
+  bench.result.collective_bytes = 1 << 20;
+  bench.result.algbw_gbps = 12.2526;
+  bench.result.busbw_gbps = 22.9736;
+  ExperimentRecord training;
+  training.name = "gpt";
+  training.swept = bench.swept;
+  training.result.iteration = Picoseconds{1'000'000'000};
+  CHECK(collectiveTable({training}).empty());
+  const std::string table = collectiveTable({training, bench});
+  CHECK_THAT(table, Catch::Contains("busbw (GB/s)") && Catch::Contains("network.fidelity"));
+  CHECK_THAT(table, Catch::Contains("1048576") && Catch::Contains("85.58") && Catch::Contains("12.25") &&
+                        Catch::Contains("22.97") && Catch::Contains("1MiB-packet"));
+  CHECK(table.find("gpt") == std::string::npos);
+  CHECK(table.find("workload.collective.bytes") == std::string::npos);  // the size column says it
+}
