@@ -44,6 +44,9 @@ struct NetworkLayout {
   std::vector<LayoutSwitch> switches;
   uint32_t edge_count = 0;
   int64_t max_rtt_ps = 0;       ///< idle RTT of the longest path (payload serialisation per hop)
+  /// Idle RTT of the longest path between NICs of one rail (the same index among their
+  /// server's NICs, modulo 64), as a ring's hops between servers take; at most max_rtt_ps.
+  int64_t rail_rtt_ps = 0;
   int64_t min_delay_ps = 0;     ///< shortest link propagation delay (the largest valid lookahead)
 };
 

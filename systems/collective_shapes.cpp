@@ -341,6 +341,42 @@ std::vector<RingPhaseDef> ringPhases(CollectiveOp op, CollectiveAlgorithm algori
   return phases;
 }
 
+namespace {
+
+/// The ring over n members in `steps` steps (analyticalTime): the slower of one chunk's
+/// chain of hops and the busiest NIC's or NVLink's bytes.
+int64_t ringTime(int64_t n, int64_t steps, int64_t bytes, const AnalyticalPath& path) {
+  RingPhaseDef p;
+  p.rings = std::max<uint32_t>(path.channels, 1);
+  p.ring_stride = p.rings > 1 ? 0 : 1;
+  p.rotate = ringRotation(static_cast<uint32_t>(n), path.per_server, p.rings);
+  const int64_t c = p.rings;
+  const int64_t chunks = std::max<uint32_t>(path.chunks, 1);
+  const int64_t g = path.per_server;
+  const auto hop = static_cast<int64_t>((static_cast<Int128>(bytes) + n * c * chunks - 1) / (n * c * chunks));
+  const int64_t sharing = nvlinkSharing(p);
+  auto nic = [&](int64_t b) { return serializationTime(Bytes{b}, BitsPerSecond{path.nic_rate_bps}).ps; };
+  auto nvlink = [&](int64_t b) {
+    return path.nvlink_bps > 0 ? serializationTime(Bytes{b}, BitsPerSecond{path.nvlink_bps}).ps : 0;
+  };
+  // One chunk's hops around the ring, each waiting for the one before: with g consecutive
+  // members per server one hop in g crosses servers, the others are NVLink hops beside the
+  // hops of the channels the member does not exit.
+  const int64_t inter = g > 1 ? (steps + g - 1) / g : steps;
+  const int64_t chain =
+      inter * (path.step_ps + nic(hop)) + (steps - inter) * (path.nvlink_step_ps + nvlink(hop * sharing));
+  // Every chunk's bytes through the busiest NIC (a server's exit member of ⌈c/g⌉ channels
+  // when they rotate, of all c otherwise, over its NICs) and NVLink, after one hop's latency.
+  const int64_t member_exits = p.rotate > 1 ? (c + p.rotate - 1) / p.rotate : c;
+  const int64_t nics = std::max<int64_t>(path.nics_per_member, 1);
+  const int64_t sent = hop * steps * chunks;
+  int64_t busiest = nic(sent * ((member_exits + nics - 1) / nics));
+  if (g > 1) busiest = std::max(busiest, nvlink(sent * sharing));
+  return std::max(chain, path.step_ps + busiest);
+}
+
+}  // namespace
+
 int64_t analyticalTime(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members, int64_t bytes,
                        const AnalyticalPath& path) {
   const int64_t n = members;
@@ -357,26 +393,9 @@ int64_t analyticalTime(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t 
            serializationTime(Bytes{inter_sent}, BitsPerSecond{path.nic_rate_bps}).ps;
   }
   int64_t steps = op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1;
-  if (algorithm == CollectiveAlgorithm::kRing && path.channels > 1) {
-    // Each channel carries S/c; the busiest NIC is a server's exit member of ⌈c/g⌉ channels
-    // (all c when the channels do not rotate), the busiest NVLink sends the hops of the
-    // channels its member does not exit (nvlinkSharing): the slower of the two sets the pace.
-    RingPhaseDef p;
-    p.rings = path.channels;
-    p.ring_stride = 0;
-    p.rotate = ringRotation(members, path.per_server, path.channels);
-    const int64_t c = p.rings;
-    const int64_t member_exits = p.rotate > 1 ? (c + p.rotate - 1) / p.rotate : c;
-    const int64_t nics = std::max<int64_t>(path.nics_per_member, 1);
-    const int64_t exits = (member_exits + nics - 1) / nics;
-    auto share = [&](int64_t of) {
-      return Bytes{static_cast<int64_t>((static_cast<Int128>(bytes) * steps * of + n * c - 1) / (n * c))};
-    };
-    int64_t busiest = serializationTime(share(exits), BitsPerSecond{path.nic_rate_bps}).ps;
-    if (path.per_server > 1 && path.nvlink_bps > 0) {
-      busiest = std::max(busiest, serializationTime(share(nvlinkSharing(p)), BitsPerSecond{path.nvlink_bps}).ps);
-    }
-    return steps * path.step_ps + busiest;
+  // The hierarchical algorithm with g = 1 or g = n is the ring.
+  if (algorithm == CollectiveAlgorithm::kRing || algorithm == CollectiveAlgorithm::kHierarchical) {
+    return ringTime(n, steps, bytes, path);
   }
   if (algorithm == CollectiveAlgorithm::kHalvingDoubling) steps = (op == CollectiveOp::kAllReduce ? 2 : 1) * log2Of(members);
   if (algorithm == CollectiveAlgorithm::kTree) steps = 2 * log2Of(members + 1);

@@ -57,18 +57,25 @@ std::vector<RingPhaseDef> ringPhases(CollectiveOp op, CollectiveAlgorithm algori
 /// What the α-β time of a collective between servers depends on besides its operation.
 struct AnalyticalPath {
   int64_t nic_rate_bps = 0;    ///< each rank's NIC
-  int64_t step_ps = 0;         ///< per step between servers: the step latency and the one-way path latency
+  int64_t step_ps = 0;         ///< per step between servers: the step latency and the path's round trip
   uint32_t per_server = 1;     ///< consecutive members on one server (the hierarchical algorithm's g)
   int64_t nvlink_bps = 0;      ///< per direction: the hierarchical algorithm's steps inside a server
   int64_t nvlink_step_ps = 0;  ///< per step inside a server: the step latency
   uint32_t channels = 1;       ///< the ring algorithm's channels (makeShape)
   uint32_t nics_per_member = 1;  ///< NICs of each member the channels spread over (railOf)
+  uint32_t chunks = 1;           ///< pipelined chunks of the ring's buffer (makeShape)
 };
 
 /**
  * α-β time of the same algorithm between servers: per sequential step the step latency and
- * the one-way path latency, plus the bytes each rank sends at the NIC rate (ring all-reduce
- * 2(n−1)/n·S/B, all-gather and reduce-scatter (n−1)/n·S/B, all-to-all (n−1)/n·S/B). The
+ * the path's round trip, plus the bytes each rank sends at the NIC rate (all-to-all
+ * (n−1)/n·S/B; halving-doubling and tree as the ring's bytes). The ring (2(n−1) steps for
+ * all-reduce, n−1 for all-gather and reduce-scatter) is the slower of two bounds as its
+ * transfers run it: one chunk's chain of hops around the ring (with g consecutive members
+ * per server, one hop in g between servers at a step latency, a round trip and the hop's
+ * bytes at the NIC rate, the others over NVLink at a step latency and their bytes beside
+ * the other channels' hops), and every chunk's bytes through the busiest NIC or NVLink
+ * after one step between servers. The
  * hierarchical algorithm over k servers of g members each (1 < g < n) is its three phases
  * as its transfers run them: g − 1 NVLink steps of S/g inside each server, then a ring per
  * rail across the servers on S/g (2(k−1) steps of S/(g·k) for all-reduce, k − 1 otherwise,
@@ -78,7 +85,7 @@ struct AnalyticalPath {
  * member of ⌈c/g⌉ channels when they rotate (g members per server, k > 1 servers), of all
  * c otherwise, spread over the member's NICs (railOf: the busiest of them exits by ⌈exits/k⌉
  * of them); its busiest NVLink carries the other c − ⌊c/g⌋ channels' hops side by side
- * (nvlinkSharing), and the bytes term is the slower of the two.
+ * (nvlinkSharing).
  */
 int64_t analyticalTime(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members, int64_t bytes,
                        const AnalyticalPath& path);

@@ -5,6 +5,8 @@
 #include "systems/network_layout.hpp"
 
 #include <algorithm>
+#include <unordered_map>
+#include <utility>
 
 #include "ecs/units.hpp"
 
@@ -66,16 +68,37 @@ net::NetworkLayout makeNetworkLayout(const Topology& topo, const Routing& routin
     layout.switches.push_back(std::move(ls));
   }
   // The longest idle RTT: one representative NIC per edge switch covers every path shape.
+  // Of those paths, the ones between edge switches that host one rail (the same index
+  // among their server's NICs) join NICs of one rail; inside one edge switch, two NICs of
+  // one rail on it do.
   std::vector<uint32_t> representative(layout.edge_count, kNoIndex);
+  std::vector<uint64_t> rails(layout.edge_count, 0);
+  std::vector<std::pair<uint32_t, uint32_t>> same_rail(layout.edge_count, {kNoIndex, kNoIndex});
+  std::unordered_map<uint64_t, uint32_t> first_of_rail;  // edge · 64 + rail → its first NIC there
+  uint32_t server_first = 0;
   for (uint32_t i = 0; i < topo.nicCount(); ++i) {
-    if (representative[layout.nics[i].edge] == kNoIndex) representative[layout.nics[i].edge] = i;
+    const uint32_t edge = layout.nics[i].edge;
+    if (representative[edge] == kNoIndex) representative[edge] = i;
+    if (i == 0 || topo.serverOf(i) != topo.serverOf(i - 1)) server_first = i;
+    const uint32_t rail = (i - server_first) % 64;
+    rails[edge] |= uint64_t{1} << rail;
+    const auto [it, fresh] = first_of_rail.emplace(uint64_t{edge} * 64 + rail, i);
+    if (!fresh && same_rail[edge].first == kNoIndex) same_rail[edge] = {it->second, i};
   }
-  for (uint32_t a : representative) {
-    for (uint32_t b : representative) {
+  for (uint32_t ea = 0; ea < layout.edge_count; ++ea) {
+    for (uint32_t eb = 0; eb < layout.edge_count; ++eb) {
+      const uint32_t a = representative[ea];
+      const uint32_t b = representative[eb];
       const uint32_t dst = a == b ? (topo.nicCount() > 1 ? (a + 1) % topo.nicCount() : a) : b;
-      if (dst != a) layout.max_rtt_ps = std::max(layout.max_rtt_ps, idleRtt(topo, routing, a, dst, payload_bytes));
+      if (dst == a) continue;
+      const int64_t rtt = idleRtt(topo, routing, a, dst, payload_bytes);
+      layout.max_rtt_ps = std::max(layout.max_rtt_ps, rtt);
+      if (ea != eb && (rails[ea] & rails[eb]) != 0) layout.rail_rtt_ps = std::max(layout.rail_rtt_ps, rtt);
     }
+    const auto [x, y] = same_rail[ea];
+    if (x != kNoIndex) layout.rail_rtt_ps = std::max(layout.rail_rtt_ps, idleRtt(topo, routing, x, y, payload_bytes));
   }
+  if (layout.rail_rtt_ps == 0) layout.rail_rtt_ps = layout.max_rtt_ps;
   layout.min_delay_ps = INT64_MAX;
   for (const TopoLink& link : topo.links()) layout.min_delay_ps = std::min(layout.min_delay_ps, link.delay.ps);
   return layout;

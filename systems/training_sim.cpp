@@ -369,12 +369,15 @@ class CollectiveBuilder {
       // arrival, and every step costs a step latency and a round trip.
       AnalyticalPath path;
       path.nic_rate_bps = plan_.cfg.nic_rate_bps;
-      path.step_ps = floor + plan_.cfg.path_latency_ps;
+      // Rings stay on their rails (RingPhaseDef): their hops take the longest same-rail round trip.
+      const bool rails = generatedRing(info.algorithm);
+      path.step_ps = floor + (rails ? plan_.layout.rail_rtt_ps : plan_.cfg.path_latency_ps);
       path.per_server = serverBlock(info);
       path.nvlink_bps = plan_.cfg.nvlink_bps;
       path.nvlink_step_ps = floor;
       path.channels = ringChannels(info);
       path.nics_per_member = plan_.cfg.nics_per_gpu;
+      path.chunks = chunksOf(info, path.channels);
       info.analytical_ps = floor + analyticalTime(d.op, info.algorithm, info.members, d.bytes, path);
     } else {
       info.mode = CollMode::kTransfers;
@@ -418,12 +421,18 @@ class CollectiveBuilder {
     return std::min(kMaxRingChannels, ringRotation(info.members, g, g) * plan_.cfg.nics_per_gpu);
   }
 
+  /// Chunks a collective of `info` in `channels` channels is split into: its per-peer
+  /// share in chunks of collectives.chunk, 1..64.
+  uint32_t chunksOf(const CollInfo& info, uint32_t channels) const {
+    const int64_t per_peer = info.bytes / info.members / channels;
+    const int64_t chunk = std::max<int64_t>(x_.collectives.chunk.count, 1);
+    return static_cast<uint32_t>(std::clamp<int64_t>((per_peer + chunk - 1) / chunk, 1, 64));
+  }
+
   /// Decomposes `info` into transfers; returns the most it has in flight at once.
   int64_t addTransfers(CollInfo& info) {
     const uint32_t channels = ringChannels(info);
-    const int64_t per_peer = info.bytes / info.members / channels;
-    const int64_t chunk = std::max<int64_t>(x_.collectives.chunk.count, 1);
-    const auto chunks = static_cast<uint32_t>(std::clamp<int64_t>((per_peer + chunk - 1) / chunk, 1, 64));
+    const uint32_t chunks = chunksOf(info, channels);
     const uint32_t per_server = serverBlock(info);
     if (generatedRing(info.algorithm)) {
       addRing(info, chunks, per_server, channels);

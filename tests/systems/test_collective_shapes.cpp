@@ -268,7 +268,8 @@ TEST_CASE("analytical times follow the algorithms' step counts and volumes") {
   const int64_t rate = 100'000'000'000;
   const int64_t step = 1'000'000;
   const int64_t s = 100'000'000;
-  // Ring: 2(n−1) steps + 2(n−1)/n·S at the rate (8 bits per byte, ps).
+  // Ring of one member per server: 2(n−1) steps, each a step and its n-th of S at the rate
+  // (8 bits per byte, ps): 2(n−1)/n·S in all.
   const AnalyticalPath path{rate, step};
   CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 4, s, path) ==
         6 * step + 150'000'000LL * 8 * 10);
@@ -290,34 +291,58 @@ TEST_CASE("analytical times follow the algorithms' step counts and volumes") {
         intra + 3 * step + 9'375'000LL * 8 * 10);
   CHECK(analyticalTime(CollectiveOp::kAllGather, CollectiveAlgorithm::kHierarchical, 32, s, rails) ==
         intra + 3 * step + 9'375'000LL * 8 * 10);
-  // The rails carry 1/8 of what one ring's crossing NIC does: 8x less NIC time than the ring.
+  // The rails carry 1/8 of what one ring's crossing NIC does: 8x less NIC time than the ring,
+  // whose 62 hops of S/32 (8 between servers at a step and 250 µs, 54 over NVLink at 2 µs and
+  // 15.6 µs: 2.96 ms) take less than its crossing NIC's 62/32 of S after one step (15.5 ms).
   const int64_t ring = analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 32, s, rails);
-  CHECK(ring == 62 * step + 193'750'000LL * 8 * 10);
+  CHECK(8 * (step + 250'000'000) + 54 * (2'000'000 + 15'625'000) < 193'750'000LL * 8 * 10);
+  CHECK(ring == step + 193'750'000LL * 8 * 10);
   // Channels: 8 rings on S/8 each leave every server on 8 different NICs (8x less per NIC);
-  // 4 channels use 4 of the 8 NICs (4x), 16 use each twice (8x). One channel is the ring.
+  // 4 channels use 4 of the 8 NICs (4x), 16 use each twice (8x, of hops rounded up to whole
+  // bytes: S/512 is 195,312.5 B). One channel is the ring.
   rails.channels = 8;
   CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 32, s, rails) ==
-        62 * step + 24'218'750LL * 8 * 10);
+        step + 24'218'750LL * 8 * 10);
   rails.channels = 4;
   CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 32, s, rails) ==
-        62 * step + 48'437'500LL * 8 * 10);
+        step + 48'437'500LL * 8 * 10);
   rails.channels = 16;
   CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 32, s, rails) ==
-        62 * step + 24'218'750LL * 8 * 10);
+        step + 2 * 62 * 195'313LL * 8 * 10);
+  // Two NICs per GPU: 16 channels exit every member twice, once by each NIC, which halves
+  // the NIC's bytes (0.97 ms) below one chunk's chain: 8 hops of 195,313 B between servers
+  // (15.625 µs each) and 54 over NVLink beside 13 other channels' (13.7 µs each).
+  rails.nics_per_member = 2;
+  CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 32, s, rails) ==
+        8 * (step + 195'313LL * 80) + 54 * (2'000'000 + 195'313LL * 14 * 5));
+  rails.nics_per_member = 1;
   // Behind a slow NVLink (400 Gb/s) the busiest GPU's 7 channel hops inside its server,
   // 7·62/256 of S, set the pace instead.
   rails.channels = 8;
   rails.nvlink_bps = 400'000'000'000;
   CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 32, s, rails) ==
-        62 * step + 169'531'250LL * 20);
+        step + 169'531'250LL * 20);
   rails.nvlink_bps = 1'600'000'000'000;
   rails.channels = 1;
   CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 32, s, rails) == ring);
+  // A small buffer is latency-bound: one chunk's chain of 8 hops between servers and 54
+  // NVLink ones (of 313 B, 312.5 rounded up: 80 ps a byte at the NIC rate, 5 over NVLink).
+  CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 32, 10'000, rails) ==
+        8 * (step + 313 * 80) + 54 * (2'000'000 + 313 * 5));
+  // Chunks pipeline: 4 chunks of a large buffer take the busiest NIC's bytes, as one does.
+  rails.chunks = 4;
+  CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 32, s, rails) == ring);
+  rails.chunks = 1;
   // One member per server, or all on one: the ring's time.
+  for (const uint32_t g : {1u, 32u}) {
+    rails.per_server = g;
+    CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kHierarchical, 32, s, rails) ==
+          analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 32, s, rails));
+  }
+  // One member per server: every hop crosses servers, 62 steps and 2(n−1)/n·S.
   rails.per_server = 1;
-  CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kHierarchical, 32, s, rails) == ring);
-  rails.per_server = 32;
-  CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kHierarchical, 32, s, rails) == ring);
+  CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 32, s, rails) ==
+        62 * step + 193'750'000LL * 8 * 10);
 }
 
 }  // namespace
