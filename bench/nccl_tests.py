@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """@file nccl_tests.py
 Compares a collective benchmark's summary.csv (bench/nccl_tests.yaml) with an nccl-tests log:
-per simulated size and fidelity the out-of-place time and busbw of the log, the simulated
-ones and the error of the simulated busbw (the time's at sizes whose busbw rounds to 0).
+per simulated size the out-of-place time and busbw of the log, and per combination of the
+other swept keys (fidelity, algorithm) the simulated ones and the error of the simulated
+busbw (the time's at sizes whose busbw rounds to 0).
 Usage: bench/nccl_tests.py SUMMARY_CSV NCCL_TESTS_LOG
 """
 import csv
@@ -35,29 +36,35 @@ def main():
         raise SystemExit(__doc__)
     log = read_log(sys.argv[2])
     with open(sys.argv[1], newline="") as f:
-        runs = [r for r in csv.DictReader(f) if r["status"] == "ok"]
-    fidelities = sorted({r["network.fidelity"] for r in runs})
+        reader = csv.DictReader(f)
+        header = reader.fieldnames
+        runs = [r for r in reader if r["status"] == "ok"]
+    # The swept keys between the id and the status, the size apart: one column group each.
+    axes = [k for k in header[header.index("id") + 1:header.index("status")] if k != "workload.collective.bytes"]
+    groups = sorted({tuple(r[k] for k in axes) for r in runs})
+    labels = {g: " ".join(g) for g in groups}
     print(f"{'size (B)':>12} {'log us':>9} {'log busbw':>9}", end="")
-    for fid in fidelities:
-        print(f" | {fid + ' us':>13} {'busbw':>7} {'error':>7}", end="")
+    for g in groups:
+        print(f" | {labels[g] + ' us':>20} {'busbw':>7} {'error':>7}", end="")
     print()
-    worst = {fid: 0.0 for fid in fidelities}
+    worst = {g: 0.0 for g in groups}
     for size in sorted({size_of(r["workload.collective.bytes"]) for r in runs}):
         if size not in log:
             continue
         t_log, bw_log = log[size]
         print(f"{size:>12} {t_log:>9.2f} {bw_log:>9.2f}", end="")
-        for fid in fidelities:
-            match = [r for r in runs if r["network.fidelity"] == fid and size_of(r["workload.collective.bytes"]) == size]
+        for g in groups:
+            match = [r for r in runs
+                     if tuple(r[k] for k in axes) == g and size_of(r["workload.collective.bytes"]) == size]
             if not match:
-                print(f" | {'-':>13} {'-':>7} {'-':>7}", end="")
+                print(f" | {'-':>20} {'-':>7} {'-':>7}", end="")
                 continue
             t, bw = float(match[0]["collective_us"]), float(match[0]["busbw_gbps"])
             err = (bw / bw_log - 1) if bw_log >= 0.01 else (t_log / t - 1)
-            worst[fid] = max(worst[fid], abs(err))
-            print(f" | {t:>13.2f} {bw:>7.2f} {100 * err:>+6.1f}%", end="")
+            worst[g] = max(worst[g], abs(err))
+            print(f" | {t:>20.2f} {bw:>7.2f} {100 * err:>+6.1f}%", end="")
         print()
-    print("largest |error|: " + ", ".join(f"{fid} {100 * worst[fid]:.1f} %" for fid in fidelities))
+    print("largest |error|: " + ", ".join(f"{labels[g]} {100 * worst[g]:.1f} %" for g in groups))
 
 
 if __name__ == "__main__":

@@ -33,6 +33,11 @@ class ShapeBuilder {
   }
   /// `later` starts only after `earlier` arrived.
   void after(uint32_t later, uint32_t earlier) { deps_[earlier].push_back(later); }
+  /// Transfer t runs on `channel`, its hop inside a server beside `sharing` streams.
+  void setChannel(uint32_t t, uint32_t channel, uint32_t sharing) {
+    shape_.transfers[t].channel = static_cast<uint16_t>(channel);
+    shape_.transfers[t].sharing = static_cast<uint16_t>(sharing);
+  }
   CollectiveShape finish() {
     for (size_t i = 0; i < deps_.size(); ++i) {
       TransferDef& t = shape_.transfers[i];
@@ -155,37 +160,98 @@ CollectiveShape direct(uint32_t n, uint32_t chunks) {
 }
 
 /**
- * Double binary tree all-reduce (NCCL): two binary trees, each reducing half the buffer
- * to its root and broadcasting it back; tree 0 is the heap tree over members 0..n−1, tree 1
- * the same over the members in reverse order, so most inner nodes of one are leaves of
- * the other. A send up waits for the sends up from the node's children; a send down waits
- * for the node's receive from its parent (at the root: for its children's sends up).
+ * NCCL's tree all-reduce: a double binary tree between k = n / g servers over chains of
+ * their g consecutive members. Channel c (of `channels`) reduces and broadcasts
+ * 1/channels of each chunk over tree c mod 2, tree 0 the heap tree over servers 0..k−1 and
+ * tree 1 the same over them in reverse order (most inner servers of one are leaves of the
+ * other). Server s's chain for channel c starts at its head, local member
+ * h = ⌊c / nics⌋ mod g (the one whose NIC the channel leaves by), and runs through the others
+ * in order. Up: a chain member sends to the one before it once it received from the one
+ * after; a head sends to its parent server's head once it received from its chain and its
+ * child servers' heads. Down: the root server's head, once it has everything, sends to its
+ * chain and its child servers' heads; every other member forwards what it received. A hop
+ * inside a server also waits for the same hop of the chunk before (one NVLink stream per
+ * pair, direction and channel) and shares its member's NVLink with the up and down streams
+ * of all channels, 2 · channels, once the chunks fill the chains' depth d = g − 1 + ⌈log₂k⌉
+ * hops, 2 · channels · chunks / d before (TransferDef::sharing). With g = 1 and two channels this is the
+ * double binary tree over the members, each tree on half the buffer.
  */
-CollectiveShape doubleBinaryTree(uint32_t n, uint32_t chunks) {
+CollectiveShape ncclTree(uint32_t n, uint32_t g, uint32_t chunks, uint32_t channels, uint32_t nics) {
+  const uint32_t k = n / g;
   ShapeBuilder b(chunks);
-  for (uint32_t c = 0; c < chunks; ++c) {
-    for (uint32_t tree = 0; tree < 2; ++tree) {
-      auto member = [&](uint32_t pos) { return tree == 0 ? pos : n - 1 - pos; };
-      std::vector<uint32_t> up(n, kNone);    // send from position to its parent
-      std::vector<uint32_t> down(n, kNone);  // send from the parent to position
-      for (uint32_t pos = n; pos-- > 1;) {
-        up[pos] = b.add(member(pos), member((pos - 1) / 2), 2);
+  // A member's NVLink carries the up and down streams of every channel once the chunks fill
+  // the chains (depth hops each way), of the share of them the chunks fill before.
+  const uint32_t depth = g - 1 + log2Of(k);
+  const uint32_t sharing = std::max(1u, 2 * channels * std::min(chunks, depth) / std::max(depth, 1u));
+  std::vector<uint32_t> previous;  // the hops inside servers of the chunk before, in order
+  for (uint32_t chunk = 0; chunk < chunks; ++chunk) {
+    std::vector<uint32_t> inside;
+    auto hop = [&](uint32_t src, uint32_t dst, uint32_t channel) {
+      const uint32_t t = b.add(src, dst, channels);
+      b.setChannel(t, channel, g > 1 ? sharing : 1);
+      if (g > 1 && src / g == dst / g) {
+        if (!previous.empty()) b.after(t, previous[inside.size()]);
+        inside.push_back(t);
+      }
+      return t;
+    };
+    for (uint32_t c = 0; c < channels; ++c) {
+      const uint32_t tree = c % 2;
+      const uint32_t head = c / std::max<uint32_t>(nics, 1) % g;
+      auto server = [&](uint32_t pos) { return tree == 0 ? pos : k - 1 - pos; };
+      auto member = [&](uint32_t s, uint32_t i) { return s * g + (head + i) % g; };
+      // Up: chains, then servers; what the root's head waits for.
+      std::vector<uint32_t> chain_in(k, kNone);  // per server: the send its head gets from its chain
+      for (uint32_t s = 0; s < k; ++s) {
+        uint32_t from_after = kNone;
+        for (uint32_t i = g; i-- > 1;) {
+          const uint32_t t = hop(member(s, i), member(s, i - 1), c);
+          if (from_after != kNone) b.after(t, from_after);
+          from_after = t;
+        }
+        chain_in[s] = from_after;
+      }
+      std::vector<uint32_t> up(k, kNone);
+      for (uint32_t pos = k; pos-- > 1;) {
+        up[pos] = hop(member(server(pos), 0), member(server((pos - 1) / 2), 0), c);
+        if (chain_in[server(pos)] != kNone) b.after(up[pos], chain_in[server(pos)]);
         for (uint32_t child : {2 * pos + 1, 2 * pos + 2}) {
-          if (child < n) b.after(up[pos], up[child]);
+          if (child < k) b.after(up[pos], up[child]);
         }
       }
-      for (uint32_t pos = 1; pos < n; ++pos) {
+      auto afterRoot = [&](uint32_t t) {
+        if (chain_in[server(0)] != kNone) b.after(t, chain_in[server(0)]);
+        for (uint32_t child : {1u, 2u}) {
+          if (child < k) b.after(t, up[child]);
+        }
+      };
+      // Down: servers, then chains.
+      std::vector<uint32_t> down(k, kNone);
+      for (uint32_t pos = 1; pos < k; ++pos) {
         const uint32_t parent = (pos - 1) / 2;
-        down[pos] = b.add(member(parent), member(pos), 2);
+        down[pos] = hop(member(server(parent), 0), member(server(pos), 0), c);
         if (parent == 0) {
-          for (uint32_t child : {1u, 2u}) {
-            if (child < n) b.after(down[pos], up[child]);
-          }
+          afterRoot(down[pos]);
         } else {
           b.after(down[pos], down[parent]);
         }
       }
+      for (uint32_t pos = 0; pos < k; ++pos) {
+        uint32_t from_before = kNone;
+        for (uint32_t i = 1; i < g; ++i) {
+          const uint32_t t = hop(member(server(pos), i - 1), member(server(pos), i), c);
+          if (from_before != kNone) {
+            b.after(t, from_before);
+          } else if (pos == 0) {
+            afterRoot(t);
+          } else {
+            b.after(t, down[pos]);
+          }
+          from_before = t;
+        }
+      }
     }
+    previous = std::move(inside);
   }
   return b.finish();
 }
@@ -263,7 +329,7 @@ bool algorithmSupports(CollectiveAlgorithm algorithm, CollectiveOp op, uint32_t 
 }
 
 CollectiveShape makeShape(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members, uint32_t chunks,
-                          uint32_t per_server, uint32_t channels) {
+                          uint32_t per_server, uint32_t channels, uint32_t nics_per_member) {
   if (members < 2 || chunks < 1 || channels < 1) {
     throw std::invalid_argument("a collective shape needs two members, one chunk and one channel");
   }
@@ -277,7 +343,7 @@ CollectiveShape makeShape(CollectiveOp op, CollectiveAlgorithm algorithm, uint32
     case CollectiveAlgorithm::kHalvingDoubling:
       return halvingDoubling(op, members, chunks);
     case CollectiveAlgorithm::kTree:
-      return doubleBinaryTree(members, chunks);
+      return ncclTree(members, treeBlock(members, per_server), chunks, channels, nics_per_member);
     case CollectiveAlgorithm::kHierarchical:
       if (splitsByServer(algorithm, members, per_server)) return hierarchical(op, members, per_server, chunks);
       return ring(op, members, chunks, per_server, 1);
@@ -285,6 +351,10 @@ CollectiveShape makeShape(CollectiveOp op, CollectiveAlgorithm algorithm, uint32
       break;
   }
   return ring(op, members, chunks, per_server, channels);
+}
+
+uint32_t treeBlock(uint32_t members, uint32_t per_server) {
+  return per_server > 1 && per_server < members && members % per_server == 0 ? per_server : 1;
 }
 
 bool generatedRing(CollectiveAlgorithm algorithm) {
@@ -375,6 +445,35 @@ int64_t ringTime(int64_t n, int64_t steps, int64_t bytes, const AnalyticalPath& 
   return std::max(chain, path.step_ps + busiest);
 }
 
+/// NCCL's tree all-reduce over n members (analyticalTime, ncclTree): one chunk's hops up
+/// the deepest chain and tree and back down, then a further chunk every period of the
+/// slowest stream (an NVLink hop, which waits for its predecessor's, or the busiest NIC's
+/// sends of one chunk).
+int64_t treeTime(int64_t n, int64_t bytes, const AnalyticalPath& path) {
+  const auto g = static_cast<int64_t>(treeBlock(static_cast<uint32_t>(n), path.per_server));
+  const int64_t k = n / g;
+  const int64_t c = std::max<uint32_t>(path.channels, 1);
+  const int64_t chunks = std::max<uint32_t>(path.chunks, 1);
+  const int64_t nics = std::max<uint32_t>(path.nics_per_member, 1);
+  const auto hop = static_cast<int64_t>((static_cast<Int128>(bytes) + c * chunks - 1) / (c * chunks));
+  const auto log2k = static_cast<int64_t>(log2Of(static_cast<uint32_t>(k)));
+  const int64_t depth = g - 1 + log2k;
+  const int64_t sharing = g > 1 ? std::max<int64_t>(1, 2 * c * std::min(chunks, depth) / std::max<int64_t>(depth, 1)) : 1;
+  int64_t levels = 0;  // the heap tree's depth, ⌊log₂k⌋
+  while ((int64_t{2} << levels) <= k) ++levels;
+  const int64_t nvlink =
+      path.nvlink_step_ps +
+      (path.nvlink_bps > 0 ? serializationTime(Bytes{hop * sharing}, BitsPerSecond{path.nvlink_bps}).ps : 0);
+  const int64_t net = path.step_ps + serializationTime(Bytes{hop}, BitsPerSecond{path.nic_rate_bps}).ps;
+  // A head sends once up and once to each child server per chunk of its channel's tree; a
+  // NIC is the head's of ⌈c / (g · nics)⌉ channels.
+  const int64_t sends = k >= 4 ? 3 : k - 1;
+  const int64_t per_nic = (c + g * nics - 1) / (g * nics);
+  const int64_t nic_period = serializationTime(Bytes{hop * sends * per_nic}, BitsPerSecond{path.nic_rate_bps}).ps;
+  const int64_t chain = 2 * (g - 1) * nvlink + 2 * levels * net;
+  return chain + (chunks - 1) * std::max(g > 1 ? nvlink : 0, nic_period);
+}
+
 }  // namespace
 
 int64_t analyticalTime(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members, int64_t bytes,
@@ -397,8 +496,8 @@ int64_t analyticalTime(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t 
   if (algorithm == CollectiveAlgorithm::kRing || algorithm == CollectiveAlgorithm::kHierarchical) {
     return ringTime(n, steps, bytes, path);
   }
+  if (algorithm == CollectiveAlgorithm::kTree) return treeTime(n, bytes, path);
   if (algorithm == CollectiveAlgorithm::kHalvingDoubling) steps = (op == CollectiveOp::kAllReduce ? 2 : 1) * log2Of(members);
-  if (algorithm == CollectiveAlgorithm::kTree) steps = 2 * log2Of(members + 1);
   if (algorithm == CollectiveAlgorithm::kDirect) steps = 1;
   const int64_t factor = op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1;
   const auto sent = static_cast<int64_t>((static_cast<Int128>(bytes) * factor + n - 1) / n);

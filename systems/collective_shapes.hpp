@@ -33,10 +33,16 @@ bool algorithmSupports(CollectiveAlgorithm algorithm, CollectiveOp op, uint32_t 
 /// The transfers of `op` over `members` ranks (`per_server` consecutive members per server)
 /// split into `chunks` pipelined chunks; the ring runs `channels` rings, each on 1/channels
 /// of the buffer, rotated so that each leaves a server on a different member's NIC
-/// (RingPhaseDef). Throws std::invalid_argument when the algorithm cannot run the op
+/// (RingPhaseDef); the tree runs `channels` trees over chains inside the servers (treeBlock
+/// members each), channel c's chain head the member of NIC c of the `nics_per_member`
+/// each member has. Throws std::invalid_argument when the algorithm cannot run the op
 /// (algorithmSupports).
 CollectiveShape makeShape(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members, uint32_t chunks,
-                          uint32_t per_server = 1, uint32_t channels = 1);
+                          uint32_t per_server = 1, uint32_t channels = 1, uint32_t nics_per_member = 1);
+
+/// Members per server the tree chains: `per_server` when the group is k > 1 whole servers
+/// of that many, else 1 (a tree over the members).
+uint32_t treeBlock(uint32_t members, uint32_t per_server);
 
 /// Members per server the channels of a ring rotate by (RingPhaseDef::rotate): g when
 /// there are several channels and the group is k > 1 servers of g > 1 members each, else 1.

@@ -237,7 +237,9 @@ struct TransferDef {
   uint32_t dep_count = 0;
   uint32_t succ_begin = 0;   ///< first TransferSucc row (local)
   uint32_t succ_count = 0;
-  uint32_t pair_index = 0;   ///< its index among the shape's transfers from src to dst (QPs take them in turn)
+  uint32_t pair_index = 0;   ///< its index among the shape's transfers from src to dst on its channel (QPs take them in turn)
+  uint16_t channel = 0;      ///< its channel (a connection per channel; NIC channel mod nics_per_gpu)
+  uint16_t sharing = 1;      ///< hops inside a server: the streams its member's NVLink carries at once
 };
 struct TransferShape : Archetype<TransferDef> {
   static constexpr const char* kName = "TransferShape";

@@ -247,7 +247,7 @@ class CollectiveBuilder {
 
   /// Appends the connections the collectives' transfers between servers use: per group and
   /// shape, the pairs a ring's first step joins in each of its phases and channels (every
-  /// step joins the same ones), or every pair of a DAG (channel 0). NICs from `ranks`, the
+  /// step joins the same ones), or every pair of a DAG on its channel. NICs from `ranks`, the
   /// channel's rail of each (railOf).
   void collectConnections(const std::vector<RankInfo>& ranks, std::vector<ConnectionEnds>& out) const {
     std::set<std::pair<uint32_t, uint32_t>> seen;  // (member_base, shape_base) of a ring; DAGs by shape too
@@ -264,7 +264,7 @@ class CollectiveBuilder {
       if (c.mode == CollMode::kTransfers) {
         for (uint32_t k = 0; k < c.shape_count; ++k) {
           const TransferDef& d = shapes_[c.shape_base + k];
-          add(d.src, d.dst, 0, 0);
+          add(d.src, d.dst, d.channel, d.channel % plan_.cfg.nics_per_gpu);
         }
         continue;
       }
@@ -370,7 +370,7 @@ class CollectiveBuilder {
       AnalyticalPath path;
       path.nic_rate_bps = plan_.cfg.nic_rate_bps;
       // Rings stay on their rails (RingPhaseDef): their hops take the longest same-rail round trip.
-      const bool rails = generatedRing(info.algorithm);
+      const bool rails = generatedRing(info.algorithm) || info.algorithm == CollectiveAlgorithm::kTree;
       path.step_ps = floor + (rails ? plan_.layout.rail_rtt_ps : plan_.cfg.path_latency_ps);
       path.per_server = serverBlock(info);
       path.nvlink_bps = plan_.cfg.nvlink_bps;
@@ -397,11 +397,12 @@ class CollectiveBuilder {
   }
 
   /// The members per server an algorithm arranges `info`'s group by: the hierarchical
-  /// algorithm the first server's (membersPerServer); the ring's channels g only when the
-  /// group is whole servers of g consecutive members each, else 1 (no rotation).
+  /// algorithm the first server's (membersPerServer); the ring's channels and the tree's
+  /// chains g only when the group is whole servers of g consecutive members each, else 1
+  /// (no rotation, no chains).
   uint32_t serverBlock(const CollInfo& info) const {
     const uint32_t g = membersPerServer(info);
-    if (info.algorithm != CollectiveAlgorithm::kRing) return g;
+    if (info.algorithm != CollectiveAlgorithm::kRing && info.algorithm != CollectiveAlgorithm::kTree) return g;
     if (info.members % g != 0) return 1;
     auto server = [&](uint32_t i) { return serverOf(members_[info.member_base + i].rank); };
     for (uint32_t i = g; i < info.members; ++i) {
@@ -413,17 +414,30 @@ class CollectiveBuilder {
 
   /// Channels of `info`'s algorithm (collectives.channels; auto: one per NIC its members
   /// have on a server when the group is whole servers, serverBlock, else one per NIC of a
-  /// member); 1 for every algorithm but the ring.
+  /// member, and for the tree at least its two trees); 1 for the other algorithms.
   uint32_t ringChannels(const CollInfo& info) const {
-    if (info.algorithm != CollectiveAlgorithm::kRing) return 1;
+    const bool tree = info.algorithm == CollectiveAlgorithm::kTree;
+    if (info.algorithm != CollectiveAlgorithm::kRing && !tree) return 1;
     if (x_.collectives.channels != 0) return x_.collectives.channels;
     const uint32_t g = serverBlock(info);
-    return std::min(kMaxRingChannels, ringRotation(info.members, g, g) * plan_.cfg.nics_per_gpu);
+    const uint32_t per_nic = tree ? std::max(2u, treeBlock(info.members, g)) : ringRotation(info.members, g, g);
+    return std::min(kMaxRingChannels, per_nic * plan_.cfg.nics_per_gpu);
   }
 
-  /// Chunks a collective of `info` in `channels` channels is split into: its per-peer
-  /// share in chunks of collectives.chunk, 1..64.
+  /// Chunks a collective of `info` in `channels` channels is split into, 1..64: its per-peer
+  /// share in chunks of collectives.chunk; a tree's channel share in NCCL's tree chunks
+  /// (512 KiB, halved down to 128 KiB while the channel would have fewer than 8 per hop of
+  /// its depth: enqueue.cc of NCCL 2.19).
   uint32_t chunksOf(const CollInfo& info, uint32_t channels) const {
+    if (info.algorithm == CollectiveAlgorithm::kTree) {
+      const int64_t share = info.bytes / channels;
+      const uint32_t g = treeBlock(info.members, serverBlock(info));
+      int64_t depth = g - 1;
+      for (uint32_t k = info.members / g; k > 1; k = (k + 1) / 2) ++depth;
+      int64_t chunk = int64_t{512} << 10;
+      while (share / chunk < depth * 8 && chunk > (int64_t{128} << 10)) chunk /= 2;
+      return static_cast<uint32_t>(std::clamp<int64_t>((share + chunk - 1) / chunk, 1, 64));
+    }
     const int64_t per_peer = info.bytes / info.members / channels;
     const int64_t chunk = std::max<int64_t>(x_.collectives.chunk.count, 1);
     return static_cast<uint32_t>(std::clamp<int64_t>((per_peer + chunk - 1) / chunk, 1, 64));
@@ -437,7 +451,7 @@ class CollectiveBuilder {
     if (generatedRing(info.algorithm)) {
       addRing(info, chunks, per_server, channels);
     } else {
-      addShape(info, chunks, per_server);
+      addShape(info, chunks, per_server, channels);
     }
     max_transfers_ = std::max<uint64_t>(max_transfers_, info.shape_count);
     // A ring chunk is n chains of transfers per channel, one in flight each; a DAG is
@@ -478,11 +492,12 @@ class CollectiveBuilder {
 
   /// Any other algorithm: its DAG (shared by instances of one shape) and a counter per
   /// transfer and instance.
-  void addShape(CollInfo& info, uint32_t chunks, uint32_t per_server) {
-    const auto key = std::make_tuple(info.op, info.algorithm, info.members, chunks, per_server);
+  void addShape(CollInfo& info, uint32_t chunks, uint32_t per_server, uint32_t channels) {
+    const auto key = std::make_tuple(info.op, info.algorithm, info.members, chunks, per_server, channels);
     auto it = shape_index_.find(key);
     if (it == shape_index_.end()) {
-      const CollectiveShape shape = makeShape(info.op, info.algorithm, info.members, chunks, per_server);
+      const CollectiveShape shape =
+          makeShape(info.op, info.algorithm, info.members, chunks, per_server, channels, plan_.cfg.nics_per_gpu);
       if (shape.transfers.size() > kMaxShapeTransfers) {
         throw TrainingError("collectives: the " + std::string(algorithmName(info.algorithm)) + " algorithm over " +
                             std::to_string(info.members) + " ranks in " + std::to_string(chunks) +
@@ -491,10 +506,10 @@ class CollectiveBuilder {
       }
       const auto base = static_cast<uint32_t>(shapes_.size());
       const auto succ_base = static_cast<uint32_t>(succs_.size());
-      std::map<std::pair<uint32_t, uint32_t>, uint32_t> per_pair;
+      std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> per_pair;
       for (TransferDef d : shape.transfers) {
         d.succ_begin += succ_base;
-        d.pair_index = per_pair[{d.src, d.dst}]++;
+        d.pair_index = per_pair[{d.src, d.dst, d.channel}]++;
         shapes_.push_back(d);
       }
       succs_.insert(succs_.end(), shape.succs.begin(), shape.succs.end());
@@ -519,7 +534,8 @@ class CollectiveBuilder {
   std::vector<uint32_t> succs_;
   std::vector<TransferCounter> counters_;
   std::vector<RingPhaseDef> ring_phases_;
-  std::map<std::tuple<CollectiveOp, CollectiveAlgorithm, uint32_t, uint32_t, uint32_t>, std::pair<uint32_t, uint32_t>>
+  std::map<std::tuple<CollectiveOp, CollectiveAlgorithm, uint32_t, uint32_t, uint32_t, uint32_t>,
+           std::pair<uint32_t, uint32_t>>
       shape_index_;
   std::map<std::tuple<CollectiveOp, CollectiveAlgorithm, uint32_t, uint32_t, uint32_t>, std::pair<uint32_t, uint32_t>>
       ring_index_;

@@ -101,7 +101,7 @@ struct TrainOps {
   MV_HD RingTransfer transfer(const CollInfo& c, uint32_t k) const {
     if (c.mode == CollMode::kRing) return ringTransfer(&ringPhase(c, 0), c.phases, c.chunks, c.chunk_transfers, k);
     const TransferDef& d = shape(c, k);
-    return RingTransfer{d.src, d.dst, d.den, kNoTransfer};
+    return RingTransfer{d.src, d.dst, d.den, kNoTransfer, d.channel, 0};
   }
 
   /// Megatron rank order: TP fastest, then DP, then PP.
@@ -293,14 +293,16 @@ struct TrainOps {
     const uint32_t dst = member(c, d.dst);
     const int64_t bytes = (c.bytes + d.den - 1) / d.den;
     if (serverOf(src) == serverOf(dst) || bytes == 0) {
-      const uint32_t sharing = c.mode == CollMode::kRing ? nvlinkSharing(ringPhase(c, 0)) : 1;
+      const uint32_t sharing = c.mode == CollMode::kRing ? nvlinkSharing(ringPhase(c, 0)) : shape(c, k).sharing;
       return t + nvlinkTime(bytes * sharing);
     }
     // A connection's messages in turn: a ring's chunk by chunk and step by step, a DAG's in
     // the order of the pair's transfers.
     const bool ring = c.mode == CollMode::kRing;
     const uint32_t ordinal = ring ? k / c.chunk_transfers * ringPhase(c, 0).steps + d.step : shape(c, k).pair_index;
-    const uint32_t rail = ring && c.phases == 1 ? railOf(ringPhase(c, 0), d.channel, cfg().nics_per_gpu) : 0;
+    const uint32_t rail = !ring                ? d.channel % cfg().nics_per_gpu
+                          : c.phases == 1 ? railOf(ringPhase(c, 0), d.channel, cfg().nics_per_gpu)
+                                          : 0;
     sendBetween(src, dst, c.communicator, d.channel, rail, ordinal, bytes, t,
                 transferFlowId(coll, k, cfg().transfer_bits));
     return kNever;

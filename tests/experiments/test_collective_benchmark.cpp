@@ -41,14 +41,16 @@ bool has(const Diagnostics& diags, const std::string& key, const std::string& te
 }
 
 /// An all-reduce of `bytes` over 2 servers of 8 GPUs with `nics` NICs each (100 Gb/s
-/// rails), at `fidelity`, `iters` times.
-std::string benchmark(const std::string& bytes, int nics, const std::string& fidelity, int iters = 1) {
+/// rails), at `fidelity`, `iters` times, with `algorithm`.
+std::string benchmark(const std::string& bytes, int nics, const std::string& fidelity, int iters = 1,
+                      const std::string& algorithm = "ring") {
   return "base:\n"
          "  workload: {collective: {op: all_reduce, bytes: " + bytes + ", iters: " + std::to_string(iters) + "}}\n"
          "  cluster: {gpu: a100-40gb, gpus: 16, gpus_per_server: 8, nics_per_server: " + std::to_string(nics) + "}\n"
          "  topology: {kind: rail_optimized, servers: 2, nics_per_server: " + std::to_string(nics) +
          ", link_rate: 100Gbps}\n"
-         "  network: {fidelity: " + fidelity + "}\n";
+         "  network: {fidelity: " + fidelity + "}\n"
+         "  collectives: {all_reduce: " + algorithm + ", qps_per_connection: 4}\n";
 }
 
 TrainingResult runYaml(const std::string& yaml) {
@@ -158,4 +160,34 @@ TEST_CASE("the collective table prints benchmarks as nccl-tests does", "[experim
                         Catch::Contains("22.97") && Catch::Contains("1MiB-packet"));
   CHECK(table.find("gpt") == std::string::npos);
   CHECK(table.find("workload.collective.bytes") == std::string::npos);  // the size column says it
+}
+
+TEST_CASE("NCCL's tree over two servers meets the real nccl-tests log at its ends", "[sweep][collective]") {
+  // ../shared/external/nccl_tests_oci_a100_roce/all_reduce_perf_2nodes_16ranks_8B-8GB.log,
+  // out-of-place: 36.47 us at 8 B (the latency floor), busbw 219.12 GB/s at 1 GiB and
+  // 237.94 at 8 GiB, where NCCL runs its tree with the Simple protocol.
+  const TrainingResult small = runYaml(benchmark("8B", 16, "packet", 1, "tree"));
+  CHECK(static_cast<double>(small.collective_time.ps) * 1e-6 == Approx(36.47).epsilon(0.2));
+  const TrainingResult gib = runYaml(benchmark("1GiB", 16, "packet", 1, "tree"));
+  CHECK(gib.busbw_gbps == Approx(219.12).epsilon(0.1));
+  const TrainingResult large = runYaml(benchmark("8GiB", 16, "packet", 1, "tree"));
+  CHECK(large.busbw_gbps == Approx(237.94).epsilon(0.1));
+  // The ring caps at the NICs' goodput, below what the tree and NCCL reach there.
+  const TrainingResult ring = runYaml(benchmark("8GiB", 16, "packet"));
+  CHECK(ring.busbw_gbps < 16 * kNicGoodput);
+  CHECK(ring.busbw_gbps < 0.85 * 237.94);
+}
+
+TEST_CASE("the fidelities agree on the ring and the tree within 5 %", "[sweep][collective]") {
+  for (const char* algorithm : {"ring", "tree"}) {
+    for (const char* bytes : {"8B", "1MiB", "16MiB", "1GiB"}) {
+      INFO(algorithm << " " << bytes);
+      const double packet = static_cast<double>(runYaml(benchmark(bytes, 16, "packet", 1, algorithm)).iteration.ps);
+      for (const char* fidelity : {"flow", "analytical"}) {
+        INFO(fidelity);
+        const double other = static_cast<double>(runYaml(benchmark(bytes, 16, fidelity, 1, algorithm)).iteration.ps);
+        CHECK(other == Approx(packet).epsilon(0.05));
+      }
+    }
+  }
 }

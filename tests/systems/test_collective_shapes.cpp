@@ -102,6 +102,53 @@ TEST_CASE("double binary tree: each tree reduces and broadcasts half the buffer;
   }
 }
 
+TEST_CASE("NCCL's tree: a double binary tree between servers over chains inside them") {
+  // 3 servers of 4 members, 4 channels (2 per tree), 2 NICs per member.
+  const uint32_t n = 12, g = 4, k = 3, channels = 4;
+  for (uint32_t chunks : {1u, 3u}) {
+    const CollectiveShape s = makeShape(CollectiveOp::kAllReduce, CollectiveAlgorithm::kTree, n, chunks, g, channels, 2);
+    // Per chunk and channel: each server's chain up and down, 2(g−1) hops, and the tree's
+    // k−1 sends up and k−1 down between the servers' heads.
+    const uint32_t per_chunk = channels * (2 * k * (g - 1) + 2 * (k - 1));
+    REQUIRE(s.transfers.size() == chunks * per_chunk);
+    if (chunks == 1) checkEveryoneInformed(s, n);
+    // NVLink streams at once: the chains' depth is g − 1 + ⌈log₂k⌉ = 5 hops; 2 · channels
+    // streams once the chunks fill it, 2 · 4 · chunks / 5 before.
+    const uint32_t sharing = chunks == 1 ? 1 : 4;
+    for (size_t i = 0; i < s.transfers.size(); ++i) {
+      const TransferDef& t = s.transfers[i];
+      CHECK(t.den == channels * chunks);  // a channel's share of a chunk
+      if (t.src / g != t.dst / g) {
+        // Between servers only channel c's heads, local member ⌊c / 2⌋ (the owner of its NIC).
+        CHECK(t.src % g == t.channel / 2 % g);
+        CHECK(t.dst % g == t.channel / 2 % g);
+      } else {
+        CHECK(t.sharing == sharing);
+        // A hop inside a server of a later chunk waits for the same hop of the chunk before.
+        if (i >= per_chunk) {
+          const TransferDef& before = s.transfers[i - per_chunk];
+          CHECK(before.src == t.src);
+          CHECK(before.dst == t.dst);
+          const auto* first = s.succs.data() + before.succ_begin;
+          CHECK(std::find(first, first + before.succ_count, i) != first + before.succ_count);
+        }
+      }
+    }
+    double total = 0;
+    for (uint32_t m = 0; m < n; ++m) total += sentBy(s, m);
+    // Per channel every member but the root's head sends its share up once, and every one
+    // but the root's head receives it back down once: 2(n − 1) channel shares, as the ring.
+    CHECK(total == Approx(2.0 * (n - 1)));
+  }
+  // One member per server and two channels: the double binary tree over the members.
+  const CollectiveShape flat = makeShape(CollectiveOp::kAllReduce, CollectiveAlgorithm::kTree, 8, 1, 1, 2);
+  CHECK(flat.transfers.size() == 2u * 2u * 7u);
+  checkEveryoneInformed(flat, 8);
+  CHECK(treeBlock(12, 4) == 4);
+  CHECK(treeBlock(12, 5) == 1);   // not whole servers
+  CHECK(treeBlock(12, 12) == 1);  // one server: no tree between servers
+}
+
 TEST_CASE("hierarchical all-reduce: only 1/g of the buffer crosses servers per member") {
   const uint32_t n = 8;
   const uint32_t g = 4;  // 2 servers of 4 members
