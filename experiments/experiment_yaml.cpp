@@ -402,7 +402,8 @@ class ExperimentReader {
     using A = CollectiveAlgorithm;
     CollectiveAlgorithms& co = t_.collectives;
     co.all_reduce = algorithm(c, "all_reduce",
-                              {{"ring", A::kRing},
+                              {{"auto", A::kAuto},
+                               {"ring", A::kRing},
                                {"tree", A::kTree},
                                {"halving_doubling", A::kHalvingDoubling},
                                {"hierarchical", A::kHierarchical}});

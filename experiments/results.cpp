@@ -24,8 +24,10 @@
 #include <system_error>
 #include <variant>
 
+#include "analytical/nccl_tuner.hpp"
 #include "ecs/macros.hpp"
 #include "experiments/version.hpp"
+#include "systems/collective_shapes.hpp"
 
 namespace mv {
 
@@ -298,6 +300,21 @@ Json resultJson(const TrainingResult& res) {
                 {"switch_pool_slots", res.pool_knobs.switch_pool_slots},
                 {"link_ring_factor", res.pool_knobs.link_ring_factor},
                 {"nic_control_slots", res.pool_knobs.nic_control_slots}}}};
+  if (!res.collective_choices.empty()) {
+    Json choices = Json::array();
+    for (const CollectiveChoice& c : res.collective_choices) {
+      choices.push_back(Json{{"op", collectiveOpName(c.op)},
+                             {"ranks", c.ranks},
+                             {"bytes", c.bytes},
+                             {"algorithm", train::algorithmName(c.algorithm)},
+                             {"protocol", c.protocol == CollectiveChoice::kNoProtocol
+                                              ? Json(nullptr)
+                                              : Json(ncclProtocolName(static_cast<NcclProtocol>(c.protocol)))},
+                             {"channels", c.channels},
+                             {"count", c.count}});
+    }
+    j["collective_choices"] = std::move(choices);
+  }
   if (res.collective_bytes > 0) {
     j["collective"] = Json{{"bytes", res.collective_bytes},
                            {"time_ps", res.collective_time.ps},
@@ -344,6 +361,42 @@ net::NetCounters networkFromJson(const Json& j) {
   return n;
 }
 
+/// One entry of a manifest's collective_choices.
+CollectiveChoice choiceFromJson(const Json& j) {
+  CollectiveChoice c;
+  const std::string op = j.at("op").get<std::string>();
+  const std::optional<CollectiveOp> parsed = parseCollectiveOp(op);
+  if (!parsed) throw std::invalid_argument("collective_choices: unknown op '" + op + "'");
+  c.op = *parsed;
+  c.ranks = j.at("ranks").get<uint32_t>();
+  c.bytes = j.at("bytes").get<int64_t>();
+  const std::string algorithm = j.at("algorithm").get<std::string>();
+  bool known = false;
+  for (const CollectiveAlgorithm a : {CollectiveAlgorithm::kRing, CollectiveAlgorithm::kTree,
+                                      CollectiveAlgorithm::kHalvingDoubling, CollectiveAlgorithm::kDirect,
+                                      CollectiveAlgorithm::kHierarchical}) {
+    if (algorithm == train::algorithmName(a)) {
+      c.algorithm = a;
+      known = true;
+    }
+  }
+  if (!known) throw std::invalid_argument("collective_choices: unknown algorithm '" + algorithm + "'");
+  if (!j.at("protocol").is_null()) {
+    const std::string protocol = j.at("protocol").get<std::string>();
+    known = false;
+    for (const NcclProtocol p : {NcclProtocol::kLl, NcclProtocol::kLl128, NcclProtocol::kSimple}) {
+      if (protocol == ncclProtocolName(p)) {
+        c.protocol = static_cast<uint8_t>(p);
+        known = true;
+      }
+    }
+    if (!known) throw std::invalid_argument("collective_choices: unknown protocol '" + protocol + "'");
+  }
+  c.channels = j.at("channels").get<uint32_t>();
+  c.count = j.at("count").get<uint32_t>();
+  return c;
+}
+
 TrainingResult resultFromJson(const Json& j) {
   TrainingResult res;
   res.oom = j.at("oom").get<bool>();
@@ -363,6 +416,9 @@ TrainingResult resultFromJson(const Json& j) {
   res.network = networkFromJson(j.at("network"));
   res.wall_seconds = realFrom(j.at("wall_seconds"));
   res.events = j.at("events").get<int64_t>();
+  if (j.contains("collective_choices")) {  // absent from results written before NCCL's choice
+    for (const Json& c : j.at("collective_choices")) res.collective_choices.push_back(choiceFromJson(c));
+  }
   if (j.contains("collective")) {  // collective benchmarks only
     const Json& c = j.at("collective");
     res.collective_bytes = c.at("bytes").get<int64_t>();

@@ -324,6 +324,8 @@ bool algorithmSupports(CollectiveAlgorithm algorithm, CollectiveOp op, uint32_t 
       return reduce_like && per_server >= 1 && members % per_server == 0;
     case CollectiveAlgorithm::kDirect:
       return op == CollectiveOp::kAllToAll;
+    case CollectiveAlgorithm::kAuto:  // resolved per collective before it is built; the ring runs anything else
+      return reduce_like;
   }
   return false;
 }
@@ -348,6 +350,7 @@ CollectiveShape makeShape(CollectiveOp op, CollectiveAlgorithm algorithm, uint32
       if (splitsByServer(algorithm, members, per_server)) return hierarchical(op, members, per_server, chunks);
       return ring(op, members, chunks, per_server, 1);
     case CollectiveAlgorithm::kRing:
+    case CollectiveAlgorithm::kAuto:
       break;
   }
   return ring(op, members, chunks, per_server, channels);
@@ -516,6 +519,8 @@ const char* algorithmName(CollectiveAlgorithm algorithm) {
       return "direct";
     case CollectiveAlgorithm::kHierarchical:
       return "hierarchical";
+    case CollectiveAlgorithm::kAuto:
+      return "auto";
   }
   return "?";
 }

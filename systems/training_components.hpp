@@ -195,6 +195,8 @@ struct CollInfo {
   CollectiveOp op = CollectiveOp::kAllReduce;
   CommKind comm = CommKind::kDp;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+  uint8_t protocol = 0xff;      ///< the protocol NCCL's tuner chose (collectives.<op>: auto), else 0xff
+  uint16_t channels = 1;        ///< between servers: the ring's or the tree's channels (1 for the others)
   uint32_t members = 0;
   uint32_t member_base = 0;     ///< first GroupMember row
   uint32_t task = 0;            ///< program index of the collective's task (stage programs: the same for every member)

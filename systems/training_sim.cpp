@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "analytical/gpu.hpp"
+#include "analytical/nccl_tuner.hpp"
 #include "analytical/overlap.hpp"
 #include "ecs/engine.hpp"
 #include "ecs/graph.hpp"
@@ -350,6 +351,10 @@ class CollectiveBuilder {
     info.task = task;
     info.communicator = communicator;
     info.bytes = d.bytes;
+    if (info.algorithm == CollectiveAlgorithm::kAuto) {
+      info.algorithm = CollectiveAlgorithm::kRing;  // inside one server: the intra-server model
+      if (!one_server) chooseAlgorithm(info, members);
+    }
     if (plan_.program.per_rank && !one_server &&
         !algorithmSupports(info.algorithm, d.op, info.members, membersPerServer(info))) {
       // Stage programs' groups are checked from the parallelism (checkTrainingExperiment).
@@ -357,6 +362,7 @@ class CollectiveBuilder {
                           collectiveOpName(d.op) + " over " + std::to_string(info.members) + " ranks, " +
                           std::to_string(membersPerServer(info)) + " on the first one's server");
     }
+    if (!one_server) info.channels = static_cast<uint16_t>(ringChannels(info));
     int64_t live = 0;
     const int64_t floor = plan_.cfg.step_latency_ps;
     if (one_server) {
@@ -385,6 +391,35 @@ class CollectiveBuilder {
     }
     infos_.push_back(info);
     return live;
+  }
+
+  /// collectives.<op>: auto. What NCCL's tuner would run `info` with between servers
+  /// (analytical/nccl_tuner.hpp): the ring or, for all-reduce, the tree, each in its auto
+  /// channels, and the protocol it picked. The graph's per-channel bandwidths come from the
+  /// cluster: the ring's the NIC goodput over the channels sharing a NIC; the tree's inside
+  /// a server (what NCCL uses on 2 servers) the NVLink bandwidth over its channels, with one
+  /// member per server the ring's.
+  void chooseAlgorithm(CollInfo& info, const std::vector<uint32_t>& members) {
+    NcclTunerShape s;
+    s.op = info.op;
+    s.ranks = info.members;
+    std::set<uint32_t> servers;
+    for (uint32_t r : members) servers.insert(serverOf(r));
+    s.nodes = static_cast<uint32_t>(servers.size());
+    const TrainConfig& c = plan_.cfg;
+    const double nics = static_cast<double>(membersPerServer(info)) * c.nics_per_gpu;
+    info.algorithm = CollectiveAlgorithm::kRing;
+    s.ring_channels = ringChannels(info);
+    info.algorithm = CollectiveAlgorithm::kTree;
+    s.tree_channels = ringChannels(info);
+    const uint32_t chain = treeBlock(info.members, serverBlock(info));
+    const double nic_gbs = static_cast<double>(c.nic_rate_bps) / 8e9;
+    s.ring_bw_gbs = nic_gbs * std::min(1.0, nics / s.ring_channels);
+    s.tree_bw_gbs = chain > 1 ? static_cast<double>(c.nvlink_bps) / 8e9 / s.tree_channels : s.ring_bw_gbs;
+    s.arch = clusterGpu(x_.cluster).architecture;
+    const NcclChoice choice = ncclTunerChoice(s, info.bytes);
+    info.algorithm = choice.algorithm == NcclAlgorithm::kTree ? CollectiveAlgorithm::kTree : CollectiveAlgorithm::kRing;
+    info.protocol = static_cast<uint8_t>(choice.protocol);
   }
 
   /// Consecutive members of a collective's group on one server (groups are laid out in
@@ -795,8 +830,31 @@ void writeFlowFiles(const TrainingExperiment& x, std::vector<net::FlowResult>& f
 
 /// The result of a finished experiment from its rank rows and counters (and its switch
 /// queues, with `queues`).
+/// The kinds of collective between servers experiment e ran, with their algorithms
+/// (TrainingResult::collective_choices).
+std::vector<CollectiveChoice> collectiveChoices(TrainWorld& world, ExpId e) {
+  std::vector<CollectiveChoice> out;
+  auto& colls = world.table<Collective>();
+  for (int64_t row = colls.expBegin(e); row < colls.expEnd(e); ++row) {
+    const CollInfo& c = colls.get<CollInfo>(row);
+    if (c.mode == CollMode::kIntraServer) continue;
+    auto same = [&](const CollectiveChoice& k) {
+      return k.op == c.op && k.ranks == c.members && k.bytes == c.bytes && k.algorithm == c.algorithm &&
+             k.protocol == c.protocol && k.channels == c.channels;
+    };
+    auto it = std::find_if(out.begin(), out.end(), same);
+    if (it == out.end()) {
+      out.push_back(CollectiveChoice{c.op, c.members, c.bytes, c.algorithm, c.protocol, c.channels, 0});
+      it = out.end() - 1;
+    }
+    ++it->count;
+  }
+  return out;
+}
+
 TrainingResult collectResult(TrainWorld& world, ExpId e, const TrainingExperiment& x, bool queues) {
   TrainingResult res;
+  res.collective_choices = collectiveChoices(world, e);
   auto& ranks = world.table<Rank>();
   int64_t critical = -1;
   int64_t tasks = 0;

@@ -42,13 +42,14 @@ enum class CollectiveAlgorithm : uint8_t {
   kHalvingDoubling,  ///< recursive halving-doubling (all-reduce, all-gather, reduce-scatter)
   kDirect,           ///< every rank sends to every other rank (all-to-all)
   kHierarchical,     ///< intra-server phase on the analytical model, inter-server phase per rail
+  kAuto,             ///< NCCL's tuner picks ring or tree per collective (all-reduce; analytical/nccl_tuner.hpp)
 };
 
 /// Most channels a ring may have (collectives.channels), as NCCL's MAXCHANNELS.
 inline constexpr uint32_t kMaxRingChannels = 64;
 
 struct CollectiveAlgorithms {
-  CollectiveAlgorithm all_reduce = CollectiveAlgorithm::kRing;
+  CollectiveAlgorithm all_reduce = CollectiveAlgorithm::kAuto;
   CollectiveAlgorithm all_gather = CollectiveAlgorithm::kRing;
   CollectiveAlgorithm reduce_scatter = CollectiveAlgorithm::kRing;
   CollectiveAlgorithm all_to_all = CollectiveAlgorithm::kDirect;
@@ -178,6 +179,20 @@ struct TrainingExperiment {
   MemoryOptions memory;
 };
 
+/// The algorithm the collectives of one kind ran with between servers (TrainingResult).
+struct CollectiveChoice {
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  uint32_t ranks = 0;
+  int64_t bytes = 0;  ///< per-rank buffer
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;
+  /// The protocol NCCL's tuner chose with it (NcclProtocol; not simulated: every hop moves
+  /// the bytes at the step latency), or kNoProtocol where the algorithm was given.
+  uint8_t protocol = kNoProtocol;
+  uint32_t channels = 1;
+  uint32_t count = 0;  ///< collectives of the iteration with this choice
+  static constexpr uint8_t kNoProtocol = 0xff;
+};
+
 /// What one experiment produced.
 struct TrainingResult {
   /// The configuration did not fit in GPU memory; nothing was simulated.
@@ -210,6 +225,9 @@ struct TrainingResult {
   int64_t collective_bytes = 0;
   double algbw_gbps = 0;
   double busbw_gbps = 0;
+  /// Per kind of collective between servers (op, ranks, bytes, algorithm, protocol,
+  /// channels), how many the iteration ran, in first-seen order.
+  std::vector<CollectiveChoice> collective_choices;
   /// Totals of the packet network (zero at the other fidelities, except flows_done).
   net::NetCounters network;
   /// Simulator wall time of the batch that ran this experiment, seconds.

@@ -7,8 +7,12 @@
  */
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include "analytical/nccl_tuner.hpp"
 
 #include "experiments/experiment_yaml.hpp"
 #include "experiments/results.hpp"
@@ -31,6 +35,13 @@ Diagnostics readAll(const std::string& yaml, std::vector<TrainingExperiment>* ou
     });
   }
   return diags;
+}
+
+std::string readFile(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 bool has(const Diagnostics& diags, const std::string& key, const std::string& text) {
@@ -190,4 +201,42 @@ TEST_CASE("the fidelities agree on the ring and the tree within 5 %", "[sweep][c
       }
     }
   }
+}
+
+TEST_CASE("auto runs what NCCL's tuner picks, and the manifest says what it picked", "[sweep][collective]") {
+  // On the nccl-tests cluster the tuner takes the tree with LL at 8 B (analytical/nccl_tuner.hpp).
+  const TrainingResult chosen = runYaml(benchmark("8B", 16, "packet", 1, "auto"));
+  REQUIRE(chosen.collective_choices.size() == 1);
+  const CollectiveChoice& c = chosen.collective_choices.front();
+  CHECK(c.op == CollectiveOp::kAllReduce);
+  CHECK(c.ranks == 16);
+  CHECK(c.bytes == 8);
+  CHECK(c.algorithm == CollectiveAlgorithm::kTree);
+  CHECK(c.protocol == static_cast<uint8_t>(NcclProtocol::kLl));
+  CHECK(c.channels == 16);
+  CHECK(c.count == 1);
+  const TrainingResult tree = runYaml(benchmark("8B", 16, "packet", 1, "tree"));
+  CHECK(chosen.iteration == tree.iteration);
+  CHECK(tree.collective_choices.front().protocol == CollectiveChoice::kNoProtocol);  // given, not chosen
+
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "mv_test_collective_choices";
+  std::filesystem::remove_all(dir);
+  ResultsWriter writer;
+  writer.open(dir, OpenMode::kCreate);
+  ExperimentRecord record;
+  record.name = "auto-8B";
+  record.id = 42;
+  record.resolved_config = "name: auto-8B\n";
+  record.result = chosen;
+  writer.write(record);
+  const ExperimentRecord back = parseManifest(readFile(dir / "experiments" / "auto-8B" / "manifest.json"));
+  std::filesystem::remove_all(dir);
+  REQUIRE(back.result.collective_choices.size() == 1);
+  const CollectiveChoice& b = back.result.collective_choices.front();
+  CHECK(b.algorithm == c.algorithm);
+  CHECK(b.protocol == c.protocol);
+  CHECK(b.channels == c.channels);
+  CHECK(b.bytes == c.bytes);
+  CHECK(back.result.collective_bytes == 8);
+  CHECK(back.result.busbw_gbps == chosen.busbw_gbps);
 }

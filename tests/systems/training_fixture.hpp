@@ -26,7 +26,8 @@ inline ModelSpec tinyGpt(uint32_t layers, uint32_t hidden = 1024, uint32_t vocab
   return m;
 }
 
-/// tp·pp·dp GPUs, `per_server` per server with one NIC each, a star between servers.
+/// tp·pp·dp GPUs, `per_server` per server with one NIC each, a star between servers, the
+/// ring for all-reduces.
 inline TrainingExperiment tinyExperiment(uint32_t tp, uint32_t pp, uint32_t dp, uint32_t micro_batches,
                                          uint32_t per_server) {
   TrainingExperiment x;
@@ -43,6 +44,8 @@ inline TrainingExperiment tinyExperiment(uint32_t tp, uint32_t pp, uint32_t dp, 
   x.cluster.nics_per_server = 1;
   x.topology = makeStar(x.cluster.gpus / per_server);
   x.network.cc = net::CcKind::kDctcp;
+  // The ring, not NCCL's choice (the default): these tests check what the ring does.
+  x.collectives.all_reduce = CollectiveAlgorithm::kRing;
   return x;
 }
 
