@@ -707,9 +707,10 @@ Filled buildTraining(TrainWorld& world, ExpId e, const TrainingExperiment& x, co
   return filled;
 }
 
-/// The "args" object of a task's trace event: what it computed or moved.
-std::string traceArgs(const TaskDef& t) {
-  char buf[160];
+/// The "args" object of a task's trace event: what it computed or moved (a collective: and
+/// how, from its row `coll`).
+std::string traceArgs(const TaskDef& t, const CollInfo* coll) {
+  char buf[240];
   if (t.kind == TaskKind::kCompute) {
     std::snprintf(buf, sizeof(buf), "{\"compute_us\":%.3f,\"tp_us\":%.3f}", static_cast<double>(t.compute_ps) * 1e-6,
                   static_cast<double>(t.tp_ps) * 1e-6);
@@ -717,8 +718,15 @@ std::string traceArgs(const TaskDef& t) {
     std::snprintf(buf, sizeof(buf), "{\"bytes\":%lld,\"copy_us\":%.3f}", static_cast<long long>(t.bytes),
                   static_cast<double>(t.compute_ps) * 1e-6);
   } else if (t.kind == TaskKind::kCollective) {
-    std::snprintf(buf, sizeof(buf), "{\"bytes\":%lld,\"group\":\"%s\",\"seq\":%u}", static_cast<long long>(t.bytes),
-                  processGroupName(t.comm), t.seq);
+    const bool between = coll != nullptr && coll->mode != CollMode::kIntraServer;
+    const char* protocol = between && coll->protocol != CollectiveChoice::kNoProtocol
+                               ? ncclProtocolName(static_cast<NcclProtocol>(coll->protocol))
+                               : "";
+    std::snprintf(buf, sizeof(buf), "{\"bytes\":%lld,\"group\":\"%s\",\"seq\":%u,\"algorithm\":\"%s\",\"protocol\":\"%s\","
+                  "\"channels\":%u}",
+                  static_cast<long long>(t.bytes), processGroupName(t.comm), t.seq,
+                  between ? algorithmName(coll->algorithm) : "intra-server", protocol,
+                  between ? unsigned{coll->channels} : 0u);
   } else {
     std::snprintf(buf, sizeof(buf), "{\"bytes\":%lld,\"peer_stage\":%u}", static_cast<long long>(t.bytes), t.peer_stage);
   }
@@ -777,8 +785,9 @@ std::string chromeTrace(TrainWorld& world, ExpId e) {
   auto& spans = world.table<TaskSpan>();
   auto& ranks = world.table<Rank>();
   auto& tasks = world.table<ProgramTask>();
+  auto& colls = world.table<Collective>();
   std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
-  char buf[320];
+  char buf[480];
   bool first = true;
   for (int64_t r = ranks.expBegin(e); r < ranks.expEnd(e); ++r) {
     const RankInfo& info = ranks.get<RankInfo>(r);
@@ -799,9 +808,12 @@ std::string chromeTrace(TrainWorld& world, ExpId e) {
     const TaskSpanData& d = spans.get<TaskSpanData>(row);
     const RankInfo& info = ranks.get<RankInfo>(ranks.expBegin(e) + d.rank);
     const TaskDef& t = tasks.get<TaskDef>(tasks.expBegin(e) + info.program_base + d.task);
+    const CollInfo* coll = t.kind == TaskKind::kCollective
+                               ? &colls.get<CollInfo>(colls.expBegin(e) + info.collective(t.comm, t.seq))
+                               : nullptr;
     std::snprintf(buf, sizeof(buf), ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%.6f,\"dur\":%.6f,\"args\":%s}",
                   taskName(t).c_str(), d.rank + 1, unsigned{t.stream}, static_cast<double>(d.start_ps) * 1e-6,
-                  static_cast<double>(d.end_ps - d.start_ps) * 1e-6, traceArgs(t).c_str());
+                  static_cast<double>(d.end_ps - d.start_ps) * 1e-6, traceArgs(t, coll).c_str());
     out += buf;
   }
   appendMessageArrows(world, e, out);

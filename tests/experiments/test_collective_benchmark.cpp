@@ -64,7 +64,7 @@ std::string benchmark(const std::string& bytes, int nics, const std::string& fid
          "  collectives: {all_reduce: " + algorithm + ", qps_per_connection: 4}\n";
 }
 
-TrainingResult runYaml(const std::string& yaml) {
+TrainingResult runYaml(const std::string& yaml, bool trace = false) {
   std::vector<TrainingExperiment> xs;
   const Diagnostics diags = readAll(yaml, &xs);
   INFO(diags.format());
@@ -72,6 +72,7 @@ TrainingResult runYaml(const std::string& yaml) {
   REQUIRE(xs.size() == 1);
   SimulationOptions o;
   o.threads = 2;
+  o.trace = trace;
   const TrainingResult r = simulateTraining(xs, o).front();
   REQUIRE(r.error.empty());
   return r;
@@ -205,7 +206,7 @@ TEST_CASE("the fidelities agree on the ring and the tree within 5 %", "[sweep][c
 
 TEST_CASE("auto runs what NCCL's tuner picks, and the manifest says what it picked", "[sweep][collective]") {
   // On the nccl-tests cluster the tuner takes the tree with LL at 8 B (analytical/nccl_tuner.hpp).
-  const TrainingResult chosen = runYaml(benchmark("8B", 16, "packet", 1, "auto"));
+  const TrainingResult chosen = runYaml(benchmark("8B", 16, "packet", 1, "auto"), true);
   REQUIRE(chosen.collective_choices.size() == 1);
   const CollectiveChoice& c = chosen.collective_choices.front();
   CHECK(c.op == CollectiveOp::kAllReduce);
@@ -215,6 +216,8 @@ TEST_CASE("auto runs what NCCL's tuner picks, and the manifest says what it pick
   CHECK(c.protocol == static_cast<uint8_t>(NcclProtocol::kLl));
   CHECK(c.channels == 16);
   CHECK(c.count == 1);
+  // The trace's collective spans say so too.
+  CHECK(chosen.chrome_trace.find("\"algorithm\":\"tree\",\"protocol\":\"LL\",\"channels\":16") != std::string::npos);
   const TrainingResult tree = runYaml(benchmark("8B", 16, "packet", 1, "tree"));
   CHECK(chosen.iteration == tree.iteration);
   CHECK(tree.collective_choices.front().protocol == CollectiveChoice::kNoProtocol);  // given, not chosen

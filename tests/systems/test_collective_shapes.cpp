@@ -92,7 +92,7 @@ TEST_CASE("halving-doubling: log2 n steps each way, the ring's volume, everyone 
 
 TEST_CASE("double binary tree: each tree reduces and broadcasts half the buffer; everyone informed") {
   for (uint32_t n : {2u, 5u, 8u}) {
-    const CollectiveShape s = makeShape(CollectiveOp::kAllReduce, CollectiveAlgorithm::kTree, n, 2);
+    const CollectiveShape s = makeShape(CollectiveOp::kAllReduce, CollectiveAlgorithm::kTree, n, 2, 1, 2);  // 2 channels: 2 trees
     // Per chunk and tree: n−1 sends up and n−1 sends down.
     CHECK(s.transfers.size() == 2u * 2u * 2u * (n - 1));
     checkEveryoneInformed(s, n);
