@@ -66,7 +66,7 @@ double ncclTunerTime(const NcclTunerShape& s, NcclAlgorithm a, NcclProtocol p, i
   const double inter_steps = all_reduce ? (s.nodes > 1 ? 2 * nodes : 0) : nodes - 1;
   const uint32_t channels = tree ? s.tree_channels : s.ring_channels;
   // Bandwidth: the graph's per-channel bandwidth times its channels, refined per protocol.
-  const double per_channel = tree && s.nodes <= 2 ? s.tree_bw_gbs : s.ring_bw_gbs;
+  const double per_channel = tree ? s.tree_bw_gbs : s.ring_bw_gbs;
   double bus = channels * per_channel;
   // Multi-node LL: NCCL looks at the CPU; Intel's row (index 0), AMD's (1) for 2+ nodes.
   const double ll_max = kLlMaxBw[s.nodes == 1 ? arch : (s.net_overhead_us > 1.5 ? 1 : 0)][nodes_index];

@@ -31,8 +31,8 @@ struct NcclTunerShape {
   uint32_t nodes = 2;  ///< servers the ranks are on (nNodes)
   uint32_t ring_channels = 1;
   uint32_t tree_channels = 2;
-  /// Per-channel bandwidth of the ring graph and, inside a server, of the tree graph, GB/s
-  /// (NCCL's graph bwInter / bwIntra; with more than 2 nodes the tree takes the ring's).
+  /// Per-channel bandwidth of the ring graph and of the tree graph, GB/s: the one NCCL's
+  /// tuner uses, the graph's bwIntra on up to 2 nodes and its bwInter beyond.
   double ring_bw_gbs = 12;
   double tree_bw_gbs = 12;
   GpuArchitecture arch = GpuArchitecture::kAmpere;

@@ -396,9 +396,9 @@ class CollectiveBuilder {
   /// collectives.<op>: auto. What NCCL's tuner would run `info` with between servers
   /// (analytical/nccl_tuner.hpp): the ring or, for all-reduce, the tree, each in its auto
   /// channels, and the protocol it picked. The graph's per-channel bandwidths come from the
-  /// cluster: the ring's the NIC goodput over the channels sharing a NIC; the tree's inside
-  /// a server (what NCCL uses on 2 servers) the NVLink bandwidth over its channels, with one
-  /// member per server the ring's.
+  /// cluster: the ring's the NIC goodput shared by the channels on a NIC; the tree's on 2
+  /// servers of several members (where NCCL's tuner takes the bandwidth inside a server) the
+  /// NVLink bandwidth over its channels, else the NIC goodput shared as the ring's.
   void chooseAlgorithm(CollInfo& info, const std::vector<uint32_t>& members) {
     NcclTunerShape s;
     s.op = info.op;
@@ -415,7 +415,8 @@ class CollectiveBuilder {
     const uint32_t chain = treeBlock(info.members, serverBlock(info));
     const double nic_gbs = static_cast<double>(c.nic_rate_bps) / 8e9;
     s.ring_bw_gbs = nic_gbs * std::min(1.0, nics / s.ring_channels);
-    s.tree_bw_gbs = chain > 1 ? static_cast<double>(c.nvlink_bps) / 8e9 / s.tree_channels : s.ring_bw_gbs;
+    s.tree_bw_gbs = chain > 1 && s.nodes <= 2 ? static_cast<double>(c.nvlink_bps) / 8e9 / s.tree_channels
+                                              : nic_gbs * std::min(1.0, nics / s.tree_channels);
     s.arch = clusterGpu(x_.cluster).architecture;
     const NcclChoice choice = ncclTunerChoice(s, info.bytes);
     info.algorithm = choice.algorithm == NcclAlgorithm::kTree ? CollectiveAlgorithm::kTree : CollectiveAlgorithm::kRing;

@@ -243,3 +243,22 @@ TEST_CASE("auto runs what NCCL's tuner picks, and the manifest says what it pick
   CHECK(back.result.collective_bytes == 8);
   CHECK(back.result.busbw_gbps == chosen.busbw_gbps);
 }
+
+TEST_CASE("auto across servers of one GPU: the tree for small all-reduces, the ring for DP buckets", "[sweep][collective]") {
+  // 16 servers of one GPU and one NIC (a TP 8 job's DP group): the ring in one channel, the
+  // tree in two sharing the NIC; NCCL's tuner keeps the ring where the bandwidth counts.
+  auto choice = [](const std::string& bytes) {
+    const std::string yaml = "base:\n"
+                             "  workload: {collective: {op: all_reduce, bytes: " + bytes + "}}\n"
+                             "  cluster: {gpu: a100-80gb, gpus: 16, gpus_per_server: 1, nics_per_server: 1}\n"
+                             "  network: {fidelity: analytical}\n";
+    const TrainingResult r = runYaml(yaml);
+    REQUIRE(r.collective_choices.size() == 1);
+    return r.collective_choices.front();
+  };
+  CHECK(choice("8B").algorithm == CollectiveAlgorithm::kTree);
+  const CollectiveChoice bucket = choice("160MB");
+  CHECK(bucket.algorithm == CollectiveAlgorithm::kRing);
+  CHECK(bucket.protocol == static_cast<uint8_t>(NcclProtocol::kSimple));
+  CHECK(bucket.channels == 1);
+}
