@@ -179,10 +179,7 @@ CollectiveShape direct(uint32_t n, uint32_t chunks) {
 CollectiveShape ncclTree(uint32_t n, uint32_t g, uint32_t chunks, uint32_t channels, uint32_t nics) {
   const uint32_t k = n / g;
   ShapeBuilder b(chunks);
-  // A member's NVLink carries the up and down streams of every channel once the chunks fill
-  // the chains (depth hops each way), of the share of them the chunks fill before.
-  const uint32_t depth = g - 1 + log2Of(k);
-  const uint32_t sharing = std::max(1u, 2 * channels * std::min(chunks, depth) / std::max(depth, 1u));
+  const uint32_t sharing = treeSharing(channels, chunks, treeDepth(n, g));
   std::vector<uint32_t> previous;  // the hops inside servers of the chunk before, in order
   for (uint32_t chunk = 0; chunk < chunks; ++chunk) {
     std::vector<uint32_t> inside;
@@ -360,6 +357,15 @@ uint32_t treeBlock(uint32_t members, uint32_t per_server) {
   return per_server > 1 && per_server < members && members % per_server == 0 ? per_server : 1;
 }
 
+uint32_t treeDepth(uint32_t members, uint32_t per_server) {
+  const uint32_t g = treeBlock(members, per_server);
+  return g - 1 + log2Of(members / g);
+}
+
+uint32_t treeSharing(uint32_t channels, uint32_t chunks, uint32_t depth) {
+  return std::max(1u, 2 * channels * std::min(chunks, depth) / std::max(depth, 1u));
+}
+
 bool generatedRing(CollectiveAlgorithm algorithm) {
   return algorithm == CollectiveAlgorithm::kRing || algorithm == CollectiveAlgorithm::kHierarchical;
 }
@@ -416,6 +422,14 @@ std::vector<RingPhaseDef> ringPhases(CollectiveOp op, CollectiveAlgorithm algori
 
 namespace {
 
+/// Time `bytes` take at the path's NIC rate, and over its NVLink (0 without one).
+int64_t nicPs(const AnalyticalPath& path, int64_t bytes) {
+  return serializationTime(Bytes{bytes}, BitsPerSecond{path.nic_rate_bps}).ps;
+}
+int64_t nvlinkPs(const AnalyticalPath& path, int64_t bytes) {
+  return path.nvlink_bps > 0 ? serializationTime(Bytes{bytes}, BitsPerSecond{path.nvlink_bps}).ps : 0;
+}
+
 /// The ring over n members in `steps` steps (analyticalTime): the slower of one chunk's
 /// chain of hops and the busiest NIC's or NVLink's bytes.
 int64_t ringTime(int64_t n, int64_t steps, int64_t bytes, const AnalyticalPath& path) {
@@ -428,23 +442,19 @@ int64_t ringTime(int64_t n, int64_t steps, int64_t bytes, const AnalyticalPath& 
   const int64_t g = path.per_server;
   const auto hop = static_cast<int64_t>((static_cast<Int128>(bytes) + n * c * chunks - 1) / (n * c * chunks));
   const int64_t sharing = nvlinkSharing(p);
-  auto nic = [&](int64_t b) { return serializationTime(Bytes{b}, BitsPerSecond{path.nic_rate_bps}).ps; };
-  auto nvlink = [&](int64_t b) {
-    return path.nvlink_bps > 0 ? serializationTime(Bytes{b}, BitsPerSecond{path.nvlink_bps}).ps : 0;
-  };
   // One chunk's hops around the ring, each waiting for the one before: with g consecutive
   // members per server one hop in g crosses servers, the others are NVLink hops beside the
   // hops of the channels the member does not exit.
   const int64_t inter = g > 1 ? (steps + g - 1) / g : steps;
-  const int64_t chain =
-      inter * (path.step_ps + nic(hop)) + (steps - inter) * (path.nvlink_step_ps + nvlink(hop * sharing));
+  const int64_t chain = inter * (path.step_ps + nicPs(path, hop)) +
+                        (steps - inter) * (path.nvlink_step_ps + nvlinkPs(path, hop * sharing));
   // Every chunk's bytes through the busiest NIC (a server's exit member of ⌈c/g⌉ channels
   // when they rotate, of all c otherwise, over its NICs) and NVLink, after one hop's latency.
   const int64_t member_exits = p.rotate > 1 ? (c + p.rotate - 1) / p.rotate : c;
   const int64_t nics = std::max<int64_t>(path.nics_per_member, 1);
   const int64_t sent = hop * steps * chunks;
-  int64_t busiest = nic(sent * ((member_exits + nics - 1) / nics));
-  if (g > 1) busiest = std::max(busiest, nvlink(sent * sharing));
+  int64_t busiest = nicPs(path, sent * ((member_exits + nics - 1) / nics));
+  if (g > 1) busiest = std::max(busiest, nvlinkPs(path, sent * sharing));
   return std::max(chain, path.step_ps + busiest);
 }
 
@@ -459,20 +469,19 @@ int64_t treeTime(int64_t n, int64_t bytes, const AnalyticalPath& path) {
   const int64_t chunks = std::max<uint32_t>(path.chunks, 1);
   const int64_t nics = std::max<uint32_t>(path.nics_per_member, 1);
   const auto hop = static_cast<int64_t>((static_cast<Int128>(bytes) + c * chunks - 1) / (c * chunks));
-  const auto log2k = static_cast<int64_t>(log2Of(static_cast<uint32_t>(k)));
-  const int64_t depth = g - 1 + log2k;
-  const int64_t sharing = g > 1 ? std::max<int64_t>(1, 2 * c * std::min(chunks, depth) / std::max<int64_t>(depth, 1)) : 1;
+  const int64_t sharing =
+      g > 1 ? treeSharing(static_cast<uint32_t>(c), static_cast<uint32_t>(chunks),
+                          treeDepth(static_cast<uint32_t>(n), path.per_server))
+            : 1;
   int64_t levels = 0;  // the heap tree's depth, ⌊log₂k⌋
   while ((int64_t{2} << levels) <= k) ++levels;
-  const int64_t nvlink =
-      path.nvlink_step_ps +
-      (path.nvlink_bps > 0 ? serializationTime(Bytes{hop * sharing}, BitsPerSecond{path.nvlink_bps}).ps : 0);
-  const int64_t net = path.step_ps + serializationTime(Bytes{hop}, BitsPerSecond{path.nic_rate_bps}).ps;
+  const int64_t nvlink = path.nvlink_step_ps + nvlinkPs(path, hop * sharing);
+  const int64_t net = path.step_ps + nicPs(path, hop);
   // A head sends once up and once to each child server per chunk of its channel's tree; a
   // NIC is the head's of ⌈c / (g · nics)⌉ channels.
   const int64_t sends = k >= 4 ? 3 : k - 1;
   const int64_t per_nic = (c + g * nics - 1) / (g * nics);
-  const int64_t nic_period = serializationTime(Bytes{hop * sends * per_nic}, BitsPerSecond{path.nic_rate_bps}).ps;
+  const int64_t nic_period = nicPs(path, hop * sends * per_nic);
   const int64_t chain = 2 * (g - 1) * nvlink + 2 * levels * net;
   return chain + (chunks - 1) * std::max(g > 1 ? nvlink : 0, nic_period);
 }

@@ -44,6 +44,14 @@ CollectiveShape makeShape(CollectiveOp op, CollectiveAlgorithm algorithm, uint32
 /// of that many, else 1 (a tree over the members).
 uint32_t treeBlock(uint32_t members, uint32_t per_server);
 
+/// Hops of the tree's chains and tree each way: g − 1 + ⌈log₂k⌉ (g = treeBlock, k = members / g).
+uint32_t treeDepth(uint32_t members, uint32_t per_server);
+
+/// NVLink streams a member of a tree in `channels` channels carries at once (TransferDef::
+/// sharing): the up and down streams of every channel, 2 · channels, once `chunks` fill the
+/// `depth` hops, 2 · channels · chunks / depth before; at least 1.
+uint32_t treeSharing(uint32_t channels, uint32_t chunks, uint32_t depth);
+
 /// Members per server the channels of a ring rotate by (RingPhaseDef::rotate): g when
 /// there are several channels and the group is k > 1 servers of g > 1 members each, else 1.
 uint32_t ringRotation(uint32_t members, uint32_t per_server, uint32_t channels);

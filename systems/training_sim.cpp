@@ -362,7 +362,7 @@ class CollectiveBuilder {
                           collectiveOpName(d.op) + " over " + std::to_string(info.members) + " ranks, " +
                           std::to_string(membersPerServer(info)) + " on the first one's server");
     }
-    if (!one_server) info.channels = static_cast<uint16_t>(ringChannels(info));
+    if (!one_server) info.channels = static_cast<uint16_t>(channelsOf(info));
     int64_t live = 0;
     const int64_t floor = plan_.cfg.step_latency_ps;
     if (one_server) {
@@ -381,7 +381,7 @@ class CollectiveBuilder {
       path.per_server = serverBlock(info);
       path.nvlink_bps = plan_.cfg.nvlink_bps;
       path.nvlink_step_ps = floor;
-      path.channels = ringChannels(info);
+      path.channels = info.channels;
       path.nics_per_member = plan_.cfg.nics_per_gpu;
       path.chunks = chunksOf(info, path.channels);
       info.analytical_ps = floor + analyticalTime(d.op, info.algorithm, info.members, d.bytes, path);
@@ -408,11 +408,13 @@ class CollectiveBuilder {
     s.nodes = static_cast<uint32_t>(servers.size());
     const TrainConfig& c = plan_.cfg;
     const double nics = static_cast<double>(membersPerServer(info)) * c.nics_per_gpu;
-    info.algorithm = CollectiveAlgorithm::kRing;
-    s.ring_channels = ringChannels(info);
-    info.algorithm = CollectiveAlgorithm::kTree;
-    s.tree_channels = ringChannels(info);
-    const uint32_t chain = treeBlock(info.members, serverBlock(info));
+    CollInfo ring = info;
+    ring.algorithm = CollectiveAlgorithm::kRing;
+    s.ring_channels = channelsOf(ring);
+    CollInfo tree = info;
+    tree.algorithm = CollectiveAlgorithm::kTree;
+    s.tree_channels = channelsOf(tree);
+    const uint32_t chain = treeBlock(info.members, serverBlock(tree));
     const double nic_gbs = static_cast<double>(c.nic_rate_bps) / 8e9;
     s.ring_bw_gbs = nic_gbs * std::min(1.0, nics / s.ring_channels);
     s.tree_bw_gbs = chain > 1 && s.nodes <= 2 ? static_cast<double>(c.nvlink_bps) / 8e9 / s.tree_channels
@@ -451,7 +453,7 @@ class CollectiveBuilder {
   /// Channels of `info`'s algorithm (collectives.channels; auto: one per NIC its members
   /// have on a server when the group is whole servers, serverBlock, else one per NIC of a
   /// member, and for the tree at least its two trees); 1 for the other algorithms.
-  uint32_t ringChannels(const CollInfo& info) const {
+  uint32_t channelsOf(const CollInfo& info) const {
     const bool tree = info.algorithm == CollectiveAlgorithm::kTree;
     if (info.algorithm != CollectiveAlgorithm::kRing && !tree) return 1;
     if (x_.collectives.channels != 0) return x_.collectives.channels;
@@ -467,9 +469,7 @@ class CollectiveBuilder {
   uint32_t chunksOf(const CollInfo& info, uint32_t channels) const {
     if (info.algorithm == CollectiveAlgorithm::kTree) {
       const int64_t share = info.bytes / channels;
-      const uint32_t g = treeBlock(info.members, serverBlock(info));
-      int64_t depth = g - 1;
-      for (uint32_t k = info.members / g; k > 1; k = (k + 1) / 2) ++depth;
+      const int64_t depth = treeDepth(info.members, serverBlock(info));
       int64_t chunk = int64_t{512} << 10;
       while (share / chunk < depth * 8 && chunk > (int64_t{128} << 10)) chunk /= 2;
       return static_cast<uint32_t>(std::clamp<int64_t>((share + chunk - 1) / chunk, 1, 64));
@@ -481,7 +481,7 @@ class CollectiveBuilder {
 
   /// Decomposes `info` into transfers; returns the most it has in flight at once.
   int64_t addTransfers(CollInfo& info) {
-    const uint32_t channels = ringChannels(info);
+    const uint32_t channels = info.channels;
     const uint32_t chunks = chunksOf(info, channels);
     const uint32_t per_server = serverBlock(info);
     if (generatedRing(info.algorithm)) {
@@ -841,8 +841,6 @@ void writeFlowFiles(const TrainingExperiment& x, std::vector<net::FlowResult>& f
   r.fct_txt = std::move(files.fct_txt);
 }
 
-/// The result of a finished experiment from its rank rows and counters (and its switch
-/// queues, with `queues`).
 /// The kinds of collective between servers experiment e ran, with their algorithms
 /// (TrainingResult::collective_choices).
 std::vector<CollectiveChoice> collectiveChoices(TrainWorld& world, ExpId e) {
@@ -865,6 +863,8 @@ std::vector<CollectiveChoice> collectiveChoices(TrainWorld& world, ExpId e) {
   return out;
 }
 
+/// The result of a finished experiment from its rank rows and counters (and its switch
+/// queues, with `queues`).
 TrainingResult collectResult(TrainWorld& world, ExpId e, const TrainingExperiment& x, bool queues) {
   TrainingResult res;
   res.collective_choices = collectiveChoices(world, e);
@@ -1300,7 +1300,7 @@ std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
   checkAlgo("all_gather", x.collectives.all_gather, CollectiveOp::kAllGather, par.cp, per_server);
   checkAlgo("reduce_scatter", x.collectives.reduce_scatter, CollectiveOp::kReduceScatter, par.cp, per_server);
   if (x.model.isMoe()) checkAlgo("all_to_all", x.collectives.all_to_all, CollectiveOp::kAllToAll, par.ep, per_server);
-  if (out.empty() && x.chakra.empty() && x.simai.empty() && !x.collective.enabled) {
+  if (out.empty() && x.chakra.empty() && x.simai.empty()) {
     const std::string problem = programLimitProblem(x, clusterGpu(c));
     if (!problem.empty()) out.push_back(problem);
   }
