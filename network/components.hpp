@@ -381,6 +381,46 @@ struct Message : Archetype<MessageSpec> {
   static constexpr const char* kName = "Message";
 };
 
+/// Row range [lo, hi) of the rows of `table` (flows or messages, keyed flowKey) whose source
+/// is `nic` in experiment `e`.
+template <class A>
+MV_HD void flowRangeOf(const TableView<A>& flows, ExpId e, uint32_t nic, int64_t& lo, int64_t& hi) {
+  const uint64_t first = flowKey(nic, 0);
+  const uint64_t last = flowKey(nic + 1, 0);
+  int64_t a = flows.expBegin(e);
+  int64_t b = flows.expEnd(e);
+  while (a < b) {
+    const int64_t m = (a + b) / 2;
+    if (flows.key[m] < first) a = m + 1; else b = m;
+  }
+  lo = a;
+  b = flows.expEnd(e);
+  while (a < b) {
+    const int64_t m = (a + b) / 2;
+    if (flows.key[m] < last) a = m + 1; else b = m;
+  }
+  hi = a;
+}
+
+/// Row of the unopened message posted to connection `conn` (a row of a table keyed
+/// flowKey(src_nic, id)) that opens first among those starting at or before `until`: the
+/// earliest start, then the lowest id; -1 when none. `lo`, `hi`: the source NIC's message
+/// rows (flowRangeOf).
+MV_HD inline int64_t firstMessage(const TableView<Message>& msgs, int64_t lo, int64_t hi, Entity conn, int64_t until) {
+  int64_t best = -1;
+  for (int64_t m = lo; m < hi; ++m) {
+    const MessageSpec& ms = msgs.template get<MessageSpec>(m);
+    if (msgs.dead[m] != 0u || ms.connection != conn || ms.offset >= 0 || ms.start_ps > until) continue;
+    if (best < 0) {
+      best = m;
+      continue;
+    }
+    const MessageSpec& b = msgs.template get<MessageSpec>(best);
+    if (ms.start_ps < b.start_ps || (ms.start_ps == b.start_ps && ms.id < b.id)) best = m;
+  }
+  return best;
+}
+
 /// Key of one QP of a connection between two GPUs (ConnectionIndex): its sender and receiver
 /// rank, its communicator, its channel (NCCL keeps a connection per communicator, channel and
 /// peer) and the QP's index among the connection's.

@@ -165,7 +165,7 @@ void addFluidFlow(WorldT& world, ExpId e, uint32_t src, uint32_t dst, int64_t by
                   uint32_t prio = 3) {
   checkFlowArguments(bytes, id, prio);
   world.template createHost<FluidFlow>(e, flowKey(src, id), FlowSpec{src, dst, bytes, start_ps, id, prio, 0},
-                                       FluidFlowState{}, FluidListSlot{});
+                                       FluidFlowState{}, FluidListSlot{}, FluidMessageNow{});
 }
 
 }  // namespace mv::net

@@ -227,12 +227,25 @@ struct FluidListSlot {
   int64_t time = 0;
 };
 
-/// A flow of the flow-level model: same FlowSpec and key as a packet-level Flow.
-struct FluidFlow : Archetype<FlowSpec, FluidFlowState, FluidListSlot> {
+/// A persistent connection's message in flight (FlowSpec::connection): its FlowRecord's id.
+/// The connection's FlowSpec holds the message's bytes and start; its id stays the
+/// connection's, which its path hashes on. `pending_ps`: the earliest start of its unopened
+/// messages, posted each step by FluidMessageSystem and taken by FluidPrepareSystem.
+struct FluidMessageNow {
+  uint64_t id = 0;
+  int64_t pending_ps = INT64_MAX;
+};
+
+/// A flow of the flow-level model: same FlowSpec and key as a packet-level Flow. A
+/// connection (FlowSpec::connection = 1, docs/flow_level.md "Connections") is a fluid flow
+/// that lives for the experiment and drains its Message rows one after another: while a
+/// message has started when the one before drains, it keeps its path and rate (no links
+/// change, no filling); otherwise it leaves its links and arrives again at the next start.
+struct FluidFlow : Archetype<FlowSpec, FluidFlowState, FluidListSlot, FluidMessageNow> {
   static constexpr const char* kName = "FluidFlow";
 };
 
-/// Every archetype the flow level adds (FlowRecord, shared with the packet level, is not listed).
+/// Every archetype the flow level adds (Message and FlowRecord, shared with the packet level, are not listed).
 using FluidArchetypes = TypeList<FluidNet, FluidLink, FluidSwitch, FluidPort, FluidRouteIndex, FluidRouteSet,
                                  FluidRoutePort, FluidNicRoute, FluidHop, FluidIncidence, FluidBlock, FluidFlow>;
 
@@ -242,7 +255,7 @@ using FluidArchetypes = TypeList<FluidNet, FluidLink, FluidSwitch, FluidPort, Fl
  * start (created during an earlier window) starts at the beginning of the window it is seen in.
  */
 MV_HD inline bool createFluidFlow(TableView<FluidFlow>& flows, ExpId e, const FlowSpec& spec) {
-  return flows.create(e, flowKey(spec.src_nic, spec.id), spec, FluidFlowState{}, FluidListSlot{});
+  return flows.create(e, flowKey(spec.src_nic, spec.id), spec, FluidFlowState{}, FluidListSlot{}, FluidMessageNow{});
 }
 
 // --- arithmetic --------------------------------------------------------------------------------
@@ -472,6 +485,28 @@ MV_HD inline int64_t fluidFinishRow(const TableView<FluidFlow>& flows, ExpId e, 
  * listed for FluidSystem (FluidListSlot, in no particular order); one whose arrival or finish
  * is later reports it.
  */
+/**
+ * Posts every unopened message of a flow-level experiment to its connection: the earliest
+ * start (an atomic minimum into FluidMessageNow::pending_ps, so the order threads take the
+ * rows in does not matter), one message row per thread, so that fluid_prepare learns when an
+ * idle connection arrives without searching its NIC's messages. Messages of packet-level
+ * experiments (no FluidNet row) are the NICs'.
+ */
+template <class WV>
+struct FluidMessageSystem {
+  static constexpr const char* kName = "fluid_messages";
+  static constexpr const char* kWhy = "tell each idle fluid connection when its first posted message starts";
+  using Ctx = RowContext<WV>;
+
+  MV_HD static void run(const Ctx& ctx, const MessageSpec& m) {
+    if (ctx.template table<FluidNet>().expRows(ctx.exp) == 0) return;
+    TableView<FluidFlow>& flows = ctx.template table<FluidFlow>();
+    const int64_t r = flows.rowOf(m.connection);
+    MV_ASSERT(r >= 0, "a flow-level message is posted to a live fluid connection");
+    atomicFetchMin<int64_t>(&flows.template get<FluidMessageNow>(r).pending_ps, m.start_ps);
+  }
+};
+
 template <class WV>
 struct FluidPrepareSystem {
   static constexpr const char* kName = "fluid_prepare";
@@ -479,18 +514,25 @@ struct FluidPrepareSystem {
       "list the fluid flows that arrive or finish in the window and tell active flows' path blocks where their rows "
       "are";
   using Ctx = RowContext<WV>;
+  using After = TypeList<FluidMessageSystem<WV>>;
 
-  MV_HD static void run(const Ctx& ctx, const FlowSpec& s, const FluidFlowState& f) {
+  MV_HD static void run(const Ctx& ctx, const FlowSpec& s, const FluidFlowState& f, FluidMessageNow& now) {
     TableView<FluidFlow>& flows = ctx.template table<FluidFlow>();
     const int64_t flow0 = flows.expBegin(ctx.exp);
     const auto local = static_cast<uint32_t>(ctx.row - flow0);
+    const int64_t pending = now.pending_ps;
+    now.pending_ps = INT64_MAX;  // posted again next step
     if (f.phase == kFluidActive) {
       TableView<FluidBlock>& blocks = ctx.template table<FluidBlock>();
       blocks.template get<FluidBlockUse>(blocks.expBegin(ctx.exp) + f.block).flow = local;
       return;
     }
     const bool waiting = f.phase == kFluidWaiting;
-    const int64_t start = s.start_ps > ctx.now.ps ? s.start_ps : ctx.now.ps;
+    // An idle connection arrives when its first message starts (none: whoever posts one
+    // reports its start).
+    if (s.connection != 0u && pending == INT64_MAX) return;
+    const int64_t first = s.connection != 0u ? pending : s.start_ps;
+    const int64_t start = first > ctx.now.ps ? first : ctx.now.ps;
     const int64_t at = waiting ? start : f.drain_ps + f.latency_ps;
     if (at >= ctx.window_end.ps) {
       ctx.wakeAt(Picoseconds{at});
@@ -631,11 +673,19 @@ struct FluidSystem {
     MV_HD bool takeEvents(int64_t t) {
       // The events at t leave their queues in order and wait in the entries the queues free:
       // drains in [queued, drains_end), arrivals in [arriving, arrivals_end), the first last.
+      // A connection whose next message has started goes on draining (and back into the
+      // queue, once every drain at t is handled); one whose next message starts later in the
+      // window joins the arrivals (after t, so not among those taken now).
       const uint32_t drains_end = queued;
       while (queued > 0 && tables.drain(0).time == t) BinaryHeap<DrainQueue>::popTo(drains(), queued--);
+      const uint32_t drained = queued;
+      for (uint32_t i = drains_end; i-- > drained;) complete(tables.drain(i).block, t);
+      for (uint32_t i = drained; i < drains_end; ++i) {
+        const int64_t r = flow0 + tables.block(tables.drain(i).block).flow;
+        if (state(r).phase == kFluidActive) pushDrain(r);
+      }
       const uint32_t arrivals_end = arriving;
       while (arriving > 0 && arrivals().entry(0).time == t) BinaryHeap<ArrivalQueue>::popTo(arrivals(), arriving--);
-      for (uint32_t i = drains_end; i-- > queued;) complete(tables.drain(i).block, t);
       for (uint32_t i = arrivals_end; i-- > arriving;) {
         if (!arrive(flow0 + arrivals().entry(i).row, t)) return false;
       }
@@ -678,21 +728,47 @@ struct FluidSystem {
     }
 
     // --- events -------------------------------------------------------------------------
-    /// The flow of path block b, whose last bit drains at `t`, releases its links and block.
+    /// The flow of path block b, whose last bit drains at `t`, releases its links and block;
+    /// a connection's message is done, and its next one goes on or waits for its start.
     MV_HD void complete(uint32_t b, int64_t t) {
-      FluidFlowState& f = state(flow0 + tables.block(b).flow);
+      const int64_t r = flow0 + tables.block(b).flow;
+      FluidFlowState& f = state(r);
       MV_ASSERT(f.phase == kFluidActive && f.drain_ps == t, "a queued drain is an active flow's");
+      int64_t next_start = INT64_MAX;
+      if (spec(r).connection != 0u) {
+        emitMessageRecord(r, t + f.latency_ps);
+        const int64_t m = nextMessage(r);
+        if (m >= 0) next_start = ctx.template table<Message>().template get<MessageSpec>(m).start_ps;
+        if (next_start <= t) {
+          openMessage(r, m);
+          f.latency_ps = latency(spec(r), b);
+          const Int128 left = messageWork(spec(r).bytes);
+          setFluidLeft(f, left);
+          f.since_ps = t;
+          f.drain_ps = fluidDrainTime(t, left, f.rate_bps);
+          return;
+        }
+      }
       for (uint32_t i = 0; i < tables.block(b).hops; ++i) unlinkNode(b * info.path_stride + i);
-      f.phase = kFluidDrained;
+      f.phase = spec(r).connection != 0u ? kFluidWaiting : kFluidDrained;
       f.left_lo = 0;
       f.left_hi = 0;
       f.rate_bps = 0;
       tables.block(b).next_free = st.free_block;
       st.free_block = b;
       st.active -= 1;
+      if (spec(r).connection != 0u) {
+        if (next_start < ctx.window_end.ps) {
+          arrivals().place(arriving, FluidListSlot{static_cast<uint32_t>(r - flow0), 0, next_start});
+          BinaryHeap<ArrivalQueue>::siftUp(arrivals(), arriving++);
+        } else if (next_start != INT64_MAX) {
+          ctx.wakeAt(Picoseconds{next_start});
+        }
+        return;
+      }
       const int64_t finish = t + f.latency_ps;
       if (finish < ctx.window_end.ps) {
-        emitRecord(flow0 + tables.block(b).flow, finish);
+        emitRecord(r, finish);
       } else {
         ctx.wakeAt(Picoseconds{finish});  // FluidPrepareSystem lists it in the step its finish falls in
       }
@@ -708,15 +784,55 @@ struct FluidSystem {
       flows.destroyRow(r);
       st.flows_done += 1;
     }
+    /// Connection r's message drained: its FlowRecord, due at `finish` (maybe past the
+    /// window: its consumer waits for it), keyed as the packet level keys a message's.
+    MV_HD void emitMessageRecord(int64_t r, int64_t finish) {
+      const FlowSpec& s = spec(r);
+      const uint64_t id = flows.template get<FluidMessageNow>(r).id;
+      ctx.template table<FlowRecord>().create(ctx.exp, flowKey(s.src_nic, id),
+                                              FlowResult{id, s.src_nic, s.dst_nic, s.bytes, s.start_ps, finish, 0});
+      ctx.wakeAt(Picoseconds{finish});
+      st.flows_done += 1;
+    }
+    /// Connection r's unopened message that opens first (earliest start, then id), or -1.
+    MV_HD int64_t nextMessage(int64_t r) const {
+      const TableView<Message>& msgs = ctx.template table<Message>();
+      int64_t lo = 0;
+      int64_t hi = 0;
+      flowRangeOf(msgs, ctx.exp, spec(r).src_nic, lo, hi);
+      return firstMessage(msgs, lo, hi, flows.entity[r], INT64_MAX);
+    }
+    /// Connection r takes message row m as the one it drains: its bytes, start and id; the
+    /// row is done with.
+    MV_HD void openMessage(int64_t r, int64_t m) const {
+      TableView<Message>& msgs = ctx.template table<Message>();
+      const MessageSpec& ms = msgs.template get<MessageSpec>(m);
+      FlowSpec& s = flows.template get<FlowSpec>(r);
+      s.bytes = ms.bytes;
+      s.start_ps = ms.start_ps;
+      flows.template get<FluidMessageNow>(r).id = ms.id;
+      msgs.destroyRow(m);
+    }
+    /// Work of a message of `bytes` in 10^-12 bits: its wire bytes.
+    MV_HD Int128 messageWork(int64_t bytes) const {
+      return static_cast<Int128>(fluidWireBytes(bytes, info.payload_bytes, info.header_bytes)) * 8 * kSubBitsPerBit;
+    }
 
-    /// Flow r arrives at `t`: it takes a path block, its route and its latency. False (and a
-    /// status bit that stops the run) when no block is free.
+    /// Flow r arrives at `t` (a connection with its first message started by then): it takes
+    /// a path block, its route and its latency. False (and a status bit that stops the run)
+    /// when no block is free.
     MV_HD bool arrive(int64_t r, int64_t t) {
       FluidFlowState& f = state(r);
       if (st.free_block == kNone32) {
         st.overflow += 1;
         atomicFetchOr<uint32_t>(&ctx.world->status, kStatusFluidPaths);
         return false;
+      }
+      if (spec(r).connection != 0u) {
+        const int64_t m = nextMessage(r);
+        MV_ASSERT(m >= 0 && ctx.template table<Message>().template get<MessageSpec>(m).start_ps <= t,
+                  "an arriving connection has a message that started");
+        openMessage(r, m);
       }
       f.block = st.free_block;
       st.free_block = tables.block(f.block).next_free;
@@ -727,8 +843,7 @@ struct FluidSystem {
       use.frozen = 1;  // between fillings every active flow is frozen at its rate
       for (uint32_t i = 0; i < use.hops; ++i) linkNode(f.block * info.path_stride + i);
       f.latency_ps = latency(s, f.block);
-      setFluidLeft(
-          f, static_cast<Int128>(fluidWireBytes(s.bytes, info.payload_bytes, info.header_bytes)) * 8 * kSubBitsPerBit);
+      setFluidLeft(f, messageWork(s.bytes));
       f.since_ps = t;
       f.rate_bps = 0;
       f.drain_ps = INT64_MAX;

@@ -1,8 +1,8 @@
 /**
  * @file flow_sim.hpp
  * A world and graph for flow-level (fluid) network-only experiments: the fluid archetypes,
- * FlowRecord for results, and the step graph
- *   fluid_prepare  ->  fluid  ->  commit  ->  advance_clocks.
+ * Message (what a connection drains), FlowRecord for results, and the step graph
+ *   fluid_messages  ->  fluid_prepare  ->  fluid  ->  commit  ->  advance_clocks.
  * The fluid system reads no configuration row, so its archetypes and node may also join a
  * packet-level world (one experiment per fidelity, each with rows in its own tables only).
  */
@@ -19,9 +19,10 @@ namespace mv::net {
 /// parameters in the experiment's FluidNet row).
 struct FluidSimConfig {};
 
-using FluidWorld = WorldOfT<FluidSimConfig, ConcatT<FluidArchetypes, TypeList<FlowRecord>>>;
+using FluidWorld = WorldOfT<FluidSimConfig, ConcatT<FluidArchetypes, TypeList<Message, FlowRecord>>>;
 using FluidView = FluidWorld::View;
 using FluidGraph =
-    Graph<System<FluidPrepareSystem<FluidView>>, System<FluidSystem<FluidView>>, CommitAll, AdvanceClocks>;
+    Graph<System<FluidMessageSystem<FluidView>>, System<FluidPrepareSystem<FluidView>>, System<FluidSystem<FluidView>>,
+          CommitAll, AdvanceClocks>;
 
 }  // namespace mv::net

@@ -48,27 +48,6 @@ MV_HD inline int64_t paceTime(const NetworkConfig& cfg, int64_t bytes, int64_t r
 /// full and a receiver's out-of-order bitmap (spraying) counts whole packets.
 MV_HD constexpr int64_t alignToPacket(int64_t seq, int64_t payload) { return (seq + payload - 1) / payload * payload; }
 
-/// Row range [lo, hi) of the rows of `table` (flows or messages, keyed flowKey) whose source
-/// is `nic` in experiment `e`.
-template <class A>
-MV_HD void flowRangeOf(const TableView<A>& flows, ExpId e, uint32_t nic, int64_t& lo, int64_t& hi) {
-  const uint64_t first = flowKey(nic, 0);
-  const uint64_t last = flowKey(nic + 1, 0);
-  int64_t a = flows.expBegin(e);
-  int64_t b = flows.expEnd(e);
-  while (a < b) {
-    const int64_t m = (a + b) / 2;
-    if (flows.key[m] < first) a = m + 1; else b = m;
-  }
-  lo = a;
-  b = flows.expEnd(e);
-  while (a < b) {
-    const int64_t m = (a + b) / 2;
-    if (flows.key[m] < last) a = m + 1; else b = m;
-  }
-  hi = a;
-}
-
 template <class WV>
 struct NicSystem {
   static constexpr const char* kName = "nic";
@@ -297,30 +276,14 @@ struct NicSystem {
     /// Recomputes connection `row`'s earliest unopened message start (FlowSend::pending_ps).
     MV_HD void refreshPending(TableView<Flow>& flows, int64_t row) const {
       const TableView<Message>& msgs = ctx.template table<Message>();
-      const Entity conn = flows.entity[row];
-      int64_t pending = INT64_MAX;
-      for (int64_t m = msg_lo; m < msg_hi; ++m) {
-        const MessageSpec& ms = msgs.template get<MessageSpec>(m);
-        if (onConnection(msgs, m, conn) && ms.offset < 0 && ms.start_ps < pending) pending = ms.start_ps;
-      }
-      flows.template get<FlowSend>(row).pending_ps = pending;
+      const int64_t m = firstMessage(msgs, msg_lo, msg_hi, flows.entity[row], INT64_MAX);
+      flows.template get<FlowSend>(row).pending_ps = m < 0 ? INT64_MAX : msgs.template get<MessageSpec>(m).start_ps;
     }
     /// Opens connection `row`'s next message at `t` (its opened messages are all sent): the
     /// unopened one that starts first (then lowest id) goes on at the next packet boundary.
     MV_HD void openMessage(TableView<Flow>& flows, int64_t row, int64_t t, int64_t payload_bytes) const {
       TableView<Message>& msgs = ctx.template table<Message>();
-      const Entity conn = flows.entity[row];
-      int64_t best = -1;
-      for (int64_t m = msg_lo; m < msg_hi; ++m) {
-        const MessageSpec& ms = msgs.template get<MessageSpec>(m);
-        if (!onConnection(msgs, m, conn) || ms.offset >= 0 || ms.start_ps > t) continue;
-        if (best < 0) {
-          best = m;
-          continue;
-        }
-        const MessageSpec& b = msgs.template get<MessageSpec>(best);
-        if (ms.start_ps < b.start_ps || (ms.start_ps == b.start_ps && ms.id < b.id)) best = m;
-      }
+      const int64_t best = firstMessage(msgs, msg_lo, msg_hi, flows.entity[row], t);
       MV_ASSERT(best >= 0, "a connection ready to send has a message that started");
       FlowSpec& spec = flows.template get<FlowSpec>(row);
       FlowSend& s = flows.template get<FlowSend>(row);

@@ -589,7 +589,7 @@ struct Filled {
   int64_t rank_tasks = 0;
   int64_t rank_comms = 0;
   int64_t rank_sents = 0;
-  std::vector<ConnectionEnds> connections;  ///< packet level: the connections its messages use
+  std::vector<ConnectionEnds> connections;  ///< packet and flow level: the connections its messages use
 };
 
 /// Rows per rank of a stage's RankComm and RankSent.
@@ -692,7 +692,7 @@ Filled buildTraining(TrainWorld& world, ExpId e, const TrainingExperiment& x, co
   }
   colls.commit();
   Filled filled{colls.liveFlows() + 2 * int64_t{gpus}, states, comms, sents, {}};
-  if (x.fidelity == NetworkFidelity::kPacket) {
+  if (x.fidelity != NetworkFidelity::kAnalytical) {
     colls.collectConnections(ranks, filled.connections);
     // Pipeline messages: a connection per sender and receiver on different servers.
     for (const RankInfo& ri : ranks) {
@@ -1015,12 +1015,15 @@ Filled fillExperiment(TrainWorld& world, ExpId e, const TrainingExperiment& x, c
   // Each experiment has rows only in the tables of its fidelity (none at analytical).
   if (x.fidelity == NetworkFidelity::kPacket) {
     net::buildNetwork(world, e, plan.layout, x.network, lookahead, fill == Fill::kAll);
-    addConnections(world, e, std::move(filled.connections), plan.cfg.priority, plan.cfg.qps);
-    filled.connections.clear();
   }
   if (x.fidelity == NetworkFidelity::kFlow) {
     const auto active = static_cast<uint32_t>(std::min<int64_t>(std::max<int64_t>(4 * filled.flows, 4096), 1 << 24));
     net::buildFluidNetwork(world, e, plan.layout, x.network, active);
+  }
+  if (x.fidelity != NetworkFidelity::kAnalytical) {
+    addConnections(world, e, std::move(filled.connections), plan.cfg.priority, plan.cfg.qps,
+                   x.fidelity == NetworkFidelity::kFlow);
+    filled.connections.clear();
   }
   return filled;
 }
@@ -1056,7 +1059,10 @@ void sizeForRun(TrainWorld& world, const RunRows& rows, int64_t trace_tasks) {
     world.grow<net::Flow>(TableCapacity{2 * rows.packet_flows + 1024, rows.packet_flows + 1024});
     world.grow<net::Message>(TableCapacity{2 * rows.packet_flows + 1024, rows.packet_flows + 1024});
   }
-  if (rows.fluid_flows > 0) world.grow<net::FluidFlow>(TableCapacity{2 * rows.fluid_flows + 1024, rows.fluid_flows + 1024});
+  if (rows.fluid_flows > 0) {
+    world.grow<net::FluidFlow>(TableCapacity{2 * rows.fluid_flows + 1024, rows.fluid_flows + 1024});
+    world.grow<net::Message>(TableCapacity{2 * rows.fluid_flows + 1024, rows.fluid_flows + 1024});
+  }
   world.grow<net::FlowRecord>(TableCapacity{rows.records + 1024, rows.records + 1024});
   if (trace_tasks > 0) world.grow<TaskSpan>(TableCapacity{trace_tasks + 1024, trace_tasks + 1024});
 }

@@ -149,12 +149,13 @@ struct TrainOps {
    * `start`, with flow id `id`. At packet level they are a message posted to the persistent connection of
    * (src, dst, comm, channel) (docs/training.md "Connections"), on its QP `ordinal` mod the
    * QPs per connection (its messages in turn), which keeps its CC state and path from
-   * message to message; at flow level a fluid flow of their own.
+   * message to message; at flow level a message of the connection's fluid flow, which keeps
+   * its path and drains its messages one after another.
    */
   MV_HD void sendBetween(uint32_t src, uint32_t dst, uint32_t comm, uint32_t channel, uint32_t rail, uint32_t ordinal,
                          int64_t bytes, int64_t start, uint64_t id) const {
     const uint32_t src_nic = nicOf(src, rail);
-    if (cfg().fidelity == NetworkFidelity::kPacket) {
+    if (cfg().fidelity != NetworkFidelity::kAnalytical) {
       const Entity conn = connectionOf(net::ConnectionKey{src, dst, comm, channel, ordinal % cfg().qps});
       if (conn != Entity::none()) {
         ctx.template table<net::Message>().create(ctx.exp, net::flowKey(src_nic, id),
@@ -351,6 +352,10 @@ struct FlowCompletionSystem {
   using Ctx = RowContext<WV>;
 
   MV_HD static void run(const Ctx& ctx, const net::FlowResult& r) {
+    if (r.finish_ps >= ctx.window_end.ps) {  // a fluid connection's message records its finish ahead
+      ctx.wakeAt(Picoseconds{r.finish_ps});
+      return;
+    }
     const TrainOps<Ctx> ops{ctx};
     if (ops.cfg().log_flows != 0) {
       // Keyed by (the experiment's step, the record's row in it), 32 bits each: a flow key

@@ -30,9 +30,11 @@ struct TrainWorld : TrainWorldBase {
 
 using TrainView = TrainWorld::View;
 
-/// nic | switch | fluid_prepare → fluid | flow_completion → rank → commit → advance_clocks.
+/// nic | switch | fluid_messages → fluid_prepare → fluid | flow_completion → rank → commit →
+/// advance_clocks.
 using TrainGraph = Graph<System<net::NicSystem<TrainView>>, System<net::SwitchSystem<TrainView>>,
-                         System<net::FluidPrepareSystem<TrainView>>, System<net::FluidSystem<TrainView>>,
+                         System<net::FluidMessageSystem<TrainView>>, System<net::FluidPrepareSystem<TrainView>>,
+                         System<net::FluidSystem<TrainView>>,
                          System<train::FlowCompletionSystem<TrainView>>, System<train::RankSystem<TrainView>>,
                          CommitAll, AdvanceClocks>;
 

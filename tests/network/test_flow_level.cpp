@@ -452,7 +452,8 @@ TEST_CASE("packet-level and flow-level experiments run side by side in one world
   using MixedView = MixedWorld::View;
   using MixedGraph =
       Graph<System<net::NicSystem<MixedView>>, System<net::SwitchSystem<MixedView>>,
-            System<net::FluidPrepareSystem<MixedView>>, System<net::FluidSystem<MixedView>>, CommitAll, AdvanceClocks>;
+            System<net::FluidMessageSystem<MixedView>>, System<net::FluidPrepareSystem<MixedView>>,
+            System<net::FluidSystem<MixedView>>, CommitAll, AdvanceClocks>;
   const Topology tree = makeFatTree(FatTreeParams{4});
   const std::vector<FlowDef> flows = fatTreePermutation(300'000, 4'000'000);
   const net::NetworkConfig cfg;

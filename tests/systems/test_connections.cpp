@@ -2,8 +2,8 @@
  * @file test_connections.cpp
  * Training traffic on persistent connections (docs/training.md "Connections"): a ring's
  * channels keep their ECMP paths for the whole collective, so a collision made certain by
- * construction costs what it costs on a real fabric, and congestion control acts on the
- * connections across the ring's steps.
+ * construction costs what it costs on a real fabric (at packet and at flow level), and
+ * congestion control acts on the connections across the ring's steps.
  */
 #include <catch2/catch.hpp>
 
@@ -75,4 +75,30 @@ TEST_CASE("qps_per_connection: a connection's messages take its QPs in turn, eac
   // one QP puts them all on one uplink and spraying all on both.
   CHECK(static_cast<double>(one.exposed_dp.ps) > 1.3 * static_cast<double>(three.exposed_dp.ps));
   CHECK(static_cast<double>(three.exposed_dp.ps) > 1.2 * static_cast<double>(spray.exposed_dp.ps));
+}
+
+TEST_CASE("at flow level a ring's connections keep their paths too: the collision costs what the packet level says") {
+  TrainingExperiment x = collidingRing(net::CcKind::kDcqcn, net::LoadBalance::kEcmp);
+  const TrainingResult packet = test::runOne(x);
+  x.fidelity = NetworkFidelity::kFlow;
+  const TrainingResult flow = test::runOne(x);
+  x.collectives.channels = 1;
+  const TrainingResult one = test::runOne(x);
+  x.collectives.qps_per_connection = 3;
+  const TrainingResult three = test::runOne(x);
+  for (const TrainingResult* r : {&packet, &flow, &one, &three}) REQUIRE(r->error.empty());
+  INFO("exposed DP: packet " << packet.exposed_dp.ps << " ps, flow "
+                             << flow.exposed_dp.ps << " ps, flow with 1 channel " << one.exposed_dp.ps
+                             << " ps, with 3 QPs " << three.exposed_dp.ps << " ps");
+  // Fluid connections hash as the packet level's QPs. With one channel each direction's one
+  // connection has one 25 Gb/s uplink for all its bytes; with three, two of them share one
+  // uplink for the whole all-reduce (pigeonhole): 2/3 of the bytes at 25 Gb/s, 2/3 of the one
+  // channel's time. A new path per transfer would have spread them over both uplinks.
+  CHECK(static_cast<double>(flow.exposed_dp.ps) ==
+        Approx(2.0 / 3.0 * static_cast<double>(one.exposed_dp.ps)).epsilon(0.03));
+  // Max-min rates without CC: a little faster than DCQCN on the same collision.
+  CHECK(flow.exposed_dp.ps < packet.exposed_dp.ps);
+  CHECK(static_cast<double>(flow.exposed_dp.ps) > 0.8 * static_cast<double>(packet.exposed_dp.ps));
+  // Three QPs split the one channel's messages 2 + 1 over the uplinks.
+  CHECK(static_cast<double>(one.exposed_dp.ps) > 1.3 * static_cast<double>(three.exposed_dp.ps));
 }
