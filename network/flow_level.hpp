@@ -478,14 +478,6 @@ MV_HD inline int64_t fluidFinishRow(const TableView<FluidFlow>& flows, ExpId e, 
 }
 
 /**
- * Readies each fluid flow for the step, one row per thread, so that FluidSystem walks the
- * step's events and never every flow: an active flow tells its path block its row (rows move
- * only between steps); a waiting flow that arrives in the window (at its start or, seen late,
- * at the window's start) and a drained flow whose record falls in it (drain + latency) are
- * listed for FluidSystem (FluidListSlot, in no particular order); one whose arrival or finish
- * is later reports it.
- */
-/**
  * Posts every unopened message of a flow-level experiment to its connection: the earliest
  * start (an atomic minimum into FluidMessageNow::pending_ps, so the order threads take the
  * rows in does not matter), one message row per thread, so that fluid_prepare learns when an
@@ -507,6 +499,16 @@ struct FluidMessageSystem {
   }
 };
 
+/**
+ * Readies each fluid flow for the step, one row per thread, so that FluidSystem walks the
+ * step's events and never every flow: an active flow tells its path block its row (rows move
+ * only between steps); a waiting flow that arrives in the window (at its start or, seen late,
+ * at the window's start) and a drained flow whose record falls in it (drain + latency) are
+ * listed for FluidSystem (FluidListSlot, in no particular order); one whose arrival or finish
+ * is later reports it. An idle connection arrives at the earliest start FluidMessageSystem
+ * posted to it (none: it waits for a message); every connection's post is cleared for the
+ * next step.
+ */
 template <class WV>
 struct FluidPrepareSystem {
   static constexpr const char* kName = "fluid_prepare";
