@@ -5,15 +5,24 @@
 namespace mv::train {
 namespace {
 
-/// The rows of experiment e's `count` connections in table A, by id (commits A first).
-template <class A>
-std::vector<Entity> connectionRows(TrainWorld& world, ExpId e, size_t count) {
+/// Creates the rows of experiment e's connections `ends` (in key order; id: the index) in
+/// table A, each with `extra` components after its FlowSpec, all at once (a commit per few
+/// rows would lay the whole table out each time), and returns their entities by id.
+template <class A, class... Extra>
+std::vector<Entity> createConnectionRows(TrainWorld& world, ExpId e, const std::vector<ConnectionEnds>& ends,
+                                         uint32_t prio, const Extra&... extra) {
+  const auto n = static_cast<int64_t>(ends.size());
+  world.grow<A>(TableCapacity{world.table<A>().rows + n, n});
+  for (size_t i = 0; i < ends.size(); ++i) {
+    const ConnectionEnds& c = ends[i];
+    world.createHost<A>(e, net::flowKey(c.src_nic, i), net::FlowSpec{c.src_nic, c.dst_nic, 0, 0, i, prio, 1}, extra...);
+  }
   world.commitHost<A>();
   auto& flows = world.table<A>();
-  std::vector<Entity> by_id(count);
+  std::vector<Entity> by_id(ends.size());
   for (int64_t r = flows.expBegin(e); r < flows.expEnd(e); ++r) {
     const net::FlowSpec& spec = flows.template get<net::FlowSpec>(r);
-    if (spec.connection != 0u && spec.id < count) by_id[spec.id] = flows.entity[r];
+    if (spec.connection != 0u && spec.id < by_id.size()) by_id[spec.id] = flows.entity[r];
   }
   return by_id;
 }
@@ -33,25 +42,10 @@ int64_t addConnections(TrainWorld& world, ExpId e, std::vector<ConnectionEnds> e
   }
   std::sort(ends.begin(), ends.end());
   if (ends.empty()) return 0;
-  // Room for them all at once: a commit per few rows would lay the whole table out each time.
-  const auto n = static_cast<int64_t>(ends.size());
-  if (fluid) {
-    world.grow<net::FluidFlow>(TableCapacity{world.table<net::FluidFlow>().rows + n, n});
-  } else {
-    world.grow<net::Flow>(TableCapacity{world.table<net::Flow>().rows + n, n});
-  }
-  for (size_t i = 0; i < ends.size(); ++i) {
-    const ConnectionEnds& c = ends[i];
-    const net::FlowSpec spec{c.src_nic, c.dst_nic, 0, 0, i, prio, 1};
-    if (fluid) {
-      world.createHost<net::FluidFlow>(e, net::flowKey(c.src_nic, i), spec, net::FluidFlowState{}, net::FluidListSlot{},
-                                       net::FluidMessageNow{});
-    } else {
-      world.createHost<net::Flow>(e, net::flowKey(c.src_nic, i), spec, net::FlowSend{}, net::FlowCc{}, net::FlowRecv{});
-    }
-  }
   const std::vector<Entity> by_id =
-      fluid ? connectionRows<net::FluidFlow>(world, e, ends.size()) : connectionRows<net::Flow>(world, e, ends.size());
+      fluid ? createConnectionRows<net::FluidFlow>(world, e, ends, prio, net::FluidFlowState{}, net::FluidListSlot{},
+                                                   net::FluidMessageNow{})
+            : createConnectionRows<net::Flow>(world, e, ends, prio, net::FlowSend{}, net::FlowCc{}, net::FlowRecv{});
   const int64_t first = world.appendStatic<net::ConnectionIndex>(e, static_cast<int64_t>(ends.size()));
   auto& index = world.table<net::ConnectionIndex>();
   for (size_t i = 0; i < ends.size(); ++i) {
