@@ -9,10 +9,11 @@
 #include <fstream>
 #include <sstream>
 #include <system_error>
+#include <utility>
 
 namespace mv {
 
-InputFile readInputFile(const std::filesystem::path& path) {
+InputFile readInputFile(const std::filesystem::path& path, InputKind kind) {
   std::error_code error;
   const std::filesystem::file_status status = std::filesystem::status(path, error);
   if (status.type() == std::filesystem::file_type::not_found) return {"", "no such file"};
@@ -23,7 +24,9 @@ InputFile readInputFile(const std::filesystem::path& path) {
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) return {"", "read error"};
-  return {text.str(), ""};
+  std::string bytes = text.str();
+  if (kind == InputKind::kText && bytes.starts_with("\xef\xbb\xbf")) bytes.erase(0, 3);
+  return {std::move(bytes), ""};
 }
 
 }  // namespace mv

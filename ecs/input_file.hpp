@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 
@@ -21,7 +22,13 @@ struct InputFile {
   bool ok() const { return problem.empty(); }
 };
 
+/// How a file's bytes are taken.
+enum class InputKind : uint8_t {
+  kText,   ///< a UTF-8 byte-order mark at its start (as Windows editors and spreadsheet exports write) is skipped
+  kBinary  ///< every byte kept
+};
+
 /// Reads the whole file at `path`.
-InputFile readInputFile(const std::filesystem::path& path);
+InputFile readInputFile(const std::filesystem::path& path, InputKind kind = InputKind::kText);
 
 }  // namespace mv

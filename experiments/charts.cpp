@@ -11,6 +11,8 @@
 #include <limits>
 #include <utility>
 
+#include "ecs/text.hpp"
+
 namespace mv::chart {
 
 namespace {
@@ -29,17 +31,34 @@ std::string num(double v) {
   return buf;
 }
 
+/// Farthest a coordinate goes from the page (px): a value far off the axis, or not finite,
+/// is drawn at the edge of this band, never as "inf" or "nan" in the SVG.
+constexpr double kMaxCoordinate = 1e6;
+
 /// A coordinate, to 0.1 px.
 std::string px(double v) {
   char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f", v);
+  std::snprintf(buf, sizeof(buf), "%.1f", std::isnan(v) ? 0.0 : std::clamp(v, -kMaxCoordinate, kMaxCoordinate));
   return buf;
 }
 
+/// Largest magnitude an axis spans: sums of figures near double's limit overflow to
+/// infinity, and an axis to infinity has no ticks.
+constexpr double kMaxAxis = 1e300;
+
+/// `v` held within [-kMaxAxis, kMaxAxis] (NaN: 0).
+double axisValue(double v) { return std::isnan(v) ? 0.0 : std::clamp(v, -kMaxAxis, kMaxAxis); }
+
 /// Evenly spaced round tick values covering [lo, hi] (steps of 1, 2 or 5 × 10^k).
+/// At most count + 2 ticks, each its index times the step (no sum that stalls where the step
+/// is below the values' resolution); the ends alone when the range is below it.
 std::vector<double> ticks(double lo, double hi, int count) {
+  lo = axisValue(lo);
+  hi = axisValue(hi);
   if (!(hi > lo)) hi = lo + 1;
-  const double raw = (hi - lo) / std::max(count, 1);
+  count = std::max(count, 1);
+  const double raw = (hi - lo) / count;
+  if (!(raw > 0) || !std::isfinite(raw) || lo + raw == lo) return {lo, hi};
   const double mag = std::pow(10.0, std::floor(std::log10(raw)));
   double step = mag;
   for (const double m : {1.0, 2.0, 5.0, 10.0}) {
@@ -47,13 +66,20 @@ std::vector<double> ticks(double lo, double hi, int count) {
     if (step >= raw) break;
   }
   std::vector<double> out;
-  for (double t = std::ceil(lo / step - 1e-9) * step; t <= hi + step * 1e-9; t += step) out.push_back(t);
+  const double first = std::ceil(lo / step - 1e-9);
+  for (int k = 0; k <= count + 1; ++k) {
+    const double t = (first + k) * step;
+    if (t > hi + step * 1e-9) break;
+    out.push_back(t);
+  }
+  if (out.empty()) out = {lo, hi};
   return out;
 }
 
 /// The smallest tick at or above `hi` (the top of an axis starting at 0).
 double niceTop(double hi) {
   if (!(hi > 0)) return 1;
+  hi = axisValue(hi);
   const std::vector<double> t = ticks(0, hi, 5);
   return t.back() < hi ? t.back() + (t.size() > 1 ? t[1] - t[0] : hi) : t.back();
 }
@@ -86,13 +112,15 @@ std::string legend(const std::vector<std::string>& names, double x, double y) {
   for (size_t i = 0; i < names.size(); ++i) {
     out += rect(x, y - 9, 10, 10, colour(i));
     out += text(x + 14, y, names[i]);
-    x += 24 + 6.5 * static_cast<double>(names[i].size());
+    x += 24 + 6.5 * static_cast<double>(characterCount(names[i]));
   }
   return out;
 }
 
 /// `s` cut to `n` characters (an ellipsis marks the cut).
-std::string shorten(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n - 1) + "\u2026"; }
+std::string shorten(const std::string& s, size_t n) {
+  return characterCount(s) <= n ? s : s.substr(0, prefixOfCharacters(s, n - 1)) + "\u2026";
+}
 
 /// A linear map of [lo, hi] onto [a, b].
 struct Scale {
@@ -135,7 +163,8 @@ bool isNumber(const std::string& s, double& v) {
 
 }  // namespace
 
-std::string escape(std::string_view text) {
+std::string escape(std::string_view raw) {
+  const std::string text = wellFormedUtf8(raw);  // an XHTML page is UTF-8 throughout
   std::string out;
   out.reserve(text.size());
   for (const char c : text) {
@@ -243,9 +272,13 @@ std::string lines(const std::vector<Series>& series, const std::string& x_label,
   double lo = std::numeric_limits<double>::infinity();
   double hi = -lo;
   double top = 0;
+  // A point that cannot be drawn: not positive on a log axis, or not finite.
+  auto skipped = [&](const Series& s, size_t i) {
+    return (log_x && !(s.x[i] > 0)) || !std::isfinite(xOf(s.x[i])) || !std::isfinite(s.y[i]);
+  };
   for (const Series& s : series) {
     for (size_t i = 0; i < s.x.size(); ++i) {
-      if (log_x && !(s.x[i] > 0)) continue;
+      if (skipped(s, i)) continue;
       lo = std::min(lo, xOf(s.x[i]));
       hi = std::max(hi, xOf(s.x[i]));
       top = std::max(top, s.y[i]);
@@ -274,7 +307,7 @@ std::string lines(const std::vector<Series>& series, const std::string& x_label,
   for (size_t k = 0; k < series.size(); ++k) {
     std::string points;
     for (size_t i = 0; i < series[k].x.size(); ++i) {
-      if (log_x && !(series[k].x[i] > 0)) continue;
+      if (skipped(series[k], i)) continue;
       points += px(x(xOf(series[k].x[i]))) + "," + px(y(series[k].y[i])) + " ";
     }
     out += "<polyline fill=\"none\" stroke-width=\"2\" stroke=\"" + std::string(colour(k)) + "\" points=\"" + points +

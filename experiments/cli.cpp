@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ecs/quantity.hpp"
+#include "ecs/text.hpp"
 #include "experiments/config_reader.hpp"
 #include "experiments/estimate.hpp"
 #include "experiments/experiment_yaml.hpp"
@@ -95,7 +96,7 @@ int runExportChakra(const std::filesystem::path& file, std::filesystem::path out
     try {
       traces = programToChakra(trainingProgramOf(x), x.parallelism);
     } catch (const std::exception& e) {
-      std::cerr << "multiverse: error: " << x.name << ": " << e.what() << "\n";
+      std::cerr << "multiverse: error: " << x.name << ": " << printable(e.what()) << "\n";
       return kExitUsageError;
     }
     const std::filesystem::path dir = out / x.name;
@@ -310,7 +311,7 @@ int runCli(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "multiverse: error: " << e.what() << "\nRun 'multiverse --help' for the options.\n";
+    std::cerr << "multiverse: error: " << printable(e.what()) << "\nRun 'multiverse --help' for the options.\n";
     return kExitUsageError;
   }
   if (!dump_graph.empty()) {
@@ -321,7 +322,7 @@ int runCli(int argc, char** argv) {
     try {
       return runSweep(sweep_file, sweep);
     } catch (const std::exception& e) {
-      std::cerr << "multiverse: error: " << e.what() << "\n";
+      std::cerr << "multiverse: error: " << printable(e.what()) << "\n";
       return kExitRunError;
     }
   }
@@ -330,7 +331,7 @@ int runCli(int argc, char** argv) {
     try {
       return runExportChakra(export_file, export_out, export_format, export_layout, export_force);
     } catch (const std::exception& e) {
-      std::cerr << "multiverse: error: " << e.what() << "\n";
+      std::cerr << "multiverse: error: " << printable(e.what()) << "\n";
       return kExitRunError;
     }
   }
@@ -338,7 +339,7 @@ int runCli(int argc, char** argv) {
     try {
       return validate->parsed() ? runValidate(validate_file, validate_memory) : runNetsim(netsim_file, netsim);
     } catch (const std::exception& e) {
-      std::cerr << "multiverse: error: " << e.what() << "\n";
+      std::cerr << "multiverse: error: " << printable(e.what()) << "\n";
       return kExitRunError;
     }
   }

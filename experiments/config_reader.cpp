@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "ecs/quantity.hpp"
+#include "ecs/text.hpp"
 
 namespace mv {
 
@@ -21,7 +23,7 @@ std::string Diagnostic::format() const {
   out << ": ";
   if (!key.empty()) out << key << ": ";
   out << message;
-  return out.str();
+  return printable(out.str());  // values quoted from the file may hold control characters
 }
 
 std::string Diagnostics::format() const {
@@ -207,6 +209,10 @@ bool ConfigReader::scalar(const std::string& key, std::string& out) const {
     error(key, "expected a single value");
     return false;
   }
+  if (const size_t bad = firstNonUtf8(v.Scalar()); bad < v.Scalar().size()) {
+    error(key, "not UTF-8 text (byte " + std::to_string(bad + 1) + " of the value); results are written as UTF-8");
+    return false;
+  }
   out = v.Scalar();
   return true;
 }
@@ -280,6 +286,10 @@ double ConfigReader::readReal(const std::string& key, double fallback, double lo
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || end != s.data() + s.size()) {
     error(key, "expected a number, got '" + s + "'");
+    return fallback;
+  }
+  if (!std::isfinite(v)) {
+    error(key, "expected a finite number, got '" + s + "'");
     return fallback;
   }
   if (v < lo || v > hi) {

@@ -414,7 +414,7 @@ class ExperimentReader {
     co.all_to_all = algorithm(c, "all_to_all", {{"direct", A::kDirect}, {"hierarchical", A::kHierarchical}});
     co.channels = static_cast<uint32_t>(autoOrCount(c, "channels", kMaxRingChannels));
     co.chunk = Bytes{c.sizeBytes("chunk", co.chunk.count, 1, kMaxInputBytes)};
-    co.step_latency = Picoseconds{c.durationPs("step_latency", co.step_latency.ps, 1, kMaxLatencyPs)};
+    co.step_latency = Picoseconds{c.durationPs("step_latency", co.step_latency.ps, kMinStepLatencyPs, kMaxLatencyPs)};
     // An override in bytes of parallelism.dp_bucket (parameters): absent stays absent.
     if (c.has("dp_bucket")) co.dp_bucket = Bytes{c.sizeBytes("dp_bucket", 0, 1, kMaxInputBytes)};
     co.priority = static_cast<uint32_t>(c.integer("priority", co.priority, 1, 7));

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "ecs/json_input.hpp"
+#include "ecs/text.hpp"
 #include "experiments/charts.hpp"
 #include "experiments/cli.hpp"
 #include "experiments/results.hpp"
@@ -84,7 +86,7 @@ std::vector<std::vector<std::string>> readCsv(const fs::path& path) {
 /// a column of `needed` is missing.
 class CsvTable {
  public:
-  CsvTable(const fs::path& path, const std::vector<std::string>& needed) : rows_(readCsv(path)) {
+  CsvTable(const fs::path& path, const std::vector<std::string>& needed) : path_(path), rows_(readCsv(path)) {
     if (rows_.empty()) throw ReportError(path.string() + ": empty (no header line)");
     for (size_t c = 0; c < rows_[0].size(); ++c) column_[rows_[0][c]] = c;
     for (const std::string& n : needed) {
@@ -98,15 +100,23 @@ class CsvTable {
     const size_t c = column_.at(name);
     return c < r.size() ? r[c] : kEmpty;
   }
-  /// The number in a cell; NaN when it is empty or not a number.
+  /// The number in a cell; NaN when it is empty or not a number. A number that is not
+  /// finite ("inf", "nan", or beyond double) is refused, naming the row and column: no
+  /// Multiverse file holds one, and no chart can draw it.
   double number(size_t row, const std::string& name) const {
     const std::string& t = text(row, name);
     char* end = nullptr;
     const double v = std::strtod(t.c_str(), &end);
-    return t.empty() || end != t.c_str() + t.size() ? std::nan("") : v;
+    if (t.empty() || end != t.c_str() + t.size()) return std::nan("");
+    if (!std::isfinite(v)) {
+      throw ReportError(path_.string() + ": row " + std::to_string(row + 1) + ", column '" + name + "': '" + t +
+                        "' is not a finite number");
+    }
+    return v;
   }
 
  private:
+  fs::path path_;
   std::vector<std::vector<std::string>> rows_;
   std::map<std::string, size_t> column_;
 };
@@ -427,9 +437,9 @@ std::string sweepReport(const fs::path& dir) {
   const fs::path file = dir / "summary.json";
   nlohmann::json summary;
   try {
-    summary = nlohmann::json::parse(readText(file));
-  } catch (const nlohmann::json::exception& e) {
-    throw ReportError(file.string() + ": not valid JSON (" + e.what() + ")");
+    summary = parseJsonInput(readText(file));
+  } catch (const JsonInputError& e) {
+    throw ReportError(file.string() + ": " + e.what());
   }
   if (!summary.is_object()) throw ReportError(file.string() + ": not a sweep summary (an object with 'experiments')");
   const std::vector<nlohmann::json> rows = rankedRows(summary, file);
@@ -523,13 +533,13 @@ int runReport(const fs::path& dir, const fs::path& out) {
                         ": no summary.json or summary.csv: not a results folder of multiverse or multiverse netsim");
     }
   } catch (const ReportError& e) {
-    std::cerr << "multiverse: error: " << e.what() << "\n";
+    std::cerr << "multiverse: error: " << printable(e.what()) << "\n";
     return kExitUsageError;
   }
   try {
     writeFileAtomically(target, page);
   } catch (const std::exception& e) {
-    std::cerr << "multiverse: error: " << e.what() << "\n";
+    std::cerr << "multiverse: error: " << printable(e.what()) << "\n";
     return kExitRunError;
   }
   std::cout << "report: " << target.string() << "\n";

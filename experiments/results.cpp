@@ -25,7 +25,9 @@
 #include <variant>
 
 #include "analytical/nccl_tuner.hpp"
+#include "ecs/json_input.hpp"
 #include "ecs/macros.hpp"
+#include "ecs/text.hpp"
 #include "experiments/version.hpp"
 #include "systems/collective_shapes.hpp"
 
@@ -510,15 +512,20 @@ double rankValue(const ExperimentRecord& r, RankBy by) {
 /// flagged in `right` are right-aligned. No trailing spaces.
 std::string alignColumns(const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right) {
   std::vector<size_t> width(right.size(), 0);
+  std::vector<std::vector<std::string>> cells;  // as the terminal shows them: control characters escaped
   for (const auto& row : rows) {
-    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+    std::vector<std::string>& shown = cells.emplace_back();
+    for (size_t c = 0; c < row.size(); ++c) {
+      shown.push_back(printable(row[c]));
+      width[c] = std::max(width[c], characterCount(shown.back()));
+    }
   }
   std::string out;
-  for (const auto& row : rows) {
+  for (const auto& row : cells) {
     std::string line;
     for (size_t c = 0; c < row.size(); ++c) {
       if (c > 0) line += "  ";
-      const std::string pad(width[c] - row[c].size(), ' ');
+      const std::string pad(width[c] - characterCount(row[c]), ' ');
       line += right[c] ? pad + row[c] : row[c] + pad;
     }
     line.erase(line.find_last_not_of(' ') + 1);
@@ -632,7 +639,7 @@ std::string manifestJson(const ExperimentRecord& r) {
 
 ExperimentRecord parseManifest(const std::string& text) {
   try {
-    const Json j = Json::parse(text);
+    const Json j = parseOrderedJsonInput(text);
     ExperimentRecord r;
     r.name = j.at("name").get<std::string>();
     r.id = parseExperimentId(j.at("id").get<std::string>());
@@ -644,6 +651,8 @@ ExperimentRecord parseManifest(const std::string& text) {
     r.resolved_config = experimentOfSweep(j.at("config_yaml").get<std::string>());
     r.result = resultFromJson(j.at("result"));
     return r;
+  } catch (const JsonInputError& e) {
+    throw std::runtime_error(std::string("not a Multiverse manifest: ") + e.what());
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(std::string("not a Multiverse manifest: ") + e.what());
   }
@@ -967,10 +976,10 @@ void Progress::heartbeat(const std::string& text) {
     case ProgressStyle::kQuiet:
       return;
     case ProgressStyle::kLines:
-      *out_ << "... " << text << "  elapsed " << formatDuration(p.elapsed_s) << "\n" << std::flush;
+      *out_ << "... " << printable(text) << "  elapsed " << formatDuration(p.elapsed_s) << "\n" << std::flush;
       return;
     case ProgressStyle::kBar:
-      *out_ << "\r" << progressBarLine(p) << "  " << text << "\x1b[K" << std::flush;
+      *out_ << "\r" << progressBarLine(p) << "  " << printable(text) << "\x1b[K" << std::flush;
       return;
   }
 }
@@ -982,10 +991,10 @@ void Progress::finished(const ExperimentRecord& record) {
     case ProgressStyle::kQuiet:
       return;
     case ProgressStyle::kLines:
-      *out_ << progressRecordLine(p, record) << "\n" << std::flush;
+      *out_ << printable(progressRecordLine(p, record)) << "\n" << std::flush;
       return;
     case ProgressStyle::kBar:
-      if (!record.ran()) *out_ << "\r\x1b[K" << progressRecordLine(p, record) << "\n";
+      if (!record.ran()) *out_ << "\r\x1b[K" << printable(progressRecordLine(p, record)) << "\n";
       *out_ << "\r" << progressBarLine(p) << "\x1b[K" << std::flush;
       return;
   }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "ecs/device_fault.hpp"
+#include "ecs/text.hpp"
 #include "experiments/backend.hpp"
 #include "experiments/batching.hpp"
 #include "experiments/cli.hpp"
@@ -559,10 +560,10 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
       lock.emplace(out);
       writer.open(out, options.resume ? OpenMode::kResume : options.force ? OpenMode::kOverwrite : OpenMode::kCreate);
     } catch (const FolderBusy& e) {
-      std::cerr << "multiverse: " << e.what() << "\n";
+      std::cerr << "multiverse: " << printable(e.what()) << "\n";
       opened.front() = kExitRunError;
     } catch (const std::exception& e) {
-      std::cerr << "multiverse: " << e.what() << "\n";
+      std::cerr << "multiverse: " << printable(e.what()) << "\n";
       opened.front() = kExitUsageError;
     }
   }

@@ -16,6 +16,7 @@
 #include <unordered_set>
 
 #include "ecs/input_file.hpp"
+#include "ecs/text.hpp"
 
 namespace mv {
 
@@ -144,9 +145,13 @@ class Expression::Parser {
     skipSpace();
     if (peek() == '!' && peek(1) != '=') {
       ++pos_;
+      const Nested nested(*this);
       return unary("!", parseUnary());
     }
-    if (accept("-")) return unary("-", parseUnary());
+    if (accept("-")) {
+      const Nested nested(*this);
+      return unary("-", parseUnary());
+    }
     return parsePrimary();
   }
 
@@ -156,6 +161,7 @@ class Expression::Parser {
     const char c = text_[pos_];
     if (c == '(') {
       ++pos_;
+      const Nested nested(*this);
       const int inner = parseOr();
       if (!accept(")")) fail("expected ')'");
       return inner;
@@ -247,9 +253,35 @@ class Expression::Parser {
     return add(std::move(t));
   }
 
+  /// Appends `t`, refusing a tree deeper than kMaxExpressionDepth (evaluation recurses
+  /// over it: `a + a + ... + a` nests without parentheses).
   int add(Term t) {
+    int depth = 1;
+    if (t.kind != Term::Kind::kLiteral && t.kind != Term::Kind::kKey) depth += depth_[static_cast<size_t>(t.lhs)];
+    if (t.kind == Term::Kind::kBinary) depth = std::max(depth, 1 + depth_[static_cast<size_t>(t.rhs)]);
+    if (depth > kMaxExpressionDepth) tooDeep();
+    depth_.push_back(depth);
     out_.terms_.push_back(std::move(t));
     return static_cast<int>(out_.terms_.size()) - 1;
+  }
+
+  /// One level of parentheses or unary operators while it is parsed (the parser recurses).
+  class Nested {
+   public:
+    explicit Nested(Parser& p) : p_(p) {
+      if (++p_.nesting_ > kMaxExpressionDepth) p_.tooDeep();
+    }
+    ~Nested() { --p_.nesting_; }
+    Nested(const Nested&) = delete;
+    Nested& operator=(const Nested&) = delete;
+
+   private:
+    Parser& p_;
+  };
+
+  [[noreturn]] void tooDeep() const {
+    fail("nested deeper than " + std::to_string(kMaxExpressionDepth) +
+         " levels (parentheses, unary operators or a chain of operators); split the constraint");
   }
 
   char peek(size_t ahead = 0) const { return pos_ + ahead < text_.size() ? text_[pos_ + ahead] : '\0'; }
@@ -276,6 +308,8 @@ class Expression::Parser {
   std::string_view text_;
   size_t pos_ = 0;
   Expression& out_;
+  std::vector<int> depth_;  ///< the depth of each term's tree
+  int nesting_ = 0;
 };
 
 Expression::Expression(std::string_view text) {
@@ -599,6 +633,13 @@ struct Assignment {
   int line;  ///< of the axis key
 };
 
+/// A constraint as a message quotes it: its first 80 characters (the error's column says
+/// where the problem is).
+std::string quotedConstraint(const std::string& text) {
+  constexpr size_t kQuoted = 80;
+  return characterCount(text) <= kQuoted ? text : text.substr(0, prefixOfCharacters(text, kQuoted)) + "...";
+}
+
 /// A constraint of the file, parsed once.
 struct Constraint {
   std::string text;
@@ -762,7 +803,7 @@ class Expander {
       try {
         c.expr.emplace(c.text);
       } catch (const ExpressionError& e) {
-        report(c.line, "constraints", "'" + c.text + "': " + e.what());
+        report(c.line, "constraints", "'" + quotedConstraint(c.text) + "': " + e.what());
         continue;
       }
       constraints_.push_back(std::move(c));
@@ -812,7 +853,7 @@ class Expander {
         throw ExpressionError("not a condition (it evaluates to " + quoted(v) + ")");
       } catch (const ExpressionError& e) {
         c.broken = true;
-        report(c.line, "constraints", "'" + c.text + "': " + e.what());
+        report(c.line, "constraints", "'" + quotedConstraint(c.text) + "': " + e.what());
       }
     }
     return true;

@@ -94,6 +94,11 @@ std::vector<std::string> splitKeyPath(const std::string& key);
 /// "experiment" when nothing is left.
 std::string safeName(std::string_view text);
 
+/// Deepest nesting of a constraint expression: parentheses and unary operators while it is
+/// parsed, and the tree of its operators (`a + a + ... + a` is as deep as it is long), which
+/// evaluation walks recursively; far above a written constraint, far below a stack's limit.
+inline constexpr int kMaxExpressionDepth = 256;
+
 /// A value of a constraint expression.
 using ExprValue = std::variant<bool, int64_t, double, std::string>;
 

@@ -1,14 +1,17 @@
 /**
  * @file fuzz_readers.cpp
  * One fuzzing entry point for every reader of user input (docs/fuzzing.md). The reader is
- * chosen by MV_FUZZ_READER: sweep, netsim, flows, topology, chakra_et, chakra_json, simai. Each
+ * chosen by MV_FUZZ_READER: sweep, netsim, flows, topology, chakra_et, chakra_json, simai,
+ * constraint (one constraint expression, parsed and evaluated), report_sweep (a sweep's
+ * summary.json) and report_netsim (one file as a netsim variant's flows.csv, queues.csv and
+ * links.csv at once). Each
  * input is written to a file and read as the command line reads it; a reader may report
  * problems (diagnostics, or the one exception type it documents) but must not crash, hang,
  * trip a sanitizer or throw anything else.
  *
  * Built with clang and -fsanitize=fuzzer (the `sanitize` preset) it is a libFuzzer target;
  * built otherwise it replays the files named on its command line (the regression tests).
- * With MV_FUZZ_SEEDS=DIR the Chakra readers first write seed traces into DIR.
+ * With MV_FUZZ_SEEDS=DIR the Chakra and report readers first write seeds into DIR.
  */
 #include <unistd.h>
 
@@ -20,6 +23,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -29,6 +33,7 @@
 #include "experiments/experiment_yaml.hpp"
 #include "experiments/netsim.hpp"
 #include "experiments/network_yaml.hpp"
+#include "experiments/report.hpp"
 #include "experiments/sweep.hpp"
 #include "topologies/generators.hpp"
 #include "topologies/routing.hpp"
@@ -40,7 +45,18 @@ namespace {
 
 using namespace mv;
 
-enum class Reader { kSweep, kNetsim, kFlows, kTopology, kChakraBinary, kChakraJson, kSimai };
+enum class Reader {
+  kSweep,
+  kNetsim,
+  kFlows,
+  kTopology,
+  kChakraBinary,
+  kChakraJson,
+  kSimai,
+  kConstraint,
+  kReportSweep,
+  kReportNetsim
+};
 
 /// A scratch folder of this process: inputs are files there, as users give them.
 std::filesystem::path scratch() {
@@ -103,8 +119,17 @@ ChakraTrace seedTrace() {
   return t;
 }
 
+/// A netsim variant's CSV files in one: every column flows.csv, queues.csv and links.csv need.
+constexpr std::string_view kNetsimCsvSeed =
+    "flow,src,dst,bytes,start_ps,finish_ps,fct_ps,ideal_fct_ps,port,max_bytes,link,bin_start_ps,utilisation\n"
+    "0,1,0,1000,0,900,900,450,0,8000,0-1,0,0.5\n1,2,0,1000,0,1200,1200,450,1,4000,1-0,1000,1\n";
+
 void writeSeeds(Reader reader, const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
+  if (reader == Reader::kReportNetsim) {
+    std::ofstream(dir / "seed.csv", std::ios::binary) << kNetsimCsvSeed;
+    return;
+  }
   const ChakraTrace t = seedTrace();
   const std::string bytes = reader == Reader::kChakraBinary ? encodeChakraBinary(t) : encodeChakraJson(t);
   std::ofstream(dir / (reader == Reader::kChakraBinary ? "seed.et" : "seed.json"), std::ios::binary) << bytes;
@@ -176,6 +201,33 @@ void readOne(const uint8_t* data, size_t size) {
       } catch (const WorkloadError&) {
       }
       return;
+    case Reader::kConstraint:
+      try {
+        const Expression e(std::string_view(reinterpret_cast<const char*>(data), size));
+        e.evaluate([](const std::string& key) -> std::optional<ExprValue> {
+          if (key == "parallelism.tp") return ExprValue{int64_t{8}};
+          if (key == "network.cc") return ExprValue{std::string("hpcc")};
+          if (key == "cluster.compute_jitter") return ExprValue{0.5};
+          return std::nullopt;
+        });
+      } catch (const ExpressionError&) {
+      }
+      return;
+    case Reader::kReportSweep:
+    case Reader::kReportNetsim:
+      try {
+        if (g_reader == Reader::kReportSweep) {
+          writeInput("summary.json", data, size);
+          sweepReport(scratch());
+        } else {
+          // One variant, "e", whose three files are the input.
+          std::filesystem::create_directories(scratch() / "e");
+          for (const char* file : {"e/flows.csv", "e/queues.csv", "e/links.csv"}) writeInput(file, data, size);
+          netsimReport(scratch());
+        }
+      } catch (const ReportError&) {
+      }
+      return;
   }
 }
 
@@ -183,12 +235,14 @@ bool chooseReader() {
   static constexpr std::pair<std::string_view, Reader> kReaders[] = {
       {"sweep", Reader::kSweep},       {"netsim", Reader::kNetsim},          {"flows", Reader::kFlows},
       {"topology", Reader::kTopology}, {"chakra_et", Reader::kChakraBinary}, {"chakra_json", Reader::kChakraJson},
-      {"simai", Reader::kSimai}};
+      {"simai", Reader::kSimai},       {"constraint", Reader::kConstraint},  {"report_sweep", Reader::kReportSweep},
+      {"report_netsim", Reader::kReportNetsim}};
   const char* env = std::getenv("MV_FUZZ_READER");
   const std::string_view wanted = env != nullptr ? env : "";
   const auto* it = std::find_if(std::begin(kReaders), std::end(kReaders), [&](const auto& r) { return r.first == wanted; });
   if (it == std::end(kReaders)) {
-    std::cerr << "mv_fuzz: set MV_FUZZ_READER to sweep, netsim, flows, topology, chakra_et, chakra_json or simai\n";
+    std::cerr << "mv_fuzz: set MV_FUZZ_READER to sweep, netsim, flows, topology, chakra_et, chakra_json, simai, "
+                 "constraint, report_sweep or report_netsim\n";
     return false;
   }
   g_reader = it->second;
@@ -197,8 +251,15 @@ bool chooseReader() {
       std::ofstream(scratch() / file) << "src,dst,bytes,start_us\n1,0,10000,0\n2,0,10000,0.5\n";
     }
   }
+  if (g_reader == Reader::kReportNetsim) {  // the summary naming the one variant
+    std::ofstream(scratch() / "summary.csv")
+        << "experiment,cc,load_balance,flows,finished,last_finish_ps,mean_slowdown,p99_slowdown,packet_hops,ecn_marks,"
+           "cnps,pauses,paused_ps,drops,retransmits,timeouts,wall_s\n"
+           "e,hpcc,ecmp,2,2,1200,2.3,2.6,8,0,0,0,0,0,0,0,0.01\n";
+  }
   if (const char* seeds = std::getenv("MV_FUZZ_SEEDS");
-      seeds != nullptr && (g_reader == Reader::kChakraBinary || g_reader == Reader::kChakraJson)) {
+      seeds != nullptr && (g_reader == Reader::kChakraBinary || g_reader == Reader::kChakraJson ||
+                           g_reader == Reader::kReportNetsim)) {
     writeSeeds(g_reader, seeds);
   }
   return true;

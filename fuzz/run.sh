@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 readers=("$@")
-[ ${#readers[@]} -gt 0 ] || readers=(sweep netsim flows topology chakra_et chakra_json simai)
+[ ${#readers[@]} -gt 0 ] || readers=(sweep netsim flows topology chakra_et chakra_json simai constraint report_sweep report_netsim)
 
 if [ ! -f build/sanitize/CMakeCache.txt ]; then cmake --preset sanitize > /dev/null; fi
 cmake --build --preset sanitize --target mv_fuzz --parallel "$(nproc)" > /dev/null
@@ -26,7 +26,8 @@ seeds() {
     flows) ls examples/netsim/*.csv examples/netsim/*.txt tests/network/data/ns3/flow_*.txt ;;
     topology) ls tests/network/data/ns3/topo_*.txt tests/experiments/data/*.txt ;;
     simai) ls examples/simai/*.txt ;;
-    chakra_et | chakra_json) ;;  # written by mv_fuzz itself (MV_FUZZ_SEEDS)
+    constraint | report_sweep) ;;  # fuzz/regressions/ only
+    chakra_et | chakra_json | report_netsim) ;;  # written by mv_fuzz itself (MV_FUZZ_SEEDS)
   esac
   if [ -d "fuzz/regressions/$1" ]; then ls "fuzz/regressions/$1"/*; fi
 }

@@ -1007,6 +1007,10 @@ Filled fillExperiment(TrainWorld& world, ExpId e, const TrainingExperiment& x, c
   world.config(e).train.log_flows = options.network_detail && x.fidelity != NetworkFidelity::kAnalytical ? 1u : 0u;
   ExperimentClock& clock = world.clock(e);
   const int64_t lookahead = lookaheadOf(plan, options);
+  if (lookahead < 1) {  // the limits of step_latency and link delays rule it out; never loop
+    throw TrainingError("experiment '" + x.name + "': a step of " + std::to_string(lookahead) +
+                        " ps would never advance the clock");
+  }
   clock.lookahead_ps = lookahead;
   clock.seed = x.seed;
   clock.stable_id = static_cast<uint32_t>(x.id ^ (x.id >> 32));
@@ -1251,7 +1255,10 @@ std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
   if (x.network.link_bin_ps > 0 && x.fidelity != NetworkFidelity::kPacket) {
     out.push_back("network.link_bin: links are recorded at packet fidelity only (network.fidelity: packet)");
   }
-  if (x.collectives.step_latency.ps <= 0) out.push_back("collectives.step_latency: must be positive");
+  if (x.collectives.step_latency.ps < kMinStepLatencyPs) {
+    out.push_back("collectives.step_latency: must be at least " + std::to_string(kMinStepLatencyPs) +
+                  " ps (the step is half of it, and at least 1 ps)");
+  }
   if (x.collectives.channels > kMaxRingChannels) {
     out.push_back("collectives.channels: must be 1.." + std::to_string(kMaxRingChannels) + " (0 = auto)");
   }

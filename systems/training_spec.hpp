@@ -48,6 +48,10 @@ enum class CollectiveAlgorithm : uint8_t {
 /// Most channels a ring may have (collectives.channels), as NCCL's MAXCHANNELS.
 inline constexpr uint32_t kMaxRingChannels = 64;
 
+/// The shortest step latency: the step Δ is at most half of it (training.md), and a step
+/// shorter than 1 ps would never advance the clock.
+inline constexpr int64_t kMinStepLatencyPs = 2;
+
 struct CollectiveAlgorithms {
   CollectiveAlgorithm all_reduce = CollectiveAlgorithm::kAuto;
   CollectiveAlgorithm all_gather = CollectiveAlgorithm::kRing;
@@ -56,7 +60,8 @@ struct CollectiveAlgorithms {
   /// NCCL-like chunk: a collective's per-peer transfer is split into flows of at most this size.
   Bytes chunk = mebibytes(4);
   /// Delay between a chunk's arrival and the next dependent send (proxy polling, reduction
-  /// kernel); also the floor of every collective's time. Must be ≥ the step Δ; default 2 µs.
+  /// kernel); also the floor of every collective's time. Must be ≥ the step Δ; default 2 µs,
+  /// at least kMinStepLatencyPs.
   Picoseconds step_latency = microseconds(2);
   /// DP buckets of this many bytes, overriding `parallelism.dp_bucket` (a count of
   /// parameters) when positive; 0: not given.

@@ -28,6 +28,7 @@
 #include <utility>
 
 #include "ecs/input_file.hpp"
+#include "ecs/json_input.hpp"
 #include "ecs/units.hpp"
 #include "et_def.pb.h"
 
@@ -1070,8 +1071,8 @@ TraceFormat formatOf(const std::filesystem::path& path) {
                       "' (expected .et for the protobuf form or .json)");
 }
 
-std::string readWholeFile(const std::filesystem::path& path) {
-  InputFile input = readInputFile(path);
+std::string readWholeFile(const std::filesystem::path& path, TraceFormat format) {
+  InputFile input = readInputFile(path, format == TraceFormat::kBinary ? InputKind::kBinary : InputKind::kText);
   if (!input.ok()) throw WorkloadError(path.string() + ": cannot open Chakra trace: " + input.problem);
   return std::move(input.text);
 }
@@ -1137,12 +1138,9 @@ std::string encodeChakraBinary(const ChakraTrace& trace) {
 
 namespace {
 
-/// Deepest nesting of a JSON trace (the schema needs 4; hostile nesting is refused early).
-constexpr int kMaxJsonDepth = 64;
-
 /// The JSON objects of `text` one after another, each its own slice of `text` (their syntax is
 /// left to the parser of each), or none when `text` is not such a sequence: something else
-/// between them, an unbalanced object, or nesting deeper than kMaxJsonDepth.
+/// between them, an unbalanced object, or nesting deeper than kMaxJsonInputDepth.
 std::vector<std::string> jsonObjects(std::string_view text) {
   std::vector<std::string> out;
   size_t i = 0;
@@ -1165,7 +1163,7 @@ std::vector<std::string> jsonObjects(std::string_view text) {
       } else if (c == '"') {
         in_string = true;
       } else if (c == '{' || c == '[') {
-        if (++depth > kMaxJsonDepth) return {};
+        if (++depth > kMaxJsonInputDepth) return {};
       } else if ((c == '}' || c == ']') && --depth == 0) {
         break;
       }
@@ -1179,35 +1177,15 @@ std::vector<std::string> jsonObjects(std::string_view text) {
 }  // namespace
 
 ChakraTrace decodeChakraJson(std::string_view text, std::string_view source) {
-  // JSON readers differ on which of two equal keys in one object wins: refuse them.
-  std::vector<std::set<std::string>> open_objects;
-  std::string repeated;
-  const auto watch = [&](int depth, Json::parse_event_t event, Json& parsed) {
-    if (depth > kMaxJsonDepth) {
-      throw WorkloadError(std::string(source) + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
-                          " levels");
-    }
-    if (event == Json::parse_event_t::object_start) open_objects.emplace_back();
-    if (event == Json::parse_event_t::object_end && !open_objects.empty()) open_objects.pop_back();
-    if (event == Json::parse_event_t::key && !open_objects.empty() &&
-        !open_objects.back().insert(parsed.get<std::string>()).second && repeated.empty()) {
-      repeated = parsed.get<std::string>();
-    }
-    return true;
-  };
   Json root;
   try {
-    root = Json::parse(text, watch);
-  } catch (const Json::exception& e) {  // a syntax error, or a number beyond double (out_of_range)
+    root = parseOrderedJsonInput(text);
+  } catch (const JsonInputError& e) {
     // Several JSON values one after another: Chakra's jsonizer form.
-    if (const std::vector<std::string> messages = jsonObjects(text); messages.size() > 1) {
+    if (const std::vector<std::string> messages = jsonObjects(text); e.syntax() && messages.size() > 1) {
       return decodeMessageStream(messages, source);
     }
-    throw WorkloadError(std::string(source) + ": invalid JSON: " + e.what());
-  }
-  if (!repeated.empty()) {
-    throw WorkloadError(std::string(source) + ": key '" + repeated +
-                        "' written twice in one JSON object (readers differ on which one wins; remove one)");
+    throw WorkloadError(std::string(source) + ": " + e.what());
   }
   return JsonDecoder(source).trace(root);
 }
@@ -1286,7 +1264,7 @@ std::vector<size_t> topologicalOrder(const ChakraTrace& trace) {
 
 ChakraTrace readChakraFile(const std::filesystem::path& path) {
   const TraceFormat format = formatOf(path);
-  const std::string bytes = readWholeFile(path);
+  const std::string bytes = readWholeFile(path, format);
   ChakraTrace trace = format == TraceFormat::kBinary ? decodeChakraBinary(bytes, path.string())
                                                      : decodeChakraJson(bytes, path.string());
   validateChakraTrace(trace);

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "ecs/input_file.hpp"
+#include "ecs/json_input.hpp"
 
 namespace mv {
 
@@ -523,9 +524,9 @@ CommGroups readCommGroups(const std::filesystem::path& path, uint32_t ranks) {
   if (!in.ok()) throw WorkloadError(file + ": " + in.problem);
   nlohmann::json root;
   try {
-    root = nlohmann::json::parse(in.text);
-  } catch (const nlohmann::json::exception& e) {
-    throw WorkloadError(file + ": invalid JSON: " + e.what());
+    root = parseJsonInput(in.text);
+  } catch (const JsonInputError& e) {
+    throw WorkloadError(file + ": " + e.what());
   }
   if (!root.is_object()) throw WorkloadError(file + ": expected an object of rank lists, e.g. {\"0\": [0, 1]}");
   CommGroups groups;

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <map>
+#include <set>
 #include <sstream>
 #include <utility>
 
@@ -96,10 +97,14 @@ void readHeader(const std::string& line, const std::string& source, SimaiWorkloa
                                           {"ga", &w.ga},
                                           {"all_gpus", &w.gpus},
                                           {"checkpoints", &w.checkpoints}};
+  std::set<std::string> seen;
   for (size_t i = 1; i < f.size(); i += 2) {
     std::string key = f[i];
     if (!key.empty() && key.back() == ':') key.pop_back();
     if (i + 1 >= f.size()) fail(source, 1, "header key '" + key + "' without a value");
+    if (!seen.insert(key).second) {
+      fail(source, 1, "header key '" + key + "' written twice (readers differ on which one wins; remove one)");
+    }
     if (key == "pp_comm") {
       w.pp_comm = integer(f[i + 1], 0, kMaxBytes, source, 1, "pp_comm");
     } else if (key == "checkpoint_initiates") {

@@ -388,11 +388,17 @@ struct BucketFamily {
     return f;
   }
   int64_t bucketBytes(int64_t j) const { return bytes / count + (j < bytes % count ? 1 : 0); }
-  /// The piece (of `pieces` a block is split into) after which bucket j's gradients are
-  /// complete: its share of the backward is done.
-  int64_t readyAfter(int64_t j, int64_t pieces) const { return ((j + 1) * pieces + count - 1) / count - 1; }
   /// The first piece of the forward that uses bucket j's parameters.
   int64_t neededBy(int64_t j, int64_t pieces) const { return j * pieces / count; }
+  /// The buckets [first, second) whose gradients are complete after piece k (of `pieces` a
+  /// block is split into): their share of the backward is done.
+  std::pair<int64_t, int64_t> readyAfterPiece(int64_t k, int64_t pieces) const {
+    return {k * count / pieces, (k + 1) * count / pieces};
+  }
+  /// The buckets [first, second) whose parameters piece k uses first: neededBy(j) == k.
+  std::pair<int64_t, int64_t> neededByPiece(int64_t k, int64_t pieces) const {
+    return {(k * count + pieces - 1) / pieces, ((k + 1) * count + pieces - 1) / pieces};
+  }
 };
 
 /// Index of a P2P task by (receive?, forward?, micro-batch, chunk) in a stage's program.
@@ -503,6 +509,18 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
     const bool sharded = zero >= Zero::kOptimizer;
     const Families first_gathers = families(0, element, sharded && zero < Zero::kParameters);
     const int64_t gather_pieces = piecesOf(first_gathers);
+    // Every bucket of every chunk is at least one task: refused before anything is built (a
+    // bucket of a few bytes would make millions, and the pieces they cut blocks into more).
+    int64_t buckets = 0;
+    for (uint32_t c = 0; c < v; ++c) {
+      for (const BucketFamily& f : families(c, grad_element, true)) buckets += f.count;
+      for (const BucketFamily& f : first_gathers) buckets += f.count;
+    }
+    if (buckets >= kMaxProgramTasks) {
+      throw WorkloadError("stage " + std::to_string(s) + " reduces and gathers " + std::to_string(buckets) +
+                          " DP buckets, more than the " + std::to_string(kMaxProgramTasks) +
+                          " tasks a stage's program may hold; raise parallelism.dp_bucket or collectives.dp_bucket");
+    }
     // ZeRO-1 and -2: the parameter all-gathers of the previous optimizer step, per bucket and
     // chunk, on the DP stream; gathers[c][k] are the ones forward piece k of chunk c waits for.
     std::vector<std::vector<std::vector<uint32_t>>> gathers(v, std::vector<std::vector<uint32_t>>(gather_pieces));
@@ -552,8 +570,8 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
       const ScheduleItem& it = order[next_block];
       const int64_t pieces = blocks[next_block].pieces;
       for (const BucketFamily& f : families(it.chunk, element, true)) {
-        for (int64_t j = 0; j < f.count; ++j) {
-          if (f.neededBy(j, pieces) != next_piece) continue;
+        const auto [first, end] = f.neededByPiece(next_piece, pieces);
+        for (int64_t j = first; j < end; ++j) {
           const uint32_t g = b.add(commTask(TaskKind::kCollective, f.comm, kDpStream, CollectiveOp::kAllGather,
                                             f.bucketBytes(j), it.micro_batch, it.chunk, it.forward));
           if (!computed.empty()) b.edge(computed.back(), g);
@@ -713,10 +731,8 @@ TrainingProgram buildTrainingProgram(const ModelSpec& model, const TrainingConfi
         computed.push_back(last);
         if (!bl.reduced) continue;
         for (const BucketFamily& f : grads) {
-          for (int64_t j = 0; j < f.count; ++j) {
-            if (f.readyAfter(j, bl.pieces) != k) continue;
-            reduceBucket(f, j, it.chunk, last);
-          }
+          const auto [first, end] = f.readyAfterPiece(k, bl.pieces);
+          for (int64_t j = first; j < end; ++j) reduceBucket(f, j, it.chunk, last);
         }
       }
       if (a2a_layer > 0 && par.ep > 1) {

@@ -309,6 +309,31 @@ TEST_CASE("the expression evaluator", "[sweep][expression]") {
   CHECK_THROWS_WITH(Expression("1 < 2 < 3"), Catch::Contains("unexpected '<'"));
 }
 
+TEST_CASE("hostile nesting in a constraint is refused before anything recurses over it", "[sweep][expression]") {
+  // 10,000 parentheses or 100,000 unary operators overflowed the parser's stack; a chain of
+  // 100,000 '+' parses in a loop but is as deep a tree, which evaluation walks recursively.
+  const std::string parens = std::string(10000, '(') + "1" + std::string(10000, ')');
+  CHECK_THROWS_WITH(Expression(parens), Catch::Contains("nested deeper than 256 levels"));
+  CHECK_THROWS_WITH(Expression(std::string(100000, '!') + "true"), Catch::Contains("nested deeper than 256 levels"));
+  CHECK_THROWS_WITH(Expression(std::string(100000, '-') + "1"), Catch::Contains("nested deeper than 256 levels"));
+  std::string chain = "1";
+  for (int i = 0; i < 100000; ++i) chain += " + 1";
+  CHECK_THROWS_WITH(Expression(chain), Catch::Contains("nested deeper than 256 levels"));
+  // Up to the limit they parse and evaluate: 255 '!' over a literal, 255 '+' in a chain.
+  CHECK_FALSE(std::get<bool>(eval(std::string(255, '!') + "true")));
+  std::string at_limit = "1";
+  for (int i = 0; i < 255; ++i) at_limit += " + 1";
+  CHECK(std::get<int64_t>(eval(at_limit)) == 256);
+  CHECK(std::get<int64_t>(eval(std::string(255, '(') + "7" + std::string(255, ')'))) == 7);
+  // In a sweep file: one diagnostic on the constraint's line, quoting only its start.
+  Diagnostics d;
+  expand(kBase + "sweep:\n  parallelism.pp: [1, 2]\nconstraints:\n  - \"" + parens + "\"\n", d);
+  REQUIRE(d.items().size() == 1);
+  CHECK(d.items()[0].line == 8);
+  CHECK_THAT(d.items()[0].message, Catch::Contains("nested deeper than 256 levels"));
+  CHECK(d.items()[0].message.size() < 300);
+}
+
 TEST_CASE("scalar values: quoted text stays a string", "[sweep][expression]") {
   const YAML::Node n = YAML::Load("{a: 8, b: '8', c: 0.5, d: true, e: hpcc, f: 100Gbps}");
   CHECK(std::get<int64_t>(scalarValue(n["a"])) == 8);

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# @file test_adversarial.sh
+# One reproducer per class of issue #68, each written from the issue's text: the run exits
+# 0 or 2 with a message, within seconds (every command runs under a 30 s timeout), and
+# prints nothing that drives the reader's terminal. Usage: test_adversarial.sh <multiverse>
+set -u
+exe=$(realpath "$1")
+fail=0
+source "$(dirname "$0")/cli_expect.sh"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+run() { timeout 30 "$exe" "$@"; }
+small() {  # a sweep file of one small analytical experiment, with $1 appended
+  cat > "$2" <<YAML
+base:
+  name: "x"
+  workload: {model: {layers: 2, hidden: 256, heads: 4, vocab: 512, seq: 256}, global_batch: 4}
+  parallelism: {dp: 4}
+  cluster: {gpus: 4, gpus_per_server: 4, nics_per_server: 4}
+  network: {fidelity: analytical}
+$1
+YAML
+}
+# XHTML pages must parse as XML.
+well_formed() {
+  if python3 -c "import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])" "$1" 2> "$tmp/xml.txt"; then
+    echo "ok: $1 is well-formed"
+  else
+    echo "FAIL: $1 is not well-formed XML: $(cat "$tmp/xml.txt")"; fail=1
+  fi
+}
+
+# 1. Deep nesting: a constraint of 10,000 parentheses, 100,000 unary operators; a summary
+#    and a manifest of 200,000 nested arrays.
+small "sweep: {parallelism.dp: [4]}
+constraints: [\"$(printf '(%.0s' $(seq 10000))true$(printf ')%.0s' $(seq 10000))\"]" "$tmp/parens.yaml"
+expect_cmd 2 "constraints: '((((" run validate "$tmp/parens.yaml"
+expect_cmd 2 "nested deeper than 256 levels" run validate "$tmp/parens.yaml"
+small "sweep: {parallelism.dp: [4]}
+constraints: [\"$(head -c 100000 /dev/zero | tr '\0' '!')true\"]" "$tmp/unary.yaml"
+expect_cmd 2 "nested deeper than 256 levels" run validate "$tmp/unary.yaml"
+mkdir -p "$tmp/deep"
+python3 -c "import sys; open(sys.argv[1], 'w').write('{\"experiments\": ' + '[' * 200000 + ']' * 200000 + '}')" \
+  "$tmp/deep/summary.json"
+expect_cmd 2 "summary.json: JSON nested deeper than 64 levels" run report "$tmp/deep"
+small "" "$tmp/ok.yaml"
+expect_cmd 0 "results in $tmp/resume" run --experiments "$tmp/ok.yaml" --out "$tmp/resume"
+python3 -c "import sys; open(sys.argv[1], 'w').write('{\"name\": ' + '[' * 200000 + ']' * 200000 + '}')" \
+  "$tmp/resume/experiments/x/manifest.json"
+expect_cmd 2 "manifest.json: not a Multiverse manifest: JSON nested deeper than 64 levels" \
+  run --experiments "$tmp/ok.yaml" --out "$tmp/resume" --resume
+
+# 2. Non-finite numbers: refused where they are read; a report whose figures overflow to
+#    infinity when summed still draws a well-formed page; 'inf' in a netsim CSV is refused
+#    naming the file, row and column.
+small "sweep: {cluster.compute_jitter: [nan, inf]}" "$tmp/nan.yaml"
+sed -i 's/name: "x"/name: "x{cluster.compute_jitter}"/' "$tmp/nan.yaml"
+expect_cmd 2 "cluster.compute_jitter: expected a finite number, got 'nan'" run validate "$tmp/nan.yaml"
+expect_cmd 2 "cluster.compute_jitter: expected a finite number, got 'inf'" run validate "$tmp/nan.yaml"
+cp -r "$tmp/resume" "$tmp/huge"
+python3 - "$tmp/huge/summary.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for r in d["experiments"]:
+    r["compute_ms"] = r["exposed_dp_ms"] = 1e308
+    r["iteration_ms"] = 1.7e308
+json.dump(d, open(sys.argv[1], "w"))
+PY
+expect_cmd 0 "report: $tmp/huge/report.html" run report "$tmp/huge"
+well_formed "$tmp/huge/report.html"
+printf 'topology: {kind: star, nics: 3}\nflows: flows.csv\n' > "$tmp/net.yaml"
+printf 'src,dst,bytes,start_us\n1,0,10000,0\n2,0,10000,0\n' > "$tmp/flows.csv"
+expect_cmd 0 "results in $tmp/net" run netsim "$tmp/net.yaml" --out "$tmp/net" --threads 1
+sed -i '2s/^\([^,]*\),\([^,]*\),[^,]*/\1,\2,inf/' "$tmp/net/net/queues.csv"
+expect_cmd 2 "queues.csv: row 1, column 'max_bytes': 'inf' is not a finite number" run report "$tmp/net"
+
+# 3. Hangs from legal values: a 1 ps step latency (a step of 0 ps), a DP bucket of one
+#    parameter (millions of buckets).
+small "  collectives: {step_latency: 1ps}" "$tmp/step.yaml"
+expect_cmd 2 "collectives.step_latency: 1ps is out of range [2ps, 1s]" run validate "$tmp/step.yaml"
+sed 's/parallelism: {dp: 4}/parallelism: {dp: 4, dp_bucket: 1}/' "$tmp/ok.yaml" > "$tmp/bucket.yaml"
+expect_cmd 2 "DP buckets, more than the 1048576 tasks a stage's program may hold" run validate "$tmp/bucket.yaml"
+
+# 4. A text value that is not UTF-8 is refused at validate, before anything runs.
+small "" "$tmp/latin1.yaml"
+sed -i "s/name: \"x\"/name: \"x\"\n  workload: {model: {layers: 2, hidden: 256, heads: 4, vocab: 512, seq: 256, name: \"caf$(printf '\351')\"}, global_batch: 4}/" \
+  "$tmp/latin1.yaml"
+sed -i '4d' "$tmp/latin1.yaml"
+expect_cmd 2 "workload.model.name: not UTF-8 text (byte 4 of the value)" run validate "$tmp/latin1.yaml"
+
+# 5. Output that attacks the reader: control characters in swept values reach no terminal
+#    raw; labels are cut between characters in the page.
+small "" "$tmp/ctrl.yaml"
+# YAML's own escapes, as a shared sweep file would write them: \e (ESC), \a (BEL), \r.
+printf 'sweep: {workload.model.name: ["a\\e]0;pwned\\a\\e[2Jb", "c\\rd%s"]}\n' "$(printf 'é%.0s' $(seq 60))" \
+  >> "$tmp/ctrl.yaml"
+sed -i 's/name: "x"/name: "x{workload.model.name}"/' "$tmp/ctrl.yaml"
+expect_cmd 0 'a\x1b]0;pwned\x07\x1b[2Jb' run --experiments "$tmp/ctrl.yaml" --out "$tmp/ctrl" --threads 1
+if run --experiments "$tmp/ctrl.yaml" --out "$tmp/ctrl" --threads 1 --force 2>&1 | grep -q $'[\x1b\r\a]'; then
+  echo "FAIL: a control character reached the console"; fail=1
+else
+  echo "ok: no control character reached the console"
+fi
+expect_cmd 0 "report: $tmp/ctrl/report.html" run report "$tmp/ctrl"
+well_formed "$tmp/ctrl/report.html"
+
+# 6. A byte-order mark (as Windows editors write) is skipped; a header key written twice in
+#    an AICB file is refused.
+printf '\xef\xbb\xbf3 1 2\n2\n0 2 100Gbps 0.001ms 0\n1 2 100Gbps 0.001ms 0\n' > "$tmp/bom_topo.txt"
+printf 'topology: {kind: file, path: bom_topo.txt}\nflows: flows2.csv\n' > "$tmp/bom.yaml"
+printf 'src,dst,bytes,start_us\n0,1,10000,0\n' > "$tmp/flows2.csv"
+expect_cmd 0 "results in $tmp/bom_out" run netsim "$tmp/bom.yaml" --out "$tmp/bom_out" --threads 1
+head -1 "$(dirname "$0")/../../examples/simai/gpt13b_tp8_dp2.txt" | sed 's/ ep: 1/ ep: 1 ep: 2/' > "$tmp/twice.txt"
+tail -n +2 "$(dirname "$0")/../../examples/simai/gpt13b_tp8_dp2.txt" >> "$tmp/twice.txt"
+cat > "$tmp/twice.yaml" <<'YAML'
+base:
+  workload: {model: {base: gpt3-13b, layers: 8}, global_batch: 4, seq: 2048, simai: twice.txt}
+  parallelism: {tp: 8, dp: 2}
+  cluster: {gpu: h100, gpus: 16, gpus_per_server: 8, nics_per_server: 8}
+YAML
+expect_cmd 2 "header key 'ep' written twice" run validate "$tmp/twice.yaml"
+exit $fail
