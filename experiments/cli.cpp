@@ -326,7 +326,14 @@ int runCli(int argc, char** argv) {
       return kExitRunError;
     }
   }
-  if (report->parsed()) return runReport(report_dir, report_out);
+  if (report->parsed()) {
+    try {
+      return runReport(report_dir, report_out);
+    } catch (const std::exception& e) {
+      std::cerr << "multiverse: error: " << printable(e.what()) << "\n";
+      return kExitRunError;
+    }
+  }
   if (export_chakra->parsed()) {
     try {
       return runExportChakra(export_file, export_out, export_format, export_layout, export_force);

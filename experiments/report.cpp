@@ -513,17 +513,49 @@ std::string netsimReport(const fs::path& dir) {
             cell(fixed(summary.number(i, "mean_slowdown"), 2)) + cell(fixed(summary.number(i, "p99_slowdown"), 2)) +
             cell(summary.text(i, "ecn_marks")) + cell(summary.text(i, "pauses")) + cell(summary.text(i, "drops")) +
             "</tr>\n";
-    if (plainName(name)) charts.add(name, dir / name);
+    if (plainName(name) && i < kChartRows) charts.add(name, dir / name);
   }
-  page += "</table>\n" + charts.sections("variant");
+  page += "</table>\n";
+  // Each variant's charts hold its flows and ports: a page of every variant of a large sweep
+  // grew to tens of megabytes (300 variants: 85 MB), so they show the first ones, as sweep pages do.
+  if (summary.size() > kChartRows) {
+    page += "<p class=\"meta\">The charts show the first " + std::to_string(kChartRows) + " of the " +
+            std::to_string(summary.size()) + " variants.</p>\n";
+  }
+  page += charts.sections("variant");
   return page + pageTail();
 }
+
+namespace {
+
+/// Why the page cannot be written to `target` ("" when it can): it must be a new path or a
+/// regular file (never a device, FIFO, folder or link, which the page's rename would replace),
+/// and inside the results folder only an .html page (anything else there may be one of the
+/// report's own inputs: summary.csv, a variant's flows.csv).
+std::string targetProblem(const fs::path& dir, const fs::path& target) {
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(target, ec);
+  if (!ec && fs::exists(st) && !fs::is_regular_file(st)) {
+    return target.string() + " exists and is not a regular file (a folder, link, device or FIFO); name a new file";
+  }
+  const fs::path results = fs::weakly_canonical(dir);
+  const fs::path page = fs::weakly_canonical(target);
+  const auto [end, at] = std::mismatch(results.begin(), results.end(), page.begin(), page.end());
+  if (end == results.end() && page.extension() != ".html") {
+    return target.string() + " is inside the results folder and not an .html page: it could be one of the "
+                             "report's inputs (name the page *.html, or write it elsewhere)";
+  }
+  return "";
+}
+
+}  // namespace
 
 int runReport(const fs::path& dir, const fs::path& out) {
   const fs::path target = out.empty() ? dir / "report.html" : out;
   std::string page;
   try {
     if (!fs::is_directory(dir)) throw ReportError(dir.string() + ": not a folder");
+    if (const std::string problem = targetProblem(dir, target); !problem.empty()) throw ReportError(problem);
     if (fs::exists(dir / "summary.json")) {
       page = sweepReport(dir);
     } else if (fs::exists(dir / "summary.csv")) {
@@ -533,6 +565,9 @@ int runReport(const fs::path& dir, const fs::path& out) {
                         ": no summary.json or summary.csv: not a results folder of multiverse or multiverse netsim");
     }
   } catch (const ReportError& e) {
+    std::cerr << "multiverse: error: " << printable(e.what()) << "\n";
+    return kExitUsageError;
+  } catch (const fs::filesystem_error& e) {  // a link loop, a folder that cannot be listed
     std::cerr << "multiverse: error: " << printable(e.what()) << "\n";
     return kExitUsageError;
   }

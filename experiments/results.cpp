@@ -451,6 +451,8 @@ constexpr const char* kSummaryCsv = "summary.csv";
 constexpr const char* kSummaryJson = "summary.json";
 constexpr const char* kExperimentsDir = "experiments";
 constexpr const char* kManifest = "manifest.json";
+/// Written into every results folder Multiverse opens: what --force may replace.
+constexpr const char* kMarker = ".multiverse";
 constexpr const char* kTempSuffix = ".tmp";
 
 std::filesystem::path tempPath(const std::filesystem::path& path) {
@@ -464,13 +466,20 @@ std::string readFile(const std::filesystem::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-/// Whether `dir` holds the results of a sweep: a summary (or its temporary file) or an
+/// Whether `dir` holds what a sweep writes: a summary (or its temporary file) or an
 /// experiments folder.
 bool holdsResults(const std::filesystem::path& dir) {
   const std::filesystem::path ours[] = {kExperimentsDir, kSummaryCsv, kSummaryJson, tempPath(kSummaryCsv),
                                         tempPath(kSummaryJson)};
   return std::any_of(std::begin(ours), std::end(ours),
                      [&dir](const std::filesystem::path& name) { return std::filesystem::exists(dir / name); });
+}
+
+/// Whether Multiverse wrote the results in `dir`: its marker, or (folders written before the
+/// marker existed) a summary beside an experiments folder.
+bool ownedResults(const std::filesystem::path& dir) {
+  return std::filesystem::exists(dir / kMarker) ||
+         (std::filesystem::exists(dir / kSummaryJson) && std::filesystem::is_directory(dir / kExperimentsDir));
 }
 
 void validateName(const std::string& name) {
@@ -539,6 +548,13 @@ std::string sweptValue(const ExperimentRecord& r, const std::string& key) {
     if (k == key) return v;
   }
   return "";
+}
+
+/// `j` as JSON text; text that is not UTF-8 (validate refuses it in inputs; an error
+/// message may still quote bytes) is written with U+FFFD in its place instead of throwing, so
+/// one record never keeps the others from being written.
+std::string dumpJson(const Json& j, int indent = -1) {
+  return j.dump(indent, ' ', false, Json::error_handler_t::replace);
 }
 
 }  // namespace
@@ -634,7 +650,7 @@ std::string manifestJson(const ExperimentRecord& r) {
                          {"config_yaml", sweepOfExperiment(r.resolved_config)},
                          {"config", configJson(r.resolved_config)},
                          {"result", resultJson(r.result)}};
-  return manifest.dump(2) + "\n";
+  return dumpJson(manifest, 2) + "\n";
 }
 
 ExperimentRecord parseManifest(const std::string& text) {
@@ -686,12 +702,17 @@ void ResultsWriter::open(const std::filesystem::path& dir, OpenMode mode) {
   rows_.clear();
   rows_by_id_.clear();
   ids_by_name_.clear();
+  const bool owned = ownedResults(dir_);
+  if (!owned && holdsResults(dir_)) {  // a folder of the user's, or another tool's (netsim writes summary.csv)
+    throw std::runtime_error(dir_.string() + " holds an experiments folder or a summary that a sweep did not write (no " +
+                             kMarker + " marker beside them); nothing was changed: choose another output folder");
+  }
   if (mode == OpenMode::kCreate && holdsResults(dir_)) {
     throw std::runtime_error(dir_.string() +
                              " already holds results; use --resume to continue that sweep, --force to replace "
                              "its results, or choose another output folder");
   }
-  if (mode == OpenMode::kOverwrite) {
+  if (mode == OpenMode::kOverwrite && owned) {
     std::filesystem::remove_all(dir_ / kExperimentsDir);
     for (const char* file : {kSummaryCsv, kSummaryJson}) {
       std::filesystem::remove(dir_ / file);
@@ -699,6 +720,11 @@ void ResultsWriter::open(const std::filesystem::path& dir, OpenMode mode) {
     }
   }
   std::filesystem::create_directories(dir_);
+  if (!std::filesystem::exists(dir_ / kMarker)) {
+    writeFileAtomically(dir_ / kMarker,
+                        "multiverse results: summary.csv, summary.json and experiments/ are this folder's results; "
+                        "--force replaces them, --resume continues them (docs/results.md)\n");
+  }
   if (mode == OpenMode::kResume) {
     for (const char* file : {kSummaryCsv, kSummaryJson}) std::filesystem::remove(tempPath(dir_ / file));
     loadManifests();
@@ -732,6 +758,49 @@ void ResultsWriter::loadManifests() {
     }
     addRow(std::move(record), true);
   }
+}
+
+void ResultsWriter::adoptNames(const std::vector<std::pair<uint64_t, std::string>>& current) {
+  std::unordered_map<uint64_t, std::string> name_of;
+  std::unordered_map<std::string, uint64_t> id_of;
+  for (const auto& [id, name] : current) {
+    name_of[id] = name;
+    id_of[name] = id;
+  }
+  struct Move {
+    uint64_t id;
+    std::string from, to;
+  };
+  std::vector<Move> moves;
+  for (const auto& [key, row] : rows_) {
+    const ExperimentRecord& r = row.record;
+    if (const auto it = name_of.find(r.id); it != name_of.end()) {
+      if (it->second != r.name) moves.push_back({r.id, r.name, it->second});
+    } else if (const auto taken = id_of.find(r.name); taken != id_of.end() && taken->second != r.id) {
+      moves.push_back({r.id, r.name, r.name + "~" + formatExperimentId(r.id)});
+    }
+  }
+  if (moves.empty()) return;
+  // Two passes through names of their own, so that names may swap.
+  const std::filesystem::path root = dir_ / kExperimentsDir;
+  auto aside = [&](const Move& m) { return root / (".moving-" + formatExperimentId(m.id)); };
+  for (const Move& m : moves) {
+    validateName(m.to);
+    std::filesystem::remove_all(aside(m));
+    std::filesystem::rename(root / m.from, aside(m));
+  }
+  for (const Move& m : moves) {
+    // What is left at the new name is no kept result (every kept one there moved aside): a
+    // folder of an experiment that started and never finished.
+    std::filesystem::remove_all(root / m.to);
+    std::filesystem::rename(aside(m), root / m.to);
+    ExperimentRecord record = rows_.at(rows_by_id_.at(m.id)).record;
+    record.name = m.to;
+    writeFileAtomically(root / m.to / kManifest, manifestJson(record));
+    removeRow(m.id);
+    addRow(std::move(record), true);
+  }
+  writeSummaries();
 }
 
 std::vector<ExperimentRecord> ResultsWriter::records() const {
@@ -786,7 +855,7 @@ void ResultsWriter::addRow(ExperimentRecord record, bool from_earlier_run) {
   const RowKey key{record.index, record.id};
   rows_by_id_[record.id] = key;
   ids_by_name_[record.name] = record.id;
-  std::string json = summaryRowJson(record).dump();
+  std::string json = dumpJson(summaryRowJson(record));
   std::string csv_metrics = csvMetrics(record);
   rows_[key] = Row{std::move(record), std::move(json), std::move(csv_metrics), from_earlier_run};
 }
@@ -810,7 +879,7 @@ void ResultsWriter::writeSummaries() const {
   for (const std::string& k : keys) columns.push_back(k);
   for (const char* c : kMetricColumns) columns.push_back(c);
   std::string json =
-      "{\n\"version\": " + Json(kVersion).dump() + ",\n\"columns\": " + columns.dump() + ",\n\"experiments\": [";
+      "{\n\"version\": " + Json(kVersion).dump() + ",\n\"columns\": " + dumpJson(columns) + ",\n\"experiments\": [";
   bool first = true;
   for (const auto& [key, row] : rows_) {
     json += first ? "\n" : ",\n";

@@ -140,6 +140,16 @@ class ResultsWriter {
   /// files in it are left alone. kResume throws when a manifest cannot be read.
   void open(const std::filesystem::path& dir, OpenMode mode);
 
+  /**
+   * After kResume: the experiments of the sweep now, (id, name). Results are matched by id,
+   * never by name: a finished result whose experiment now has another name moves to that
+   * name's folder (manifest rewritten with it), and one of an experiment no longer in the
+   * sweep whose folder a current experiment's name takes moves aside to "<name>~<id>". So no
+   * kept result is dropped from the summaries or has its manifest overwritten by another
+   * experiment's (a suffix -2 moving to another configuration after an edit did both).
+   */
+  void adoptNames(const std::vector<std::pair<uint64_t, std::string>>& current);
+
   /// Whether experiment `id` has completed (in this run or, after kResume, an earlier one).
   bool isDone(uint64_t id) const { return rows_by_id_.contains(id); }
   /// Completed experiments.
@@ -150,7 +160,7 @@ class ResultsWriter {
   /**
    * Records a finished experiment: its manifest, then both summaries. A record with the
    * id of a completed one replaces it (a rerun); so does one taking the name of an
-   * experiment from an earlier run (its configuration changed). Throws
+   * experiment from an earlier run when adoptNames was not called first. Throws
    * std::invalid_argument for a bad name, or for an id or name already used by a
    * different experiment of this run.
    */

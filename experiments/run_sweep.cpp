@@ -559,6 +559,11 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
     try {
       lock.emplace(out);
       writer.open(out, options.resume ? OpenMode::kResume : options.force ? OpenMode::kOverwrite : OpenMode::kCreate);
+      if (options.resume) {
+        std::vector<std::pair<uint64_t, std::string>> current;
+        for (const Job& j : jobs) current.emplace_back(j.x.id, j.x.name);
+        writer.adoptNames(current);
+      }
     } catch (const FolderBusy& e) {
       std::cerr << "multiverse: " << printable(e.what()) << "\n";
       opened.front() = kExitRunError;

@@ -75,6 +75,7 @@ expect 0 "1 already done" --experiments "$tmp/small.yaml" --out "$tmp/busy" --re
 # disk would fail a write): exit 1 naming the folder and the cause, no crash.
 mkdir -p "$tmp/unwritable"
 : > "$tmp/unwritable/experiments"
+: > "$tmp/unwritable/.multiverse"  # a results folder of Multiverse's (else it is refused untouched)
 expect 1 "results could not be written to $tmp/unwritable:" --experiments "$tmp/small.yaml" --out "$tmp/unwritable" --trace --resume
 
 # A misspelt command gets the nearest one; --resume and --force together are refused.

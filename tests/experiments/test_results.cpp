@@ -379,6 +379,68 @@ TEST_CASE("a folder with results is not overwritten by accident", "[experiments]
   }
 }
 
+TEST_CASE("a folder Multiverse did not write is never cleared", "[experiments][results]") {
+  // `--out .` in a folder holding a user's experiments/ folder, or another tool's summary.
+  TempDir tmp("not_ours");
+  fs::create_directories(tmp.path / "experiments");
+  std::ofstream(tmp.path / "experiments" / "mine.txt") << "precious";
+  for (const OpenMode mode : {OpenMode::kCreate, OpenMode::kOverwrite, OpenMode::kResume}) {
+    ResultsWriter writer;
+    CHECK_THROWS_WITH(writer.open(tmp.path, mode), contains("that a sweep did not write") && contains("nothing was changed"));
+  }
+  CHECK(readText(tmp.path / "experiments" / "mine.txt") == "precious");
+  CHECK_FALSE(fs::exists(tmp.path / "summary.csv"));
+  // Once Multiverse owns a folder (its marker), --force replaces what it wrote there.
+  TempDir ours("ours");
+  ResultsWriter writer;
+  writer.open(ours.path, OpenMode::kCreate);
+  CHECK(fs::exists(ours.path / ".multiverse"));
+  writer.write(fiveRecords()[0]);
+  writer.open(ours.path, OpenMode::kOverwrite);
+  CHECK_FALSE(fs::exists(ours.path / "experiments"));
+}
+
+TEST_CASE("resume matches finished experiments by id, never by name", "[experiments][results]") {
+  // An edit shifts names: gpt-a's configuration is now named gpt-b, and a new experiment
+  // (id 0xf6) takes the name gpt-a; gpt-b's old configuration left the sweep.
+  TempDir tmp("rename");
+  std::vector<ExperimentRecord> records = fiveRecords();
+  {
+    ResultsWriter writer;
+    writer.open(tmp.path, OpenMode::kCreate);
+    writer.write(records[0]);
+    writer.write(records[1]);
+  }
+  const uint64_t a = records[0].id, b = records[1].id;
+  ResultsWriter writer;
+  writer.open(tmp.path, OpenMode::kResume);
+  writer.adoptNames({{0xf6, "gpt-a"}, {a, "gpt-b"}});
+  CHECK(writer.size() == 2);
+  const auto manifest = [&](const std::string& name) {
+    return parseManifest(readText(tmp.path / "experiments" / name / "manifest.json"));
+  };
+  CHECK(manifest("gpt-b").id == a);
+  CHECK(manifest("gpt-b").name == "gpt-b");
+  const std::string aside = "gpt-b~" + formatExperimentId(b);
+  CHECK(manifest(aside).id == b);
+  CHECK_FALSE(fs::exists(tmp.path / "experiments" / "gpt-a"));
+  // The new experiment runs under gpt-a and takes nothing with it.
+  ExperimentRecord fresh = records[0];
+  fresh.id = 0xf6;
+  writer.write(fresh);
+  CHECK(writer.size() == 3);
+  CHECK(writer.isDone(a));
+  CHECK(writer.isDone(b));
+  CHECK(manifest("gpt-a").id == 0xf6);
+  CHECK(manifest("gpt-b").id == a);
+  // A second resume finds the three where they are.
+  ResultsWriter again;
+  again.open(tmp.path, OpenMode::kResume);
+  again.adoptNames({{0xf6, "gpt-a"}, {a, "gpt-b"}});
+  CHECK(again.size() == 3);
+  CHECK(readSummaries(tmp.path).csv.size() == 4);
+}
+
 TEST_CASE("a results folder is locked while one run writes it", "[experiments][results]") {
   TempDir tmp("lock");
   {
