@@ -164,7 +164,14 @@ bool isNumber(const std::string& s, double& v) {
 }  // namespace
 
 std::string escape(std::string_view raw) {
-  const std::string text = wellFormedUtf8(raw);  // an XHTML page is UTF-8 throughout
+  // An XHTML page is UTF-8 throughout, of the characters XML allows: U+FFFE and U+FFFF
+  // (well-formed UTF-8, but no XML character) become U+FFFD too.
+  std::string text = wellFormedUtf8(raw);
+  for (const char* nonchar : {"\xef\xbf\xbe", "\xef\xbf\xbf"}) {
+    for (size_t at = text.find(nonchar); at != std::string::npos; at = text.find(nonchar, at + 3)) {
+      text.replace(at, 3, "\xef\xbf\xbd");
+    }
+  }
   std::string out;
   out.reserve(text.size());
   for (const char c : text) {

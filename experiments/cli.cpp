@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <iostream>
@@ -29,6 +31,26 @@
 namespace mv {
 
 namespace {
+
+/// `--threads` held to the cores this process may use, with a note when it asked for more:
+/// threads beyond them only wait for one another (64 on 2 cores made a 0.24 s sweep take
+/// 67 s; 1024 ran out of what libgomp can start).
+int threadsWithinCores(int requested) {
+  const int cores = availableCpuCores();
+  if (requested <= cores) return requested;
+  std::cerr << "multiverse: note: --threads " << requested << ": this process may use " << cores << " core"
+            << (cores == 1 ? "" : "s") << "; running " << cores << " thread" << (cores == 1 ? "" : "s") << "\n";
+  return cores;
+}
+
+/// A CLI11 check that a real option is a finite number (its Range check lets NaN through).
+const CLI::Validator kFinite(
+    [](std::string& text) {
+      char* end = nullptr;
+      const double v = std::strtod(text.c_str(), &end);
+      return std::isfinite(v) ? std::string() : "must be a finite number, got '" + text + "'";
+    },
+    "FINITE");
 
 /// The sweep in `file` and its experiments, read into `xs` (problems into `diags`).
 Sweep readSweepExperiments(const std::filesystem::path& file, Diagnostics& diags, std::vector<TrainingExperiment>& xs) {
@@ -62,7 +84,7 @@ int runValidate(const std::filesystem::path& file, int64_t max_memory) {
   }
   if (!diags.empty()) return reportProblems(diags, file);
   const auto plural = [](uint64_t n, const char* what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); };
-  std::cout << file.string() << ": " << plural(sweep.experiments.size(), "experiment") << " ("
+  std::cout << printable(file.string()) << ": " << plural(sweep.experiments.size(), "experiment") << " ("
             << plural(sweep.combinations, "combination") << ", " << sweep.dropped << " dropped by constraints)\n"
             << "simulation memory: " << formatBytes(total) << " in all, at most " << formatBytes(largest)
             << " per experiment (" << plural(static_cast<uint64_t>(meter.builds()), "configuration")
@@ -83,20 +105,20 @@ int runExportChakra(const std::filesystem::path& file, std::filesystem::path out
   for (const TrainingExperiment& x : xs) {
     const std::filesystem::path dir = out / x.name;
     if (!force && std::filesystem::exists(dir) && !std::filesystem::is_empty(dir)) {
-      std::cerr << "multiverse: error: " << dir.string() << " holds files already (--force replaces them)\n";
+      std::cerr << "multiverse: error: " << printable(dir.string()) << " holds files already (--force replaces them)\n";
       return kExitUsageError;
     }
   }
   for (const TrainingExperiment& x : xs) {
     if (!x.chakra.empty()) {
-      std::cout << x.name << ": runs Chakra traces already (" << x.chakra << "), not exported\n";
+      std::cout << printable(x.name + ": runs Chakra traces already (" + x.chakra + "), not exported") << "\n";
       continue;
     }
     std::vector<ChakraTrace> traces;
     try {
       traces = programToChakra(trainingProgramOf(x), x.parallelism);
     } catch (const std::exception& e) {
-      std::cerr << "multiverse: error: " << x.name << ": " << printable(e.what()) << "\n";
+      std::cerr << "multiverse: error: " << printable(x.name + ": " + e.what()) << "\n";
       return kExitUsageError;
     }
     const std::filesystem::path dir = out / x.name;
@@ -110,7 +132,8 @@ int runExportChakra(const std::filesystem::path& file, std::filesystem::path out
     for (size_t r = 0; r < traces.size(); ++r) {
       writeChakraFile(dir / ("job." + std::to_string(r) + "." + format), traces[r]);
     }
-    std::cout << x.name << ": " << traces.size() << " ranks -> " << dir.string() << "/job.<rank>." << format << extra
+    std::cout << printable(x.name + ": " + std::to_string(traces.size()) + " ranks -> " + dir.string() + "/job.<rank>." +
+                           format + extra)
               << "\n";
   }
   return kExitOk;
@@ -215,6 +238,7 @@ int runCli(int argc, char** argv) {
   app.add_option("--heartbeat", sweep.heartbeat_s,
                  "Seconds between lines saying where the running batches stand (simulated time reached); 0 = none "
                  "(default 10)")
+      ->check(kFinite)
       ->check(CLI::Range(0.0, 86400.0));
   app.add_flag("--skip-infeasible", sweep.skip_infeasible,
                "Write experiments with problems (infeasible parallelism, ...) as rows of status invalid and run the rest");
@@ -304,6 +328,8 @@ int runCli(int argc, char** argv) {
   }
   try {
     app.parse(argc, argv);
+    if (sweep.threads > 0) sweep.threads = threadsWithinCores(sweep.threads);
+    if (netsim.threads > 0) netsim.threads = threadsWithinCores(netsim.threads);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

@@ -24,6 +24,7 @@
 #include "ecs/input_file.hpp"
 #include "ecs/policy.hpp"
 #include "ecs/quantity.hpp"
+#include "ecs/text.hpp"
 #include "experiments/backend.hpp"
 #include "experiments/cli.hpp"
 #include "experiments/config_reader.hpp"
@@ -89,8 +90,12 @@ net::PacketStorage storageOf(const NetsimInput& in, const net::NetworkConfig& cf
 /// packet storage, counted before anything is allocated), or "".
 std::string storageProblem(const NetsimInput& in, const Variant& v, const net::NetworkConfig& cfg) {
   const net::PacketStorage st = storageOf(in, cfg);
-  const std::string problem =
-      net::packetStorageProblem(st, net::packetStorageBytes<net::NetWorld>(st, cfg), in.memory_budget, cfg);
+  const net::NetworkLayout layout = makeNetworkLayout(in.topo, in.routing, cfg.payload_bytes);
+  std::string problem = net::intHopProblem(layout, cfg);
+  if (problem.empty()) problem = net::pfcBufferProblem(layout, cfg);
+  if (problem.empty()) {
+    problem = net::packetStorageProblem(st, net::packetStorageBytes<net::NetWorld>(st, cfg), in.memory_budget, cfg);
+  }
   return problem.empty() ? problem : "experiment '" + v.name + "': " + problem;
 }
 
@@ -124,11 +129,15 @@ NetsimInput readInput(const std::filesystem::path& yaml, int64_t budget, Diagnos
   const auto seed = static_cast<uint64_t>(r.integer("seed", 1, 0, INT64_MAX));
   in.lookahead_ps = r.has("lookahead") ? r.durationPs("lookahead", 0, 1, kMaxLatencyPs) : 0;
   if (!r.has("topology")) r.error("topology", "missing: the network to simulate");
+  const size_t before_topology = diags.items().size();
   in.topo = readTopology(r.child("topology"), dir);
+  // A topology with problems is a stand-in: its flows are checked once it is right, not
+  // against the stand-in's NICs (which gave an error per flow).
+  const bool topology_read = diags.items().size() == before_topology;
   const net::NetworkConfig base = readNetworkConfig(r.child("network"), net::NetworkConfig{});
   if (!r.has("flows")) {
     r.error("flows", "missing: a flow list file (CSV src,dst,bytes,start_us[,priority] or HPCC flow.txt)");
-  } else if (in.topo.nicCount() > 0) {
+  } else if (topology_read && in.topo.nicCount() > 0) {
     in.flows = readFlowFile(dir / r.text("flows", ""), in.topo, diags);
     if (in.flows.empty() && diags.empty()) r.error("flows", "the flow list is empty");
   }
@@ -142,8 +151,17 @@ NetsimInput readInput(const std::filesystem::path& yaml, int64_t budget, Diagnos
       r.error("topology", e.what());
     }
   }
+  // A variant's folder sits beside the files netsim writes: a name that is one of them
+  // would take its path (summary.csv as a folder left the run without a summary).
+  const auto reserved = [](const std::string& name) {
+    return name == "summary.csv" || name == "report.html" || name == ".lock" ||
+           (name.size() >= 4 && name.compare(name.size() - 4, 4, ".tmp") == 0);
+  };
+  const std::string reserved_note = " is a file netsim writes in the results folder (summary.csv, report.html, "
+                                    ".lock, *.tmp); choose another name";
   const YAML::Node list = root["experiments"];
   if (!list.IsDefined()) {
+    if (reserved(in.name)) r.error("name", "'" + in.name + "'" + reserved_note);
     in.variants.push_back(Variant{in.name, base, seed});
   } else if (!list.IsSequence() || list.size() == 0) {
     r.error("experiments", "expected a non-empty list of {name, network} variants");
@@ -161,6 +179,7 @@ NetsimInput readInput(const std::filesystem::path& yaml, int64_t budget, Diagnos
       if (!names.insert(var.name).second) {
         v.error("name", "duplicate experiment name '" + var.name + "' (names are made safe as folder names)");
       }
+      if (reserved(var.name)) v.error("name", "'" + var.name + "'" + reserved_note);
       in.variants.push_back(var);
     }
   }
@@ -521,7 +540,7 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
     batch_count += work[k].size();
   }
   if (!options.quiet) {
-    std::cout << "netsim " << in.name << ": " << in.topo.name() << ", " << in.flows.size() << " flows, " << n
+    std::cout << "netsim " << printable(in.name + ": " + in.topo.name()) << ", " << in.flows.size() << " flows, " << n
               << " experiment(s); backend " << plan.describe();
     if (batch_count > workers) {
       std::cout << "; " << batch_count << " batches to fit " << (plan.cuda ? "the GPU's memory" : "--max-memory");
@@ -580,7 +599,7 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
   }
   if (!options.quiet) {
     std::printf("  wall %.3f s, %ld steps; results in %s\n", report.wall_seconds, static_cast<long>(report.steps),
-                out.string().c_str());
+                printable(out.string()).c_str());
   }
   return kExitOk;
 }

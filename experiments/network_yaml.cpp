@@ -14,6 +14,13 @@
 
 namespace mv {
 
+namespace {
+/// The lowest rate floor a congestion control may cut a flow to, 1 Mbps: at 1 bps one
+/// packet took hours of simulated time, its CC timers ticking all along, and a small incast
+/// never finished.
+constexpr int64_t kMinCcFloorBps = 1'000'000;
+}  // namespace
+
 net::NetworkConfig readNetworkConfig(const ConfigReader& r, const net::NetworkConfig& base) {
   net::NetworkConfig c = base;
   r.allowOnly({"cc", "load_balance", "wire", "mtu", "payload", "ack_interval", "ack_high_priority", "nack_interval", "rto", "window",
@@ -77,7 +84,7 @@ net::NetworkConfig readNetworkConfig(const ConfigReader& r, const net::NetworkCo
   c.dcqcn.fast_recovery_stages = static_cast<uint32_t>(dq.integer("fast_recovery_stages", c.dcqcn.fast_recovery_stages, 0, 100));
   c.dcqcn.rai_per_25g_bps = dq.rateBps("rai_per_25g", c.dcqcn.rai_per_25g_bps, 1, kMaxRateBps);
   c.dcqcn.rhai_per_25g_bps = dq.rateBps("rhai_per_25g", c.dcqcn.rhai_per_25g_bps, 1, kMaxRateBps);
-  c.dcqcn.rmin_bps = dq.rateBps("rmin", c.dcqcn.rmin_bps, 1, kMaxRateBps);
+  c.dcqcn.rmin_bps = dq.rateBps("rmin", c.dcqcn.rmin_bps, kMinCcFloorBps, kMaxRateBps);
   c.dcqcn.clamp_target_rate = dq.boolean("clamp_target_rate", c.dcqcn.clamp_target_rate);
 
   const ConfigReader hp = r.child("hpcc");
@@ -85,7 +92,7 @@ net::NetworkConfig readNetworkConfig(const ConfigReader& r, const net::NetworkCo
   c.hpcc.eta = hp.real("eta", c.hpcc.eta, 0.01, 1.0);
   c.hpcc.max_stage = static_cast<uint32_t>(hp.integer("max_stage", c.hpcc.max_stage, 0, 100));
   c.hpcc.rai_bps = hp.rateBps("rai", c.hpcc.rai_bps, 1, kMaxRateBps);
-  c.hpcc.rmin_bps = hp.rateBps("rmin", c.hpcc.rmin_bps, 1, kMaxRateBps);
+  c.hpcc.rmin_bps = hp.rateBps("rmin", c.hpcc.rmin_bps, kMinCcFloorBps, kMaxRateBps);
   c.hpcc.base_rtt_ps = hp.durationPs("base_rtt", c.hpcc.base_rtt_ps, 1, kMaxLatencyPs);
   c.hpcc.int_multi = static_cast<uint32_t>(hp.integer("int_multi", c.hpcc.int_multi, 0, net::kMaxIntMulti));
 
@@ -93,7 +100,7 @@ net::NetworkConfig readNetworkConfig(const ConfigReader& r, const net::NetworkCo
   dc.allowOnly({"g", "rai", "rmin", "k_per_10g"});
   c.dctcp.g = dc.real("g", c.dctcp.g, 0.0, 1.0);
   c.dctcp.rai_bps = dc.rateBps("rai", c.dctcp.rai_bps, 1, kMaxRateBps);
-  c.dctcp.rmin_bps = dc.rateBps("rmin", c.dctcp.rmin_bps, 1, kMaxRateBps);
+  c.dctcp.rmin_bps = dc.rateBps("rmin", c.dctcp.rmin_bps, kMinCcFloorBps, kMaxRateBps);
   c.dctcp.k_per_10g_bytes = dc.sizeBytes("k_per_10g", c.dctcp.k_per_10g_bytes, 1, kMaxInputBytes);
   return c;
 }

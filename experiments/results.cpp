@@ -736,7 +736,9 @@ void ResultsWriter::loadManifests() {
   const std::filesystem::path root = dir_ / kExperimentsDir;
   if (!std::filesystem::is_directory(root)) return;
   for (const auto& entry : std::filesystem::directory_iterator(root)) {
-    if (!entry.is_directory()) continue;
+    // Only folders of its own: a link (to a folder elsewhere, or a loop) is never followed,
+    // so nothing outside the results folder is read or deleted.
+    if (!entry.is_directory() || entry.is_symlink()) continue;
     const std::filesystem::path manifest = entry.path() / kManifest;
     std::filesystem::remove(tempPath(manifest));
     if (!std::filesystem::exists(manifest)) continue;  // started, never finished: not done

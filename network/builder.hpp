@@ -151,6 +151,38 @@ inline std::string packetStorageProblem(const PacketStorage& st, int64_t bytes, 
          "; shorten the link delays or slow the links";
 }
 
+/// The PFC headroom of one priority at switch port `lp`: headroom_rtts times the bytes its
+/// link carries in one propagation delay.
+inline int64_t portHeadroomBytes(const LayoutPort& lp, const NetworkConfig& cfg) {
+  return cfg.pfc.headroom_rtts * bytesInTime(Picoseconds{lp.delay_ps}, BitsPerSecond{lp.rate_bps}).count;
+}
+
+/// Why `cfg.pfc.buffer` cannot serve the switches of `layout` ("" when it can): it must hold
+/// a packet per port. Without PFC the buffer is where packets drop, and a smaller one never
+/// let a flow finish (every packet dropped, retransmitted until the horizon); with PFC a
+/// 1-byte buffer queued 444 KB of reserve and headroom. (A buffer above that but below the
+/// ports' reserve and headroom is what ns-3's MMU allows too: the shared part is empty and
+/// the switch holds reserve and headroom beyond it, docs/netsim.md.)
+inline std::string pfcBufferProblem(const NetworkLayout& layout, const NetworkConfig& cfg) {
+  const int64_t packet = dataWireBytes(cfg.payload_bytes, cfg.cc, cfg.wire);
+  for (const LayoutSwitch& ls : layout.switches) {
+    const int64_t need = static_cast<int64_t>(ls.ports.size()) * packet;
+    if (cfg.pfc.buffer_bytes >= need) continue;
+    return "network.pfc.buffer: " + formatBytes(cfg.pfc.buffer_bytes) + " is less than a packet per port of switch node " +
+           std::to_string(ls.node) + " (" + formatBytes(need) + "); no flow through it would finish";
+  }
+  return "";
+}
+
+/// Why HPCC cannot run on `layout` under `cfg` ("" when it can): its packets carry an INT
+/// record of at most kMaxIntHops switches, and a longer route's bottleneck could go unseen.
+inline std::string intHopProblem(const NetworkLayout& layout, const NetworkConfig& cfg) {
+  if (cfg.cc != CcKind::kHpcc || layout.max_switch_hops <= static_cast<uint32_t>(kMaxIntHops)) return "";
+  return "network.cc hpcc: a route of this topology crosses " + std::to_string(layout.max_switch_hops) +
+         " switches, and HPCC's packets record INT of at most " + std::to_string(kMaxIntHops) +
+         " (the bottleneck of a longer path could go unseen); use dcqcn or dctcp, or a topology of fewer tiers";
+}
+
 /// What a run's pooled-storage status bits mean, with the knob that fixes each ("" when none
 /// is set).
 inline std::string pooledStorageMessage(uint32_t status) {
@@ -351,8 +383,7 @@ void buildNetwork(WorldT& world, ExpId e, const NetworkLayout& layout, const Net
       pi.delay_ps = lp.delay_ps;
       const int64_t ratio = nic_rate > 0 ? lp.rate_bps / nic_rate : 1;
       pi.pfc_shift = ratio >= 4 ? 1u : (ratio >= 2 ? 2u : 3u);
-      pi.headroom_bytes =
-          cfg.pfc.headroom_rtts * bytesInTime(Picoseconds{lp.delay_ps}, BitsPerSecond{lp.rate_bps}).count;
+      pi.headroom_bytes = portHeadroomBytes(lp, cfg);
       if (cfg.cc == CcKind::kDctcp) {
         pi.kmin_bytes = pi.kmax_bytes = static_cast<int64_t>(
             (static_cast<Int128>(cfg.dctcp.k_per_10g_bytes) * lp.rate_bps) / 10'000'000'000LL);

@@ -48,6 +48,7 @@ struct NetworkLayout {
   /// server's NICs, modulo 64), as a ring's hops between servers take; at most max_rtt_ps.
   int64_t rail_rtt_ps = 0;
   int64_t min_delay_ps = 0;     ///< shortest link propagation delay (the largest valid lookahead)
+  uint32_t max_switch_hops = 0;  ///< switches on the longest route between two NICs (INT records HPCC needs)
 };
 
 }  // namespace mv::net

@@ -92,6 +92,7 @@ net::NetworkLayout makeNetworkLayout(const Topology& topo, const Routing& routin
       const uint32_t dst = a == b ? (topo.nicCount() > 1 ? (a + 1) % topo.nicCount() : a) : b;
       if (dst == a) continue;
       const int64_t rtt = idleRtt(topo, routing, a, dst, payload_bytes);
+      layout.max_switch_hops = std::max(layout.max_switch_hops, routing.hopCount(a, dst) - 1);
       layout.max_rtt_ps = std::max(layout.max_rtt_ps, rtt);
       if (ea != eb && (rails[ea] & rails[eb]) != 0) layout.rail_rtt_ps = std::max(layout.rail_rtt_ps, rtt);
     }

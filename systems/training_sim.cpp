@@ -952,11 +952,15 @@ struct RunRows {
 };
 
 /// Throws when experiment x's packet storage cannot be held: more link-ring slots than
-/// 32-bit chunk numbers reach, or more bytes than `budget` (when positive).
+/// 32-bit chunk numbers reach, or more bytes than `budget` (when positive); or when it runs
+/// HPCC on a route longer than its INT record (net::intHopProblem).
 void checkPacketStorage(const TrainingExperiment& x, const net::NetworkLayout& layout, int64_t lookahead, int64_t budget) {
   const net::PacketStorage st = net::packetStorage(layout, x.network, lookahead);
-  const std::string problem =
-      net::packetStorageProblem(st, net::packetStorageBytes<TrainWorld>(st, x.network), budget, x.network);
+  std::string problem = net::intHopProblem(layout, x.network);
+  if (problem.empty()) problem = net::pfcBufferProblem(layout, x.network);
+  if (problem.empty()) {
+    problem = net::packetStorageProblem(st, net::packetStorageBytes<TrainWorld>(st, x.network), budget, x.network);
+  }
   if (!problem.empty()) throw TrainingError("experiment '" + x.name + "': " + problem);
 }
 
@@ -1256,8 +1260,8 @@ std::vector<std::string> checkTrainingExperiment(const TrainingExperiment& x) {
     out.push_back("network.link_bin: links are recorded at packet fidelity only (network.fidelity: packet)");
   }
   if (x.collectives.step_latency.ps < kMinStepLatencyPs) {
-    out.push_back("collectives.step_latency: must be at least " + std::to_string(kMinStepLatencyPs) +
-                  " ps (the step is half of it, and at least 1 ps)");
+    out.push_back("collectives.step_latency: must be at least " + formatDuration(kMinStepLatencyPs) +
+                  " (the step is half of it, and at least 1 ns)");
   }
   if (x.collectives.channels > kMaxRingChannels) {
     out.push_back("collectives.channels: must be 1.." + std::to_string(kMaxRingChannels) + " (0 = auto)");

@@ -48,9 +48,10 @@ enum class CollectiveAlgorithm : uint8_t {
 /// Most channels a ring may have (collectives.channels), as NCCL's MAXCHANNELS.
 inline constexpr uint32_t kMaxRingChannels = 64;
 
-/// The shortest step latency: the step Δ is at most half of it (training.md), and a step
-/// shorter than 1 ps would never advance the clock.
-inline constexpr int64_t kMinStepLatencyPs = 2;
+/// The shortest step latency, 2 ns: the step Δ is at most half of it (training.md), so at
+/// least 1 ns, as the shortest link delay keeps it. A step of 0 ps never advanced the clock,
+/// and one of 1 ps made a small packet-level job take minutes (every row pass once per ps).
+inline constexpr int64_t kMinStepLatencyPs = 2'000;
 
 struct CollectiveAlgorithms {
   CollectiveAlgorithm all_reduce = CollectiveAlgorithm::kAuto;

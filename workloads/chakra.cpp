@@ -473,6 +473,25 @@ void setMetadata(const pb::GlobalMetadata& metadata, ChakraTrace& trace) {
   for (const pb::AttributeProto& a : metadata.attr()) trace.metadata.push_back(fromProto(a));
 }
 
+/// The name under which `j` (a message of type `d` in protobuf's JSON mapping) writes a field
+/// twice, as its proto name and its JSON name (duration_micros and durationMicros: protobuf's
+/// parser keeps the last), in it or a message inside it; "" when none.
+std::string fieldWrittenTwice(const Json& j, const google::protobuf::Descriptor* d) {
+  if (!j.is_object()) return "";
+  for (int i = 0; i < d->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* f = d->field(i);
+    const bool proto = j.contains(f->name());
+    const bool camel = f->json_name() != f->name() && j.contains(f->json_name());
+    if (proto && camel) return f->name() + "' and '" + f->json_name();
+    if (f->message_type() == nullptr || (!proto && !camel)) continue;
+    const Json& v = j.at(proto ? f->name() : f->json_name());
+    for (const Json& item : v.is_array() ? v : Json::array({v})) {
+      if (std::string twice = fieldWrittenTwice(item, f->message_type()); !twice.empty()) return twice;
+    }
+  }
+  return "";
+}
+
 /**
  * Chakra's jsonizer form: the GlobalMetadata message, then one Node message per node, each
  * in protobuf's JSON mapping (camelCase or proto names, 64-bit integers as strings or
@@ -482,6 +501,16 @@ void setMetadata(const pb::GlobalMetadata& metadata, ChakraTrace& trace) {
 ChakraTrace decodeMessageStream(const std::vector<std::string>& messages, std::string_view source) {
   const std::string name = source.empty() ? "Chakra trace" : std::string(source);
   auto parse = [&](const std::string& json, Message& message, size_t k) {
+    // Keys written twice, as the one-document form refuses them (readers differ on which wins).
+    const std::string at = name + ": JSON message #" + std::to_string(k);
+    try {
+      const std::string twice = fieldWrittenTwice(parseOrderedJsonInput(json), message.GetDescriptor());
+      if (!twice.empty()) {
+        throw WorkloadError(at + ": '" + twice + "' are one field written twice (readers differ on which wins)");
+      }
+    } catch (const JsonInputError& e) {
+      if (!e.syntax()) throw WorkloadError(at + ": " + e.what());  // syntax errors: protobuf's message below
+    }
     captureProtobufLog();
     google::protobuf::util::JsonParseOptions options;
     options.ignore_unknown_fields = true;  // as the binary form skips them

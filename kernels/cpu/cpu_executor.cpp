@@ -15,6 +15,8 @@ namespace mv {
 
 int defaultCpuThreads() { return omp_get_max_threads(); }
 
+int availableCpuCores() { return omp_get_num_procs(); }
+
 int threadsForLoad(int want, int cores, int runnable_others) {
   return std::max(1, std::min(want, cores - std::max(runnable_others, 0)));
 }

@@ -60,6 +60,9 @@ RunReport reportRun(const WV& world, int64_t steps, std::chrono::steady_clock::t
 /// Number of hardware threads OpenMP would use by default.
 int defaultCpuThreads();
 
+/// Cores this process may run on (its affinity mask: omp_get_num_procs).
+int availableCpuCores();
+
 /// Threads for a region that yields to load: `want`, or fewer when the machine's other
 /// runnable threads leave fewer of its `cores` free, and at least 1.
 int threadsForLoad(int want, int cores, int runnable_others);

@@ -74,14 +74,51 @@ expect_cmd 0 "results in $tmp/net" run netsim "$tmp/net.yaml" --out "$tmp/net" -
 sed -i '2s/^\([^,]*\),\([^,]*\),[^,]*/\1,\2,inf/' "$tmp/net/net/queues.csv"
 expect_cmd 2 "queues.csv: row 1, column 'max_bytes': 'inf' is not a finite number" run report "$tmp/net"
 
-# 3. Hangs from legal values: a 1 ps step latency (a step of 0 ps), a DP bucket of one
-#    parameter (millions of buckets).
+# 3. Hangs from legal values: a 1 ps step latency (a step of 0 ps), a 2 ps one (a step of
+#    1 ps: minutes), a DP bucket of one parameter (millions of buckets), PFC buffers that
+#    hold no packet, HPCC on routes longer than its INT record.
 small "  collectives: {step_latency: 1ps}" "$tmp/step.yaml"
-expect_cmd 2 "collectives.step_latency: 1ps is out of range [2ps, 1s]" run validate "$tmp/step.yaml"
+expect_cmd 2 "collectives.step_latency: 1ps is out of range [2ns, 1s]" run validate "$tmp/step.yaml"
+small "  collectives: {step_latency: 2ps}" "$tmp/step2.yaml"
+expect_cmd 2 "collectives.step_latency: 2ps is out of range [2ns, 1s]" run validate "$tmp/step2.yaml"
 sed 's/parallelism: {dp: 4}/parallelism: {dp: 4, dp_bucket: 1}/' "$tmp/ok.yaml" > "$tmp/bucket.yaml"
 expect_cmd 2 "DP buckets, more than the 1048576 tasks a stage's program may hold" run validate "$tmp/bucket.yaml"
 
-# 4. A text value that is not UTF-8 is refused at validate, before anything runs.
+printf 'topology: {kind: star, nics: 3}\nnetwork: {pfc: {buffer: 1B}}\nflows: flows.csv\n' > "$tmp/buf.yaml"
+expect_cmd 2 "network.pfc.buffer: 1 B is less than a packet per port of switch node 3" run netsim "$tmp/buf.yaml" --out "$tmp/buf"
+printf 'topology: {kind: star, nics: 3}\nnetwork: {pfc: {buffer: 1000B, enabled: false}}\nflows: flows.csv\n' \
+  > "$tmp/buf_nopfc.yaml"
+expect_cmd 2 "no flow through it would finish" run netsim "$tmp/buf_nopfc.yaml" --out "$tmp/buf"
+printf 'topology: {kind: star, nics: 3}\nnetwork: {dcqcn: {rmin: 1bps}}\nflows: flows.csv\n' > "$tmp/rmin.yaml"
+expect_cmd 2 "network.dcqcn.rmin: 1bps is out of range [1Mbps, 100Tbps]" run netsim "$tmp/rmin.yaml" --out "$tmp/rmin"
+# A chain of six switches: HPCC's INT record holds five.
+{ printf '8 6 7\n2 3 4 5 6 7\n0 2 100Gbps 0.001ms 0\n'
+  for s in 2 3 4 5 6; do printf '%d %d 100Gbps 0.001ms 0\n' "$s" $((s + 1)); done
+  printf '7 1 100Gbps 0.001ms 0\n'; } > "$tmp/chain.txt"
+printf 'topology: {kind: file, path: chain.txt}\nnetwork: {cc: hpcc}\nflows: flow01.csv\n' > "$tmp/chain.yaml"
+printf 'src,dst,bytes,start_us\n0,1,10000,0\n' > "$tmp/flow01.csv"
+expect_cmd 2 "a route of this topology crosses 6 switches, and HPCC's packets record INT of at most 5" \
+  run netsim "$tmp/chain.yaml" --out "$tmp/chain"
+sed -i 's/hpcc/dcqcn/' "$tmp/chain.yaml"
+expect_cmd 0 "results in $tmp/chain" run netsim "$tmp/chain.yaml" --out "$tmp/chain"
+
+# 4. Results lost: a user's experiments/ folder is never cleared, a link in a results folder
+#    is never followed, a netsim variant cannot take the summary's path.
+mkdir -p "$tmp/project/experiments"
+echo precious > "$tmp/project/experiments/notes.txt"
+expect_cmd 2 "that a sweep did not write" env -C "$tmp/project" "$exe" --experiments "$tmp/ok.yaml" --out . --force
+[ "$(cat "$tmp/project/experiments/notes.txt")" = precious ] || { echo "FAIL: --force cleared a user's folder"; fail=1; }
+mkdir -p "$tmp/victim"
+echo keep > "$tmp/victim/manifest.json.tmp"
+ln -s "$tmp/victim" "$tmp/resume/experiments/link"
+rm -f "$tmp/resume/experiments/x/manifest.json"
+expect_cmd 0 "results in $tmp/resume" run --experiments "$tmp/ok.yaml" --out "$tmp/resume" --resume
+[ -f "$tmp/victim/manifest.json.tmp" ] || { echo "FAIL: --resume deleted a file through a link"; fail=1; }
+printf 'topology: {kind: star, nics: 3}\nflows: flows.csv\nexperiments:\n  - {name: summary.csv}\n  - {name: b}\n' \
+  > "$tmp/reserved.yaml"
+expect_cmd 2 "experiments[0].name: 'summary.csv' is a file netsim writes" run netsim "$tmp/reserved.yaml" --out "$tmp/r"
+
+# A text value that is not UTF-8 is refused at validate, before anything runs.
 small "" "$tmp/latin1.yaml"
 sed -i "s/name: \"x\"/name: \"x\"\n  workload: {model: {layers: 2, hidden: 256, heads: 4, vocab: 512, seq: 256, name: \"caf$(printf '\351')\"}, global_batch: 4}/" \
   "$tmp/latin1.yaml"
@@ -103,6 +140,21 @@ else
 fi
 expect_cmd 0 "report: $tmp/ctrl/report.html" run report "$tmp/ctrl"
 well_formed "$tmp/ctrl/report.html"
+# U+FFFE and U+FFFF are UTF-8 but no XML characters.
+small "" "$tmp/nonchar.yaml"
+printf 'sweep: {workload.model.name: ["a\\uFFFEb", "c\\uFFFFd"]}\n' >> "$tmp/nonchar.yaml"
+sed -i 's/name: "x"/name: "x{workload.model.name}"/' "$tmp/nonchar.yaml"
+expect_cmd 0 "results in $tmp/nonchar" run --experiments "$tmp/nonchar.yaml" --out "$tmp/nonchar" --threads 1
+expect_cmd 0 "report: $tmp/nonchar/report.html" run report "$tmp/nonchar"
+well_formed "$tmp/nonchar/report.html"
+# A topology path with control characters, printed by netsim's first line.
+cp "$tmp/chain.txt" "$tmp/$(printf 't\033]0;pwn\007.txt')"
+printf 'topology: {kind: file, path: "t\\e]0;pwn\\a.txt"}\nflows: flow01.csv\n' > "$tmp/ctrl_net.yaml"
+if run netsim "$tmp/ctrl_net.yaml" --out "$tmp/ctrl_net" 2>&1 | grep -q $'[\x1b\a]'; then
+  echo "FAIL: netsim printed a control character of its topology's path"; fail=1
+else
+  echo "ok: netsim's output escapes its topology's path"
+fi
 
 # 6. A byte-order mark (as Windows editors write) is skipped; a header key written twice in
 #    an AICB file is refused.
@@ -119,4 +171,9 @@ base:
   cluster: {gpu: h100, gpus: 16, gpus_per_server: 8, nics_per_server: 8}
 YAML
 expect_cmd 2 "header key 'ep' written twice" run validate "$tmp/twice.yaml"
+
+# 7. Cost cliffs: more threads than cores run as many threads as cores, with a note; a NaN
+#    heartbeat is refused.
+expect_cmd 0 "--threads 1024: this process may use" run --experiments "$tmp/ok.yaml" --out "$tmp/threads" --threads 1024
+expect_cmd 2 "--heartbeat: must be a finite number, got 'nan'" run --experiments "$tmp/ok.yaml" --out "$tmp/hb" --heartbeat nan
 exit $fail

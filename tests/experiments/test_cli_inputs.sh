@@ -228,7 +228,7 @@ expect 2 "its packet storage would take" --experiments "$tmp/sweep_long.yaml" --
 [ ! -e "$tmp/lim_run" ] || { echo "FAIL: a refused sweep created its results folder"; fail=1; }
 expect 2 "needs" validate "$tmp/small.yaml" --max-memory 1KiB
 sed 's/global_batch: 4}/global_batch: 4}\n  collectives: {step_latency: 2s}/' "$tmp/small.yaml" > "$tmp/latency.yaml"
-expect 2 "latency.yaml:3: collectives.step_latency: 2s is out of range [2ps, 1s]" validate "$tmp/latency.yaml"
+expect 2 "latency.yaml:3: collectives.step_latency: 2s is out of range [2ns, 1s]" validate "$tmp/latency.yaml"
 
 # A small file of nested aliases ("billion laughs") is refused before anything follows
 # them (it ran for minutes and took 9 GB); a sweep keeping more than 100,000 experiments is

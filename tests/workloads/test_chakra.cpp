@@ -770,6 +770,21 @@ TEST_CASE("Chakra's jsonizer form: protobuf JSON messages one after another", "[
              StartsWith("j.json: invalid JSON"));
   CHECK(errorOf([&] { decodeChakraJson(R"({"nodes": )" + deep + "}", "j.json"); }) ==
         "j.json: JSON nested deeper than 64 levels");
+  // Keys written twice in the jsonizer form, as one name or as a field's two names (protobuf
+  // reads both and keeps the last), at the top or inside an attribute.
+  CHECK(errorOf([] {
+          decodeChakraJson(R"({"version": "1"} {"id": 1, "type": "COMP_NODE", "id": 2})", "j.json");
+        }) == "j.json: JSON message #1: key 'id' written twice in one JSON object (readers differ on which one wins; "
+              "remove one)");
+  CHECK(errorOf([] {
+          decodeChakraJson(R"({"version": "1"} {"id": 1, "durationMicros": 5, "duration_micros": 7000})", "j.json");
+        }) == "j.json: JSON message #1: 'duration_micros' and 'durationMicros' are one field written twice (readers "
+              "differ on which wins)");
+  CHECK_THAT(errorOf([] {
+               decodeChakraJson(R"({"version": "1"} {"id": 1, "attr": [{"name": "a", "int64Val": 1, "int64_val": 2}]})",
+                                "j.json");
+             }),
+             Contains("'int64_val' and 'int64Val' are one field written twice"));
   // Not a sequence of objects: the JSON syntax error as before.
   CHECK_THAT(errorOf([] { decodeChakraJson(R"({"nodes": [}] )", "j.json"); }), StartsWith("j.json: invalid JSON"));
 }
