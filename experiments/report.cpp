@@ -540,8 +540,8 @@ std::string targetProblem(const fs::path& dir, const fs::path& target) {
   }
   const fs::path results = fs::weakly_canonical(dir);
   const fs::path page = fs::weakly_canonical(target);
-  const auto [end, at] = std::mismatch(results.begin(), results.end(), page.begin(), page.end());
-  if (end == results.end() && page.extension() != ".html") {
+  const bool inside = std::mismatch(results.begin(), results.end(), page.begin(), page.end()).first == results.end();
+  if (inside && page.extension() != ".html") {
     return target.string() + " is inside the results folder and not an .html page: it could be one of the "
                              "report's inputs (name the page *.html, or write it elsewhere)";
   }
