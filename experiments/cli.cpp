@@ -62,7 +62,7 @@ Sweep readSweepExperiments(const std::filesystem::path& file, Diagnostics& diags
 /// Prints every problem of `file` and their count; the exit code of a bad input.
 int reportProblems(const Diagnostics& diags, const std::filesystem::path& file) {
   std::cerr << diags.format() << "multiverse: " << diags.items().size() << " problem"
-            << (diags.items().size() == 1 ? "" : "s") << " in " << file.string() << "\n";
+            << (diags.items().size() == 1 ? "" : "s") << " in " << printable(file.string()) << "\n";
   return kExitUsageError;
 }
 
@@ -319,7 +319,7 @@ int runCli(int argc, char** argv) {
     const std::string word = argv[1];
     if (std::find(commands.begin(), commands.end(), word) == commands.end()) {
       const std::string hint = nearestKey(word, commands);
-      std::cerr << "multiverse: error: unknown command '" << word << "'"
+      std::cerr << "multiverse: error: unknown command '" << printable(word) << "'"
                 << (hint.empty() ? " (commands: " + listed + "; a sweep runs with --experiments FILE)"
                                  : " (did you mean '" + hint + "'?)")
                 << "\nRun 'multiverse --help' for the options.\n";

@@ -93,6 +93,7 @@ std::string storageProblem(const NetsimInput& in, const Variant& v, const net::N
   const net::NetworkLayout layout = makeNetworkLayout(in.topo, in.routing, cfg.payload_bytes);
   std::string problem = net::intHopProblem(layout, cfg);
   if (problem.empty()) problem = net::pfcBufferProblem(layout, cfg);
+  if (problem.empty()) problem = net::rtoProblem(layout, cfg);
   if (problem.empty()) {
     problem = net::packetStorageProblem(st, net::packetStorageBytes<net::NetWorld>(st, cfg), in.memory_budget, cfg);
   }
@@ -517,9 +518,25 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
   }
   const std::filesystem::path out = options.out.empty() ? std::filesystem::path("results") / in.name : options.out;
   const FolderLock lock(out);  // throws FolderBusy when another run writes there: exit 1
+  // A folder netsim wrote carries its marker (or, written before the marker, its summary's
+  // header); --force replaces only such a folder's results, never a sweep's or a user's.
+  const std::filesystem::path marker = out / ".multiverse-netsim";
+  if (std::filesystem::exists(out / ".multiverse")) {
+    std::cerr << "multiverse: " << printable(out.string())
+              << " holds a sweep's results (.multiverse); nothing was changed: choose another output folder\n";
+    return kExitUsageError;
+  }
   if (std::filesystem::exists(out / "summary.csv")) {
+    std::ifstream summary(out / "summary.csv");
+    std::string header;
+    std::getline(summary, header);
+    if (!std::filesystem::exists(marker) && header.rfind("experiment,cc,load_balance,", 0) != 0) {
+      std::cerr << "multiverse: " << printable(out.string())
+                << " holds a summary.csv netsim did not write; nothing was changed: choose another output folder\n";
+      return kExitUsageError;
+    }
     if (!options.force) {
-      std::cerr << "multiverse: " << out.string()
+      std::cerr << "multiverse: " << printable(out.string())
                 << " already holds netsim results (summary.csv); use --force to replace them, or choose another "
                    "output folder\n";
       return kExitUsageError;
@@ -527,6 +544,8 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
     std::filesystem::remove(out / "summary.csv");
     for (const Variant& v : in.variants) std::filesystem::remove_all(out / v.name);
   }
+  writeFileAtomically(marker, "multiverse netsim results: summary.csv and the variants' folders; --force replaces "
+                              "them (docs/netsim.md)\n");
   const Routing& routing = in.routing;
   const auto workers = static_cast<uint32_t>(plan.workers());
   // Each worker's variants, in batches that fit its device (one batch on the CPU).
@@ -573,7 +592,7 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
     for (const NetsimWorld& w : batches) {
       if (w.error.empty()) continue;
       std::cerr << "multiverse: a batch of netsim variants stopped: " << w.error
-                << " (the results of the variants that finished are in " << out.string() << ")\n";
+                << " (the results of the variants that finished are in " << printable(out.string()) << ")\n";
       stopped = true;
     }
   }
@@ -594,7 +613,7 @@ int runNetsim(const std::filesystem::path& yaml, const NetsimOptions& options) {
       why += (why.empty() ? "" : "; ") + net::NetWorld::statusMessage(report.status & ~net::kStatusPacketPool, "network");
     }
     std::cerr << "multiverse: the simulation stopped: " << why
-              << " (the results of the experiments that finished before are in " << out.string() << ")\n";
+              << " (the results of the experiments that finished before are in " << printable(out.string()) << ")\n";
     return kExitRunError;
   }
   if (!options.quiet) {

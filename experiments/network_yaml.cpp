@@ -255,8 +255,14 @@ std::vector<FlowLine> readFlowFile(const std::filesystem::path& path, const Topo
       return flows;
     }
   } else {
-    if (lines.empty() || !parseNumber(fieldsOf(lines[0], false).empty() ? std::string() : fieldsOf(lines[0], false)[0], announced)) {
+    const std::vector<std::string> count = lines.empty() ? std::vector<std::string>() : fieldsOf(lines[0], false);
+    if (count.empty() || !parseNumber(count[0], announced)) {
       fail(0, "expected the number of flows on the first line (HPCC flow.txt) or a CSV header");
+      return flows;
+    }
+    // ns-3 reads the file as one stream of tokens: a second one here would be its first flow's.
+    if (count.size() > 1) {
+      fail(0, "unexpected token '" + count[1] + "' after the flow count (ns-3 would read it as the first flow's source)");
       return flows;
     }
   }
@@ -271,7 +277,8 @@ std::vector<FlowLine> readFlowFile(const std::filesystem::path& path, const Topo
            (f.size() == 4 || parseNumber(f[4], fl.prio));
     } else {
       ok = f.size() == 6 && parseNumber(f[0], fl.src) && parseNumber(f[1], fl.dst) && parseNumber(f[2], fl.prio) &&
-           parseNumber(f[3], fl.dport) && parseNumber(f[4], fl.bytes) && parseStart(f[5], "s", fl.start_ps);
+           parseNumber(f[3], fl.dport) && fl.dport <= 65535 && parseNumber(f[4], fl.bytes) &&
+           parseStart(f[5], "s", fl.start_ps);
     }
     if (!ok) {
       fail(i, "malformed flow '" + lines[i] + "'");

@@ -577,7 +577,7 @@ int runReport(const fs::path& dir, const fs::path& out) {
     std::cerr << "multiverse: error: " << printable(e.what()) << "\n";
     return kExitRunError;
   }
-  std::cout << "report: " << target.string() << "\n";
+  std::cout << "report: " << printable(target.string()) << "\n";
   return kExitOk;
 }
 

@@ -762,24 +762,27 @@ void ResultsWriter::loadManifests() {
   }
 }
 
-void ResultsWriter::adoptNames(const std::vector<std::pair<uint64_t, std::string>>& current) {
-  std::unordered_map<uint64_t, std::string> name_of;
+void ResultsWriter::adoptNames(const std::vector<Current>& current) {
+  std::unordered_map<uint64_t, const Current*> now;
   std::unordered_map<std::string, uint64_t> id_of;
-  for (const auto& [id, name] : current) {
-    name_of[id] = name;
-    id_of[name] = id;
+  for (const Current& c : current) {
+    now[c.id] = &c;
+    id_of[c.name] = c.id;
   }
   struct Move {
     uint64_t id;
     std::string from, to;
+    uint64_t index;
   };
   std::vector<Move> moves;
   for (const auto& [key, row] : rows_) {
     const ExperimentRecord& r = row.record;
-    if (const auto it = name_of.find(r.id); it != name_of.end()) {
-      if (it->second != r.name) moves.push_back({r.id, r.name, it->second});
+    if (const auto it = now.find(r.id); it != now.end()) {
+      if (it->second->name != r.name || it->second->index != r.index) {
+        moves.push_back({r.id, r.name, it->second->name, it->second->index});
+      }
     } else if (const auto taken = id_of.find(r.name); taken != id_of.end() && taken->second != r.id) {
-      moves.push_back({r.id, r.name, r.name + "~" + formatExperimentId(r.id)});
+      moves.push_back({r.id, r.name, r.name + "~" + formatExperimentId(r.id), r.index});
     }
   }
   if (moves.empty()) return;
@@ -798,6 +801,7 @@ void ResultsWriter::adoptNames(const std::vector<std::pair<uint64_t, std::string
     std::filesystem::rename(aside(m), root / m.to);
     ExperimentRecord record = rows_.at(rows_by_id_.at(m.id)).record;
     record.name = m.to;
+    record.index = m.index;
     writeFileAtomically(root / m.to / kManifest, manifestJson(record));
     removeRow(m.id);
     addRow(std::move(record), true);

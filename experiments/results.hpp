@@ -140,15 +140,22 @@ class ResultsWriter {
   /// files in it are left alone. kResume throws when a manifest cannot be read.
   void open(const std::filesystem::path& dir, OpenMode mode);
 
+  /// An experiment of the sweep as it is now.
+  struct Current {
+    uint64_t id = 0;
+    std::string name;
+    uint64_t index = 0;  ///< its position in the sweep
+  };
+
   /**
-   * After kResume: the experiments of the sweep now, (id, name). Results are matched by id,
-   * never by name: a finished result whose experiment now has another name moves to that
-   * name's folder (manifest rewritten with it), and one of an experiment no longer in the
+   * After kResume: the experiments of the sweep now. Results are matched by id, never by
+   * name: a finished result whose experiment now has another name or position moves to that
+   * name's folder and place in the summaries (manifest rewritten with them), and one of an experiment no longer in the
    * sweep whose folder a current experiment's name takes moves aside to "<name>~<id>". So no
    * kept result is dropped from the summaries or has its manifest overwritten by another
    * experiment's (a suffix -2 moving to another configuration after an edit did both).
    */
-  void adoptNames(const std::vector<std::pair<uint64_t, std::string>>& current);
+  void adoptNames(const std::vector<Current>& current);
 
   /// Whether experiment `id` has completed (in this run or, after kResume, an earlier one).
   bool isDone(uint64_t id) const { return rows_by_id_.contains(id); }

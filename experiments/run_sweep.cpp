@@ -546,7 +546,7 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
     return kExitUsageError;
   }
   if (jobs.empty()) {
-    if (shard.root()) std::cerr << file.string() << ": every combination was dropped by the constraints\n";
+    if (shard.root()) std::cerr << printable(file.string()) << ": every combination was dropped by the constraints\n";
     return kExitUsageError;
   }
 
@@ -560,8 +560,8 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
       lock.emplace(out);
       writer.open(out, options.resume ? OpenMode::kResume : options.force ? OpenMode::kOverwrite : OpenMode::kCreate);
       if (options.resume) {
-        std::vector<std::pair<uint64_t, std::string>> current;
-        for (const Job& j : jobs) current.emplace_back(j.x.id, j.x.name);
+        std::vector<ResultsWriter::Current> current;
+        for (const Job& j : jobs) current.push_back({j.x.id, j.x.name, j.index});
         writer.adoptNames(current);
       }
     } catch (const FolderBusy& e) {
@@ -615,14 +615,14 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
   Progress progress(std::cout, detectProgressStyle(STDOUT_FILENO, options.quiet || !shard.root()), jobs.size(),
                     done_before);
   if (shard.root() && !options.quiet) {
-    std::cout << "multiverse: " << jobs.size() << " experiment(s) from " << file.string();
+    std::cout << "multiverse: " << jobs.size() << " experiment(s) from " << printable(file.string());
     if (done_before > 0) std::cout << ", " << done_before << " already done";
     if (shard.size() > 1) std::cout << ", over " << shard.size() << " MPI ranks";
     std::cout << "; backend " << plan.describe() << "; " << (shard.size() > 1 ? "rank 0 runs " : "") << batch_count
               << " batch" << (batch_count == 1 ? "" : "es");
     if (batch_size > 0) std::cout << " of at most " << batch_size << " experiment" << (batch_size == 1 ? "" : "s");
     if (!invalid.empty()) std::cout << "; " << invalid.size() << " invalid, not run (--skip-infeasible)";
-    std::cout << "; results in " << out.string() << "\n";
+    std::cout << "; results in " << printable(out.string()) << "\n";
   }
 
   bool failed = false;
@@ -733,7 +733,7 @@ int runSweep(const std::filesystem::path& file, const SweepOptions& options) {
   }
   for (std::thread& t : threads) t.join();
   if (!write_error.empty()) {
-    std::cerr << "multiverse: results could not be written to " << out.string() << ": " << write_error
+    std::cerr << "multiverse: results could not be written to " << printable(out.string()) << ": " << printable(write_error)
               << "; stopped (the results written before are kept: run again with --resume)\n";
     if (shard.root()) {
       shard.receive(true, [](const ExperimentRecord&) {});  // other ranks finish and are not left waiting

@@ -953,11 +953,22 @@ struct RunRows {
 
 /// Throws when experiment x's packet storage cannot be held: more link-ring slots than
 /// 32-bit chunk numbers reach, or more bytes than `budget` (when positive); or when it runs
-/// HPCC on a route longer than its INT record (net::intHopProblem).
+/// HPCC on a route longer than its INT record (net::intHopProblem), a PFC buffer that holds no
+/// packet per port, or link bins shorter than the step.
 void checkPacketStorage(const TrainingExperiment& x, const net::NetworkLayout& layout, int64_t lookahead, int64_t budget) {
   const net::PacketStorage st = net::packetStorage(layout, x.network, lookahead);
   std::string problem = net::intHopProblem(layout, x.network);
   if (problem.empty()) problem = net::pfcBufferProblem(layout, x.network);
+  if (problem.empty()) problem = net::rtoProblem(layout, x.network);
+  // Each step closes lookahead / link_bin bins per link, all sized for up front: a 1 ps bin
+  // under a 1 µs step took gigabytes before the memory budget was checked.
+  constexpr int64_t kMaxBinsPerStep = 64;
+  if (problem.empty() && x.network.link_bin_ps > 0 && x.network.link_bin_ps * kMaxBinsPerStep < lookahead) {
+    problem = "network.link_bin: " + formatDuration(x.network.link_bin_ps) + " is shorter than 1/" +
+              std::to_string(kMaxBinsPerStep) + " of the step (" + formatDuration(lookahead) +
+              ": the shortest link delay, or half the step latency); a step closes at most " +
+              std::to_string(kMaxBinsPerStep) + " bins per link";
+  }
   if (problem.empty()) {
     problem = net::packetStorageProblem(st, net::packetStorageBytes<TrainWorld>(st, x.network), budget, x.network);
   }

@@ -10,6 +10,7 @@
 
 #include "ecs/input_file.hpp"
 #include "ecs/json_input.hpp"
+#include "ecs/text.hpp"
 
 namespace mv {
 
@@ -117,7 +118,7 @@ std::optional<CommKind> megatronGroup(const ChakraNode& n) {
 /// The collective's group kind from its process-group name ("dp" when absent).
 CommKind groupKind(const ChakraTrace& trace, const ChakraNode& n) {
   if (const std::optional<CommKind> k = megatronGroup(n)) return *k;
-  fail(trace, n, "unknown process group '" + std::string(*n.pgName()) + "' (expected dp, ep or expert_dp)");
+  fail(trace, n, "unknown process group '" + printable(*n.pgName()) + "' (expected dp, ep or expert_dp)");
 }
 
 CollectiveOp collectiveOf(const ChakraTrace& trace, const ChakraNode& n) {
@@ -468,7 +469,7 @@ const std::string& communicatorOf(const ChakraTrace& trace, const ChakraNode& n,
   if (!name || groups.empty()) return world;
   const auto it = groups.find(*name);
   if (it == groups.end()) {
-    fail(trace, n, "process group '" + std::string(*name) + "' is not among the communicator groups");
+    fail(trace, n, "process group '" + printable(*name) + "' is not among the communicator groups");
   }
   return it->first;
 }
@@ -494,12 +495,12 @@ uint32_t peerOf(const ChakraTrace& trace, const ChakraNode& n, uint32_t rank, co
   const auto it = groups.find(*name);
   if (it == groups.end()) {
     fail(trace, n,
-         missing + ", and its process group '" + std::string(*name) + "' is not among the communicator groups");
+         missing + ", and its process group '" + printable(*name) + "' is not among the communicator groups");
   }
   const std::vector<uint32_t>& members = it->second;
   if (members.size() != 2 || std::find(members.begin(), members.end(), rank) == members.end()) {
     fail(trace, n,
-         missing + ", and its process group '" + std::string(*name) + "' (ranks " + rankList(members) +
+         missing + ", and its process group '" + printable(*name) + "' (ranks " + rankList(members) +
              ") is not a pair holding rank " + std::to_string(rank) + ", so the peer is unknown");
   }
   return members[0] == rank ? members[1] : members[0];
@@ -534,7 +535,7 @@ CommGroups readCommGroups(const std::filesystem::path& path, uint32_t ranks) {
   for (const auto& item : root.items()) {
     const std::string& name = item.key();
     const nlohmann::json& list = item.value();
-    auto bad = [&](const std::string& what) { throw WorkloadError(file + ": group '" + name + "': " + what); };
+    auto bad = [&](const std::string& what) { throw WorkloadError(file + ": group '" + printable(name) + "': " + what); };
     if (name.empty()) throw WorkloadError(file + ": a group with an empty name");
     if (!list.is_array() || list.empty()) bad("expected a non-empty list of ranks");
     std::vector<uint32_t> members;
@@ -681,7 +682,7 @@ TrainingProgram programFromRankTraces(const TraceSource& trace_of, uint32_t rank
       const auto pos = std::find(members.begin(), members.end(), r);
       if (pos == members.end()) {
         throw WorkloadError(sources[r] + ": node " + std::to_string(stages[r].node_ids[task]) +
-                            ": a collective of process group '" + *group + "' (ranks " + rankList(members) +
+                            ": a collective of process group '" + printable(*group) + "' (ranks " + rankList(members) +
                             "), which rank " + std::to_string(r) + " is not in");
       }
       lists[static_cast<size_t>(pos - members.begin())].push_back(task);
@@ -689,7 +690,7 @@ TrainingProgram programFromRankTraces(const TraceSource& trace_of, uint32_t rank
   }
   for (auto& [group, lists] : by_group) {
     const std::vector<uint32_t>& members = group == &world ? everyone : groups.find(*group)->second;
-    const std::string label = group == &world ? "every rank's collectives" : "process group '" + *group + "'";
+    const std::string label = group == &world ? "every rank's collectives" : "process group '" + printable(*group) + "'";
     for (size_t m = 0; m < members.size(); ++m) {
       if (lists[m].size() != lists[0].size()) {
         throw WorkloadError(sources[members[m]] + ": " + std::to_string(lists[m].size()) + " collectives of " + label +

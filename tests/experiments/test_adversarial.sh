@@ -102,6 +102,16 @@ expect_cmd 2 "a route of this topology crosses 6 switches, and HPCC's packets re
 sed -i 's/hpcc/dcqcn/' "$tmp/chain.yaml"
 expect_cmd 0 "results in $tmp/chain" run netsim "$tmp/chain.yaml" --out "$tmp/chain"
 
+printf 'topology: {kind: star, nics: 3}\nnetwork: {rto: 1ps}\nflows: flows.csv\n' > "$tmp/rto.yaml"
+expect_cmd 2 "network.rto: 1ps is shorter than the topology's longest idle round trip" run netsim "$tmp/rto.yaml" --out "$tmp/rto"
+small "" "$tmp/bins.yaml"
+sed -i 's/gpus_per_server: 4, nics_per_server: 4}/gpus_per_server: 1, nics_per_server: 1}/; s/fidelity: analytical}/fidelity: packet, link_bin: 1ps}/' \
+  "$tmp/bins.yaml"
+expect_cmd 2 "network.link_bin: 1ps is shorter than 1/64 of the step" run validate "$tmp/bins.yaml"
+printf '1 5\n1 0 3 100 10000 2\n' > "$tmp/count.txt"
+printf 'topology: {kind: star, nics: 3}\nflows: count.txt\n' > "$tmp/count.yaml"
+expect_cmd 2 "count.txt:1: unexpected token '5' after the flow count" run netsim "$tmp/count.yaml" --out "$tmp/count"
+
 # 4. Results lost: a user's experiments/ folder is never cleared, a link in a results folder
 #    is never followed, a netsim variant cannot take the summary's path.
 mkdir -p "$tmp/project/experiments"
@@ -114,6 +124,24 @@ ln -s "$tmp/victim" "$tmp/resume/experiments/link"
 rm -f "$tmp/resume/experiments/x/manifest.json"
 expect_cmd 0 "results in $tmp/resume" run --experiments "$tmp/ok.yaml" --out "$tmp/resume" --resume
 [ -f "$tmp/victim/manifest.json.tmp" ] || { echo "FAIL: --resume deleted a file through a link"; fail=1; }
+# netsim never writes into a sweep's folder, nor --force-clears a summary it did not write.
+printf 'topology: {kind: star, nics: 3}\nflows: flows.csv\nexperiments:\n  - {name: experiments}\n' > "$tmp/into.yaml"
+expect_cmd 2 "holds a sweep's results (.multiverse); nothing was changed" run netsim "$tmp/into.yaml" --out "$tmp/resume" --force
+[ -f "$tmp/resume/experiments/x/manifest.json" ] || { echo "FAIL: netsim --force deleted a sweep's manifest"; fail=1; }
+mkdir -p "$tmp/mine" && echo "a,b" > "$tmp/mine/summary.csv"
+expect_cmd 2 "holds a summary.csv netsim did not write" run netsim "$tmp/into.yaml" --out "$tmp/mine" --force
+# A reordered sweep, resumed: its rows in the new order, as a run straight through.
+small "sweep: {seed: [1, 2]}" "$tmp/order1.yaml"
+small "sweep: {seed: [2, 1]}" "$tmp/order2.yaml"
+sed -i 's/name: "x"/name: "x{seed}"/' "$tmp/order1.yaml" "$tmp/order2.yaml"
+run --experiments "$tmp/order1.yaml" --out "$tmp/order" --quiet
+run --experiments "$tmp/order2.yaml" --out "$tmp/order" --resume --quiet
+run --experiments "$tmp/order2.yaml" --out "$tmp/order_straight" --quiet
+if [ "$(cut -d, -f1-3 "$tmp/order/summary.csv")" = "$(cut -d, -f1-3 "$tmp/order_straight/summary.csv")" ]; then
+  echo "ok: a reordered sweep's resumed summary is in its new order"
+else
+  echo "FAIL: a reordered sweep's resumed summary keeps the old order"; fail=1
+fi
 printf 'topology: {kind: star, nics: 3}\nflows: flows.csv\nexperiments:\n  - {name: summary.csv}\n  - {name: b}\n' \
   > "$tmp/reserved.yaml"
 expect_cmd 2 "experiments[0].name: 'summary.csv' is a file netsim writes" run netsim "$tmp/reserved.yaml" --out "$tmp/r"

@@ -414,7 +414,7 @@ TEST_CASE("resume matches finished experiments by id, never by name", "[experime
   const uint64_t a = records[0].id, b = records[1].id;
   ResultsWriter writer;
   writer.open(tmp.path, OpenMode::kResume);
-  writer.adoptNames({{0xf6, "gpt-a"}, {a, "gpt-b"}});
+  writer.adoptNames({{0xf6, "gpt-a", 0}, {a, "gpt-b", 1}});
   CHECK(writer.size() == 2);
   const auto manifest = [&](const std::string& name) {
     return parseManifest(readText(tmp.path / "experiments" / name / "manifest.json"));
@@ -436,7 +436,7 @@ TEST_CASE("resume matches finished experiments by id, never by name", "[experime
   // A second resume finds the three where they are.
   ResultsWriter again;
   again.open(tmp.path, OpenMode::kResume);
-  again.adoptNames({{0xf6, "gpt-a"}, {a, "gpt-b"}});
+  again.adoptNames({{0xf6, "gpt-a", 0}, {a, "gpt-b", 1}});
   CHECK(again.size() == 3);
   CHECK(readSummaries(tmp.path).csv.size() == 4);
 }
