@@ -331,7 +331,7 @@ std::string heatmap(const std::vector<std::string>& rows, const std::vector<std:
   const double cell_w = (kWidth - kLeft - kRight) / static_cast<double>(std::max<size_t>(columns.size(), 1));
   const double bottom = kTop + cell_h * static_cast<double>(rows.size());
   auto shade = [](double v) {
-    const double t = std::clamp(v, 0.0, 1.0);
+    const double t = std::isnan(v) ? 0.0 : std::clamp(v, 0.0, 1.0);  // a cell without a figure: empty
     char buf[16];
     std::snprintf(buf, sizeof(buf), "#%02x%02x%02x", static_cast<int>(255 - t * (255 - 8)),
                   static_cast<int>(255 - t * (255 - 48)), static_cast<int>(255 - t * (255 - 107)));
