@@ -89,11 +89,9 @@ net::PacketStorage storageOf(const NetsimInput& in, const net::NetworkConfig& cf
 /// Why variant `v` cannot be built within `in.memory_budget` with configuration `cfg` (its
 /// packet storage, counted before anything is allocated), or "".
 std::string storageProblem(const NetsimInput& in, const Variant& v, const net::NetworkConfig& cfg) {
-  const net::PacketStorage st = storageOf(in, cfg);
   const net::NetworkLayout layout = makeNetworkLayout(in.topo, in.routing, cfg.payload_bytes);
-  std::string problem = net::intHopProblem(layout, cfg);
-  if (problem.empty()) problem = net::pfcBufferProblem(layout, cfg);
-  if (problem.empty()) problem = net::rtoProblem(layout, cfg);
+  const net::PacketStorage st = net::packetStorage(layout, cfg, lookaheadOf(in));  // storageOf, on this layout
+  std::string problem = net::layoutProblem(layout, cfg);
   if (problem.empty()) {
     problem = net::packetStorageProblem(st, net::packetStorageBytes<net::NetWorld>(st, cfg), in.memory_budget, cfg);
   }

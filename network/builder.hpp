@@ -192,6 +192,15 @@ inline std::string intHopProblem(const NetworkLayout& layout, const NetworkConfi
          " (the bottleneck of a longer path could go unseen); use dcqcn or dctcp, or a topology of fewer tiers";
 }
 
+/// Why the network of `layout` cannot run under `cfg` ("" when it can): HPCC's INT record,
+/// the PFC buffer, the retransmission timeout (intHopProblem, pfcBufferProblem, rtoProblem).
+inline std::string layoutProblem(const NetworkLayout& layout, const NetworkConfig& cfg) {
+  std::string problem = intHopProblem(layout, cfg);
+  if (problem.empty()) problem = pfcBufferProblem(layout, cfg);
+  if (problem.empty()) problem = rtoProblem(layout, cfg);
+  return problem;
+}
+
 /// What a run's pooled-storage status bits mean, with the knob that fixes each ("" when none
 /// is set).
 inline std::string pooledStorageMessage(uint32_t status) {

@@ -957,9 +957,7 @@ struct RunRows {
 /// packet per port, or link bins shorter than the step.
 void checkPacketStorage(const TrainingExperiment& x, const net::NetworkLayout& layout, int64_t lookahead, int64_t budget) {
   const net::PacketStorage st = net::packetStorage(layout, x.network, lookahead);
-  std::string problem = net::intHopProblem(layout, x.network);
-  if (problem.empty()) problem = net::pfcBufferProblem(layout, x.network);
-  if (problem.empty()) problem = net::rtoProblem(layout, x.network);
+  std::string problem = net::layoutProblem(layout, x.network);
   // Each step closes lookahead / link_bin bins per link, all sized for up front: a 1 ps bin
   // under a 1 µs step took gigabytes before the memory budget was checked.
   constexpr int64_t kMaxBinsPerStep = 64;
