@@ -397,7 +397,7 @@ class ExperimentReader {
   }
 
   void readCollectives(const ConfigReader& c) {
-    c.allowOnly({"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "channels", "chunk", "step_latency",
+    c.allowOnly({"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "channels", "chunk", "buffer", "step_latency",
                  "dp_bucket", "priority", "qps_per_connection"});
     using A = CollectiveAlgorithm;
     CollectiveAlgorithms& co = t_.collectives;
@@ -414,6 +414,7 @@ class ExperimentReader {
     co.all_to_all = algorithm(c, "all_to_all", {{"direct", A::kDirect}, {"hierarchical", A::kHierarchical}});
     co.channels = static_cast<uint32_t>(autoOrCount(c, "channels", kMaxRingChannels));
     co.chunk = Bytes{c.sizeBytes("chunk", co.chunk.count, 1, kMaxInputBytes)};
+    co.buffer = Bytes{c.sizeBytes("buffer", co.buffer.count, kMinNcclBuffer, kMaxNcclBuffer)};
     co.step_latency = Picoseconds{c.durationPs("step_latency", co.step_latency.ps, kMinStepLatencyPs, kMaxLatencyPs)};
     // An override in bytes of parallelism.dp_bucket (parameters): absent stays absent.
     if (c.has("dp_bucket")) co.dp_bucket = Bytes{c.sizeBytes("dp_bucket", 0, 1, kMaxInputBytes)};

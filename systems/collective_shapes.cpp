@@ -97,13 +97,20 @@ std::vector<uint32_t> channelOrder(uint32_t n, uint32_t g, uint32_t q) {
 }
 
 /// `channels` rings over all n members, each on 1/channels of the buffer (channelOrder).
-CollectiveShape ring(CollectiveOp op, uint32_t n, uint32_t chunks, uint32_t per_server, uint32_t channels) {
+/// With `window` w > 0 a member's first send of chunk c waits for its last receive of
+/// chunk c − w in the same ring (NCCL's loops); with 0 every chunk starts at once.
+CollectiveShape ring(CollectiveOp op, uint32_t n, uint32_t chunks, uint32_t per_server, uint32_t channels,
+                     uint32_t window) {
   ShapeBuilder b(chunks);
   const uint32_t steps = op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1;
   const uint32_t g = ringRotation(n, per_server, channels);
+  // last_in[c][q]: per ring position, the last transfer chunk c's ring q delivered to it.
+  std::vector<std::vector<std::vector<uint32_t>>> last_in(chunks);
   for (uint32_t c = 0; c < chunks; ++c) {
     for (uint32_t q = 0; q < channels; ++q) {
-      ringPhase(b, channelOrder(n, g, q), steps, n * channels, std::vector<uint32_t>(n, kNone));
+      const std::vector<uint32_t> ready =
+          window > 0 && c >= window ? last_in[c - window][q] : std::vector<uint32_t>(n, kNone);
+      last_in[c].push_back(ringPhase(b, channelOrder(n, g, q), steps, n * channels, ready));
     }
   }
   return b.finish();
@@ -328,7 +335,7 @@ bool algorithmSupports(CollectiveAlgorithm algorithm, CollectiveOp op, uint32_t 
 }
 
 CollectiveShape makeShape(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members, uint32_t chunks,
-                          uint32_t per_server, uint32_t channels, uint32_t nics_per_member) {
+                          uint32_t per_server, uint32_t channels, uint32_t nics_per_member, uint32_t window) {
   if (members < 2 || chunks < 1 || channels < 1) {
     throw std::invalid_argument("a collective shape needs two members, one chunk and one channel");
   }
@@ -345,12 +352,29 @@ CollectiveShape makeShape(CollectiveOp op, CollectiveAlgorithm algorithm, uint32
       return ncclTree(members, treeBlock(members, per_server), chunks, channels, nics_per_member);
     case CollectiveAlgorithm::kHierarchical:
       if (splitsByServer(algorithm, members, per_server)) return hierarchical(op, members, per_server, chunks);
-      return ring(op, members, chunks, per_server, 1);
+      return ring(op, members, chunks, per_server, 1, 0);
     case CollectiveAlgorithm::kRing:
     case CollectiveAlgorithm::kAuto:
       break;
   }
-  return ring(op, members, chunks, per_server, channels);
+  return ring(op, members, chunks, per_server, channels, window);
+}
+
+RingChunking ncclRingChunking(int64_t per_peer, int64_t buffer) {
+  const int64_t chunk = std::max<int64_t>(buffer / 2, 1);
+  const int64_t loops = std::clamp<int64_t>((per_peer + chunk - 1) / chunk, 1, kMaxRingLoops);
+  const int64_t loop_chunk = (per_peer + loops - 1) / loops;
+  RingChunking r;
+  r.window = loop_chunk > buffer / 128 ? 2 : 1;
+  r.chunks = static_cast<uint32_t>(loops) * r.window;
+  return r;
+}
+
+uint32_t ncclTreeChunks(int64_t share, uint32_t depth, int64_t buffer) {
+  const int64_t slot = std::max<int64_t>(buffer / 8, 1);
+  int64_t chunk = slot;
+  while (share / chunk < int64_t{depth} * 8 && chunk > slot / 4) chunk /= 2;
+  return static_cast<uint32_t>(std::clamp<int64_t>((share + chunk - 1) / chunk, 1, 64));
 }
 
 uint32_t treeBlock(uint32_t members, uint32_t per_server) {
@@ -448,6 +472,11 @@ int64_t ringTime(int64_t n, int64_t steps, int64_t bytes, const AnalyticalPath& 
   const int64_t inter = g > 1 ? (steps + g - 1) / g : steps;
   const int64_t chain = inter * (path.step_ps + nicPs(path, hop)) +
                         (steps - inter) * (path.nvlink_step_ps + nvlinkPs(path, hop * sharing));
+  // With a window of w chunks (NCCL's loops) a chunk's chain waits for the same slice's
+  // chain of the loop before, the loops' w slices a hop apart: ⌈chunks / w⌉ chains and w − 1
+  // hops. Without one every chunk starts at once.
+  const int64_t window = path.window > 0 ? std::min<int64_t>(path.window, chunks) : chunks;
+  const int64_t chains = (chunks + window - 1) / window * chain + (path.window > 0 ? (window - 1) * nicPs(path, hop) : 0);
   // Every chunk's bytes through the busiest NIC (a server's exit member of ⌈c/g⌉ channels
   // when they rotate, of all c otherwise, over its NICs) and NVLink, after one hop's latency.
   const int64_t member_exits = p.rotate > 1 ? (c + p.rotate - 1) / p.rotate : c;
@@ -455,7 +484,7 @@ int64_t ringTime(int64_t n, int64_t steps, int64_t bytes, const AnalyticalPath& 
   const int64_t sent = hop * steps * chunks;
   int64_t busiest = nicPs(path, sent * ((member_exits + nics - 1) / nics));
   if (g > 1) busiest = std::max(busiest, nvlinkPs(path, sent * sharing));
-  return std::max(chain, path.step_ps + busiest);
+  return std::max(chains, path.step_ps + busiest);
 }
 
 /// NCCL's tree all-reduce over n members (analyticalTime, ncclTree): one chunk's hops up

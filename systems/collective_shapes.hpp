@@ -35,10 +35,13 @@ bool algorithmSupports(CollectiveAlgorithm algorithm, CollectiveOp op, uint32_t 
 /// of the buffer, rotated so that each leaves a server on a different member's NIC
 /// (RingPhaseDef); the tree runs `channels` trees over chains inside the servers (treeBlock
 /// members each), channel c's chain head the member of NIC c of the `nics_per_member`
-/// each member has. Throws std::invalid_argument when the algorithm cannot run the op
+/// each member has. The ring's `window` w > 0 releases a member's first send of chunk
+/// c + w by its last receive of chunk c (NCCL's loops, ncclRingChunking); 0 starts every
+/// chunk at once. Throws std::invalid_argument when the algorithm cannot run the op
 /// (algorithmSupports).
 CollectiveShape makeShape(CollectiveOp op, CollectiveAlgorithm algorithm, uint32_t members, uint32_t chunks,
-                          uint32_t per_server = 1, uint32_t channels = 1, uint32_t nics_per_member = 1);
+                          uint32_t per_server = 1, uint32_t channels = 1, uint32_t nics_per_member = 1,
+                          uint32_t window = 0);
 
 /// Members per server the tree chains: `per_server` when the group is k > 1 whole servers
 /// of that many, else 1 (a tree over the members).
@@ -51,6 +54,26 @@ uint32_t treeDepth(uint32_t members, uint32_t per_server);
 /// sharing): the up and down streams of every channel, 2 · channels, once `chunks` fill the
 /// `depth` hops, 2 · channels · chunks / depth before; at least 1.
 uint32_t treeSharing(uint32_t channels, uint32_t chunks, uint32_t depth);
+
+/// NCCL's Simple ring (NCCL 2.19 `src/include/collectives.h`, `src/device/all_reduce.h` and
+/// `prims_simple.h`, read through the search tool) moves a member's per-peer share of one
+/// channel (`per_peer` bytes: the buffer over members and channels) in loops: one chunk
+/// per step of NCCL_BUFFSIZE / NCCL_STEPS × ALLREDUCE_CHUNKSTEPS (4 of 8 slots: buffer / 2),
+/// the share spread evenly over its loops (at most kMaxRingLoops: larger shares get larger
+/// chunks), each chunk sent in two slices (SLICESTEPS 2 of 4) unless it is at most
+/// buffer / 128 (NCCL's slice floor), then in one. A member starts a loop after its last
+/// receive of the one before, so `window` slices of a ring are in flight per member.
+struct RingChunking {
+  uint32_t chunks = 1;  ///< pipelined chunks of the transfers: every loop's slices
+  uint32_t window = 1;  ///< slices per loop (CollInfo::window); 0 for other algorithms: all chunks at once
+};
+inline constexpr uint32_t kMaxRingLoops = 32;
+RingChunking ncclRingChunking(int64_t per_peer, int64_t buffer);
+
+/// NCCL's tree chunks (2.19 `enqueue.cc`) of a channel's `share`: chunks of NCCL_BUFFSIZE
+/// / NCCL_STEPS (one slot: 512 KiB by default), halved down to a quarter of that while the
+/// channel would have fewer than 8 per hop of its `depth`; at most 64.
+uint32_t ncclTreeChunks(int64_t share, uint32_t depth, int64_t buffer);
 
 /// Members per server the channels of a ring rotate by (RingPhaseDef::rotate): g when
 /// there are several channels and the group is k > 1 servers of g > 1 members each, else 1.
@@ -78,6 +101,7 @@ struct AnalyticalPath {
   uint32_t channels = 1;       ///< the ring algorithm's channels (makeShape)
   uint32_t nics_per_member = 1;  ///< NICs of each member the channels spread over (railOf)
   uint32_t chunks = 1;           ///< pipelined chunks of the ring's buffer (makeShape)
+  uint32_t window = 0;           ///< the ring's chunks a member has in flight (NCCL's loops); 0: all
 };
 
 /**

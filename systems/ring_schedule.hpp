@@ -96,9 +96,11 @@ MV_HD inline uint32_t firstSendOf(const RingPhaseDef& p, uint32_t m) {
 }
 
 /// Transfer k of a collective of `phase_count` phases split into `chunks` chunks of
-/// `chunk_transfers` transfers each (the sum of the phases' counts).
+/// `chunk_transfers` transfers each (the sum of the phases' counts). With `window` w > 0
+/// (one phase only: NCCL's ring loops, CollInfo::window) a member's first send of chunk
+/// u + w is released by its last receive of chunk u; with 0 every chunk starts at once.
 MV_HD inline RingTransfer ringTransfer(const RingPhaseDef* phases, uint32_t phase_count, uint32_t chunks,
-                                       uint32_t chunk_transfers, uint32_t k) {
+                                       uint32_t window, uint32_t chunk_transfers, uint32_t k) {
   const uint32_t chunk_first = k - k % chunk_transfers;
   const uint32_t local = k % chunk_transfers;
   uint32_t p = 0;
@@ -119,6 +121,8 @@ MV_HD inline RingTransfer ringTransfer(const RingPhaseDef* phases, uint32_t phas
     t.next = chunk_first + ringStepTransfer(ph, q, j + 1, i_next);
   } else if (p + 1 < phase_count) {
     t.next = chunk_first + firstSendOf(phases[p + 1], t.dst);
+  } else if (window > 0 && k / chunk_transfers + window < chunks) {
+    t.next = chunk_first + window * chunk_transfers + ringStepTransfer(ph, q, 0, i_next);
   }
   return t;
 }

@@ -205,6 +205,7 @@ struct CollInfo {
   uint32_t state_base = 0;      ///< first TransferState row (kTransfers)
   uint32_t phases = 0;          ///< kRing: RingShape rows
   uint32_t chunks = 1;          ///< kRing: chunks, each of chunk_transfers transfers
+  uint32_t window = 0;          ///< kRing: a member's chunk u + window starts after its last receive of chunk u (0: all at once)
   uint32_t chunk_transfers = 0;
   uint32_t communicator = 0;    ///< its group's communicator (a connection belongs to one, with its channel)
   int64_t bytes = 0;            ///< per-rank buffer (nccl-tests convention)

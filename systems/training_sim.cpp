@@ -274,7 +274,8 @@ class CollectiveBuilder {
         for (uint32_t q = 0; q < ph.rings; ++q) {
           for (uint32_t i = 0; i < ph.size; ++i) {
             const RingTransfer t =
-                ringTransfer(&ring_phases_[c.shape_base], c.phases, c.chunks, c.chunk_transfers, ringStepTransfer(ph, q, 0, i));
+                ringTransfer(&ring_phases_[c.shape_base], c.phases, c.chunks, c.window, c.chunk_transfers,
+                             ringStepTransfer(ph, q, 0, i));
             add(t.src, t.dst, t.channel, c.phases == 1 ? railOf(ph, q, plan_.cfg.nics_per_gpu) : 0);
           }
         }
@@ -383,7 +384,9 @@ class CollectiveBuilder {
       path.nvlink_step_ps = floor;
       path.channels = info.channels;
       path.nics_per_member = plan_.cfg.nics_per_gpu;
-      path.chunks = chunksOf(info, path.channels);
+      const RingChunking chunking = chunksOf(info, path.channels);
+      path.chunks = chunking.chunks;
+      path.window = chunking.window;
       info.analytical_ps = floor + analyticalTime(d.op, info.algorithm, info.members, d.bytes, path);
     } else {
       info.mode = CollMode::kTransfers;
@@ -466,33 +469,37 @@ class CollectiveBuilder {
   /// share in chunks of collectives.chunk; a tree's channel share in NCCL's tree chunks
   /// (512 KiB, halved down to 128 KiB while the channel would have fewer than 8 per hop of
   /// its depth: enqueue.cc of NCCL 2.19).
-  uint32_t chunksOf(const CollInfo& info, uint32_t channels) const {
-    if (info.algorithm == CollectiveAlgorithm::kTree) {
-      const int64_t share = info.bytes / channels;
-      const int64_t depth = treeDepth(info.members, serverBlock(info));
-      int64_t chunk = int64_t{512} << 10;
-      while (share / chunk < depth * 8 && chunk > (int64_t{128} << 10)) chunk /= 2;
-      return static_cast<uint32_t>(std::clamp<int64_t>((share + chunk - 1) / chunk, 1, 64));
-    }
+  /// The pipelined chunks of `info` in `channels` channels, and for the ring its window
+  /// (NCCL's loops: ncclRingChunking); the tree's are NCCL's tree chunks, the other
+  /// algorithms' per-peer transfers split at collectives.chunk (window 0: all at once).
+  RingChunking chunksOf(const CollInfo& info, uint32_t channels) const {
+    const int64_t buffer = x_.collectives.buffer.count;
     const int64_t per_peer = info.bytes / info.members / channels;
+    if (info.algorithm == CollectiveAlgorithm::kTree) {
+      return RingChunking{ncclTreeChunks(info.bytes / channels, treeDepth(info.members, serverBlock(info)), buffer), 0};
+    }
+    if (info.algorithm == CollectiveAlgorithm::kRing) return ncclRingChunking(per_peer, buffer);
     const int64_t chunk = std::max<int64_t>(x_.collectives.chunk.count, 1);
-    return static_cast<uint32_t>(std::clamp<int64_t>((per_peer + chunk - 1) / chunk, 1, 64));
+    return RingChunking{static_cast<uint32_t>(std::clamp<int64_t>((per_peer + chunk - 1) / chunk, 1, 64)), 0};
   }
 
   /// Decomposes `info` into transfers; returns the most it has in flight at once.
   int64_t addTransfers(CollInfo& info) {
     const uint32_t channels = info.channels;
-    const uint32_t chunks = chunksOf(info, channels);
+    const RingChunking chunking = chunksOf(info, channels);
+    const uint32_t chunks = chunking.chunks;
     const uint32_t per_server = serverBlock(info);
     if (generatedRing(info.algorithm)) {
       addRing(info, chunks, per_server, channels);
+      if (info.phases == 1) info.window = chunking.window;
     } else {
       addShape(info, chunks, per_server, channels);
     }
     max_transfers_ = std::max<uint64_t>(max_transfers_, info.shape_count);
-    // A ring chunk is n chains of transfers per channel, one in flight each; a DAG is
-    // bounded by its size.
-    return info.mode == CollMode::kRing ? int64_t{chunks} * info.members * channels : int64_t{info.shape_count};
+    // A ring chunk is n chains of transfers per channel, one in flight each, and a member
+    // has `window` chunks in flight (all without one); a DAG is bounded by its size.
+    const uint32_t live = info.window > 0 ? std::min(chunks, info.window) : chunks;
+    return info.mode == CollMode::kRing ? int64_t{live} * info.members * channels : int64_t{info.shape_count};
   }
 
   /// A ring or hierarchical collective: its phases (shared by instances of one shape), no

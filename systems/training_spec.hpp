@@ -53,13 +53,21 @@ inline constexpr uint32_t kMaxRingChannels = 64;
 /// and one of 1 ps made a small packet-level job take minutes (every row pass once per ps).
 inline constexpr int64_t kMinStepLatencyPs = 2'000;
 
+/// Range of collectives.buffer (NCCL_BUFFSIZE): 64 KiB (a slice floor of 512 B) to 1 GiB.
+inline constexpr int64_t kMinNcclBuffer = int64_t{64} << 10;
+inline constexpr int64_t kMaxNcclBuffer = int64_t{1} << 30;
+
 struct CollectiveAlgorithms {
   CollectiveAlgorithm all_reduce = CollectiveAlgorithm::kAuto;
   CollectiveAlgorithm all_gather = CollectiveAlgorithm::kRing;
   CollectiveAlgorithm reduce_scatter = CollectiveAlgorithm::kRing;
   CollectiveAlgorithm all_to_all = CollectiveAlgorithm::kDirect;
-  /// NCCL-like chunk: a collective's per-peer transfer is split into flows of at most this size.
+  /// Halving-doubling, direct and hierarchical collectives: a per-peer transfer is split into
+  /// messages of at most this size.
   Bytes chunk = mebibytes(4);
+  /// NCCL_BUFFSIZE: a connection's buffer of NCCL_STEPS slots, which sizes the ring's
+  /// loops and slices and the tree's chunks (ncclRingChunking, ncclTreeChunks).
+  Bytes buffer = mebibytes(4);
   /// Delay between a chunk's arrival and the next dependent send (proxy polling, reduction
   /// kernel); also the floor of every collective's time. Must be ≥ the step Δ; default 2 µs,
   /// at least kMinStepLatencyPs.

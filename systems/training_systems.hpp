@@ -96,10 +96,18 @@ struct TrainOps {
     auto& t = ctx.template table<RingShape>();
     return t.template get<RingPhaseDef>(base(t) + c.shape_base + p);
   }
+  /// Place in its connection's message order of a ring's transfer of `chunk` at `step`.
+  MV_HD uint32_t ringOrdinal(const CollInfo& c, uint32_t chunk, uint32_t step) const {
+    const uint32_t steps = ringPhase(c, 0).steps;
+    if (c.window == 0) return chunk * steps + step;
+    return (chunk / c.window * steps + step) * c.window + chunk % c.window;
+  }
   /// Transfer k of a collective: generated (kRing) or read from its shape (kTransfers; the
   /// successors are then in TransferSucc, and `next` is unset).
   MV_HD RingTransfer transfer(const CollInfo& c, uint32_t k) const {
-    if (c.mode == CollMode::kRing) return ringTransfer(&ringPhase(c, 0), c.phases, c.chunks, c.chunk_transfers, k);
+    if (c.mode == CollMode::kRing) {
+      return ringTransfer(&ringPhase(c, 0), c.phases, c.chunks, c.window, c.chunk_transfers, k);
+    }
     const TransferDef& d = shape(c, k);
     return RingTransfer{d.src, d.dst, d.den, kNoTransfer, d.channel, 0};
   }
@@ -223,9 +231,11 @@ struct TrainOps {
     const int64_t t0 = atomicLoad<int64_t>(&s.arrive_max);
     const int64_t t1 = t0 + cfg().step_latency_ps;
     if (c.mode == CollMode::kRing) {
-      // The first step of every ring of the first phase, chunk by chunk.
+      // The first step of every ring of the first phase, chunk by chunk: every chunk, or
+      // with a window the first loop's (the others follow their members' receives).
       const RingPhaseDef& p = ringPhase(c, 0);
-      for (uint32_t chunk = 0; chunk < c.chunks; ++chunk) {
+      const uint32_t first_chunks = c.window > 0 && c.window < c.chunks ? c.window : c.chunks;
+      for (uint32_t chunk = 0; chunk < first_chunks; ++chunk) {
         for (uint32_t q = 0; q < p.rings; ++q) {
           for (uint32_t i = 0; i < p.size; ++i) {
             startTransfer(coll, c, chunk * c.chunk_transfers + ringStepTransfer(p, q, 0, i), t1);
@@ -297,10 +307,11 @@ struct TrainOps {
       const uint32_t sharing = c.mode == CollMode::kRing ? nvlinkSharing(ringPhase(c, 0)) : shape(c, k).sharing;
       return t + nvlinkTime(bytes * sharing);
     }
-    // A connection's messages in turn: a ring's chunk by chunk and step by step, a DAG's in
-    // the order of the pair's transfers.
+    // A connection's messages in turn, in the order its member posts them: a ring's chunk by
+    // chunk and step by step, with NCCL's loops loop by loop, step by step and slice by
+    // slice; a DAG's in the order of the pair's transfers.
     const bool ring = c.mode == CollMode::kRing;
-    const uint32_t ordinal = ring ? k / c.chunk_transfers * ringPhase(c, 0).steps + d.step : shape(c, k).pair_index;
+    const uint32_t ordinal = ring ? ringOrdinal(c, k / c.chunk_transfers, d.step) : shape(c, k).pair_index;
     const uint32_t rail = !ring                ? d.channel % cfg().nics_per_gpu
                           : c.phases == 1 ? railOf(ringPhase(c, 0), d.channel, cfg().nics_per_gpu)
                                           : 0;

@@ -204,6 +204,37 @@ TEST_CASE("the fidelities agree on the ring and the tree within 5 %", "[sweep][c
   }
 }
 
+TEST_CASE("NCCL's ring loops: a small buffer serializes them, and the fidelities agree", "[sweep][collective]") {
+  // A 4 MiB ring all-reduce over 4 servers of one GPU: a member's 1 MiB share is one loop of
+  // two slices with the default 4 MiB buffer, 32 loops of two 16 KiB slices with a 64 KiB
+  // one (32 KiB chunks, at most 32 loops). Each loop's chain of 6 hops waits for the one
+  // before, a step latency and a round trip a hop: 32 chains cost more than the NIC's 6 MiB.
+  const auto yaml = [](const std::string& buffer, const std::string& fidelity) {
+    return "base:\n"
+           "  workload: {collective: {op: all_reduce, bytes: 4MiB}}\n"
+           "  cluster: {gpu: a100-40gb, gpus: 4, gpus_per_server: 1, nics_per_server: 1}\n"
+           "  topology: {kind: rail_optimized, servers: 4, nics_per_server: 1, link_rate: 100Gbps}\n"
+           "  network: {fidelity: " + fidelity + "}\n"
+           "  collectives: {all_reduce: ring, buffer: " + buffer + "}\n";
+  };
+  const double one_loop = static_cast<double>(runYaml(yaml("4MiB", "packet")).iteration.ps);
+  const double loops = static_cast<double>(runYaml(yaml("64KiB", "packet")).iteration.ps);
+  INFO("packet level: one loop " << one_loop << " ps, 32 loops " << loops << " ps");
+  // 6 MiB through the NIC at 100 Gb/s: 0.5 ms; 32 chains of 6 hops of a few µs: more.
+  CHECK(one_loop < 0.6e9);
+  CHECK(loops > 1.5 * one_loop);
+  for (const char* fidelity : {"flow", "analytical"}) {
+    INFO(fidelity);
+    CHECK(static_cast<double>(runYaml(yaml("4MiB", fidelity)).iteration.ps) == Approx(one_loop).epsilon(0.05));
+  }
+  CHECK(static_cast<double>(runYaml(yaml("64KiB", "analytical")).iteration.ps) == Approx(loops).epsilon(0.05));
+  // The fluid messages skip what a packet waits at the switch: a hop of a 16 KiB slice is
+  // one 4 KiB packet (4,178 B on the wire: 0.33 µs at 100 Gb/s) behind, on each of 32 × 6 hops.
+  const double fluid = static_cast<double>(runYaml(yaml("64KiB", "flow")).iteration.ps);
+  const double packet_ps = 4178.0 * 8 / 100e9 * 1e12;
+  CHECK(loops - fluid == Approx(32 * 6 * packet_ps).epsilon(0.1));
+}
+
 TEST_CASE("auto runs what NCCL's tuner picks, and the manifest says what it picked", "[sweep][collective]") {
   // On the nccl-tests cluster the tuner takes the tree with LL at 8 B (analytical/nccl_tuner.hpp).
   const TrainingResult chosen = runYaml(benchmark("8B", 16, "packet", 1, "auto"), true);

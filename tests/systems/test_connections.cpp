@@ -41,11 +41,11 @@ TEST_CASE("a ring's connections keep their ECMP paths: three channels on two upl
   REQUIRE(spray.error.empty());
   // By pigeonhole an uplink carries at least 2 of the 3 connections of each direction for
   // the whole all-reduce: 2/3 of the bytes at 25 Gb/s against all of them at 50 Gb/s, 4/3
-  // of the sprayed time (measured: 1.25, DCQCN keeps the sprayed connections a little
-  // below line rate too). With a new hash per transfer, the ring's 2 × 3 × chunks transfers
-  // would spread over both uplinks.
+  // of the sprayed time (measured: 1.19, DCQCN keeps the sprayed connections below line rate
+  // too, and NCCL's loops leave a connection idle a round trip now and then). With a new
+  // hash per transfer, the ring's 2 × 3 × chunks transfers would spread over both uplinks.
   INFO("exposed DP: ECMP " << ecmp.exposed_dp.ps << " ps, spraying " << spray.exposed_dp.ps << " ps");
-  CHECK(static_cast<double>(ecmp.exposed_dp.ps) > 1.2 * static_cast<double>(spray.exposed_dp.ps));
+  CHECK(static_cast<double>(ecmp.exposed_dp.ps) > 1.15 * static_cast<double>(spray.exposed_dp.ps));
   // The NICs send at 100 Gb/s into 25 Gb/s uplinks: DCQCN marks and cuts the connections.
   CHECK(ecmp.network.ecn_marks > 0);
   CHECK(ecmp.network.cnps > 0);
@@ -70,10 +70,12 @@ TEST_CASE("qps_per_connection: a connection's messages take its QPs in turn, eac
   REQUIRE(three.error.empty());
   INFO("exposed DP: 1 QP " << one.exposed_dp.ps << " ps, 3 QPs " << three.exposed_dp.ps << " ps, sprayed "
                            << spray.exposed_dp.ps << " ps");
-  // With three QPs taking a third of the messages each, two of them share an uplink
-  // (pigeonhole) and the third has the other to itself: 2/3 of the bytes at 25 Gb/s, where
-  // one QP puts them all on one uplink and spraying all on both.
-  CHECK(static_cast<double>(one.exposed_dp.ps) > 1.3 * static_cast<double>(three.exposed_dp.ps));
+  // With three QPs taking the messages in turn, two of them share an uplink (pigeonhole) and
+  // the third has the other to itself. A connection has one loop's two slices in flight,
+  // posted one after the other on two QPs: a third of the pairs share the uplink, 4/3 of a
+  // pair's time at 25 Gb/s where one QP takes 2 (1.5x at most; measured 1.20), and
+  // spraying puts every message on both uplinks.
+  CHECK(static_cast<double>(one.exposed_dp.ps) > 1.15 * static_cast<double>(three.exposed_dp.ps));
   CHECK(static_cast<double>(three.exposed_dp.ps) > 1.2 * static_cast<double>(spray.exposed_dp.ps));
 }
 
@@ -99,6 +101,7 @@ TEST_CASE("at flow level a ring's connections keep their paths too: the collisio
   // Max-min rates without CC: a little faster than DCQCN on the same collision.
   CHECK(flow.exposed_dp.ps < packet.exposed_dp.ps);
   CHECK(static_cast<double>(flow.exposed_dp.ps) > 0.8 * static_cast<double>(packet.exposed_dp.ps));
-  // Three QPs split the one channel's messages 2 + 1 over the uplinks.
-  CHECK(static_cast<double>(one.exposed_dp.ps) > 1.3 * static_cast<double>(three.exposed_dp.ps));
+  // Three QPs split the one channel's messages 2 + 1 over the uplinks, two slices at a time
+  // (as at packet level: 1.5x at most; measured 1.29).
+  CHECK(static_cast<double>(one.exposed_dp.ps) > 1.2 * static_cast<double>(three.exposed_dp.ps));
 }
