@@ -234,7 +234,8 @@ class CollectiveBuilder {
       throw TrainingError("collectives.chunk: " + std::to_string(infos_.size()) + " collectives of up to " +
                           std::to_string(max_transfers_) +
                           " transfers each cannot be numbered in 39-bit flow ids; "
-                          "raise the chunk size or dp_bucket, or lower collectives.channels (with "
+                          "raise collectives.buffer (the ring's and the tree's chunks), the chunk size or "
+                          "dp_bucket, or lower collectives.channels (with "
                           "parallelism.zero 3: one gather per layer, pass and micro-batch, so fewer micro-batches "
                           "or layers per stage)");
     }
@@ -465,11 +466,7 @@ class CollectiveBuilder {
     return std::min(kMaxRingChannels, per_nic * plan_.cfg.nics_per_gpu);
   }
 
-  /// Chunks a collective of `info` in `channels` channels is split into, 1..64: its per-peer
-  /// share in chunks of collectives.chunk; a tree's channel share in NCCL's tree chunks
-  /// (512 KiB, halved down to 128 KiB while the channel would have fewer than 8 per hop of
-  /// its depth: enqueue.cc of NCCL 2.19).
-  /// The pipelined chunks of `info` in `channels` channels, and for the ring its window
+  /// The pipelined chunks (1..64) of `info` in `channels` channels, and for the ring its window
   /// (NCCL's loops: ncclRingChunking); the tree's are NCCL's tree chunks, the other
   /// algorithms' per-peer transfers split at collectives.chunk (window 0: all at once).
   RingChunking chunksOf(const CollInfo& info, uint32_t channels) const {
@@ -525,8 +522,10 @@ class CollectiveBuilder {
     info.chunk_transfers = last.first + last.count;
     const uint64_t total = uint64_t{info.chunk_transfers} * chunks;
     if (total >= (uint64_t{1} << 32)) {
-      throw TrainingError("collectives.chunk: a collective over " + std::to_string(info.members) + " ranks in " +
-                          std::to_string(chunks) + " chunks would have 2^32 transfers or more; raise the chunk size" +
+      const bool ring = info.algorithm == CollectiveAlgorithm::kRing;
+      throw TrainingError(std::string(ring ? "collectives.buffer" : "collectives.chunk") + ": a collective over " +
+                          std::to_string(info.members) + " ranks in " + std::to_string(chunks) +
+                          " chunks would have 2^32 transfers or more; raise " + (ring ? "the buffer" : "the chunk size") +
                           (channels > 1 ? " or lower collectives.channels" : ""));
     }
     info.chunks = chunks;
