@@ -475,7 +475,7 @@ int64_t ringTime(int64_t n, int64_t steps, int64_t bytes, const AnalyticalPath& 
   // With a window of w chunks (NCCL's loops) a chunk's chain waits for the same slice's
   // chain of the loop before, the loops' w slices a hop apart: ⌈chunks / w⌉ chains and w − 1
   // hops. Without one every chunk starts at once.
-  const int64_t window = path.window > 0 ? std::min<int64_t>(path.window, chunks) : chunks;
+  const int64_t window = ringChunksAtOnce(static_cast<uint32_t>(chunks), path.window);
   const int64_t chains = (chunks + window - 1) / window * chain + (path.window > 0 ? (window - 1) * nicPs(path, hop) : 0);
   // Every chunk's bytes through the busiest NIC (a server's exit member of ⌈c/g⌉ channels
   // when they rotate, of all c otherwise, over its NICs) and NVLink, after one hop's latency.

@@ -95,6 +95,11 @@ MV_HD inline uint32_t firstSendOf(const RingPhaseDef& p, uint32_t m) {
   return ringStepTransfer(p, q, 0, i);
 }
 
+/// Chunks of `chunks` a ring member has in flight at once with `window` (0: all of them).
+MV_HD inline uint32_t ringChunksAtOnce(uint32_t chunks, uint32_t window) {
+  return window > 0 && window < chunks ? window : chunks;
+}
+
 /// Transfer k of a collective of `phase_count` phases split into `chunks` chunks of
 /// `chunk_transfers` transfers each (the sum of the phases' counts). With `window` w > 0
 /// (one phase only: NCCL's ring loops, CollInfo::window) a member's first send of chunk

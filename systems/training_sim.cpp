@@ -488,14 +488,14 @@ class CollectiveBuilder {
     const uint32_t per_server = serverBlock(info);
     if (generatedRing(info.algorithm)) {
       addRing(info, chunks, per_server, channels);
-      if (info.phases == 1) info.window = chunking.window;
+      info.window = chunking.window;  // 0 but for the ring, whose one phase it loops
     } else {
       addShape(info, chunks, per_server, channels);
     }
     max_transfers_ = std::max<uint64_t>(max_transfers_, info.shape_count);
     // A ring chunk is n chains of transfers per channel, one in flight each, and a member
     // has `window` chunks in flight (all without one); a DAG is bounded by its size.
-    const uint32_t live = info.window > 0 ? std::min(chunks, info.window) : chunks;
+    const uint32_t live = ringChunksAtOnce(chunks, info.window);
     return info.mode == CollMode::kRing ? int64_t{live} * info.members * channels : int64_t{info.shape_count};
   }
 

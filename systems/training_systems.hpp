@@ -234,8 +234,7 @@ struct TrainOps {
       // The first step of every ring of the first phase, chunk by chunk: every chunk, or
       // with a window the first loop's (the others follow their members' receives).
       const RingPhaseDef& p = ringPhase(c, 0);
-      const uint32_t first_chunks = c.window > 0 && c.window < c.chunks ? c.window : c.chunks;
-      for (uint32_t chunk = 0; chunk < first_chunks; ++chunk) {
+      for (uint32_t chunk = 0; chunk < ringChunksAtOnce(c.chunks, c.window); ++chunk) {
         for (uint32_t q = 0; q < p.rings; ++q) {
           for (uint32_t i = 0; i < p.size; ++i) {
             startTransfer(coll, c, chunk * c.chunk_transfers + ringStepTransfer(p, q, 0, i), t1);

@@ -263,7 +263,7 @@ TEST_CASE("generated rings walk makeShape's DAG transfer by transfer") {
                         {CollectiveAlgorithm::kHierarchical, 6, 1}};
   for (const Case& c : cases) {
     for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kAllGather, CollectiveOp::kReduceScatter}) {
-      for (const auto [chunks, window] : {std::pair{1u, 0u}, {3u, 0u}, {3u, 1u}, {4u, 2u}, {5u, 2u}, {2u, 2u}}) {
+      for (const auto& [chunks, window] : {std::pair{1u, 0u}, {3u, 0u}, {3u, 1u}, {4u, 2u}, {5u, 2u}, {2u, 2u}}) {
         if (window > 0 && c.algorithm != CollectiveAlgorithm::kRing) continue;
         INFO(algorithmName(c.algorithm) << " " << collectiveOpName(op) << " n " << c.n << " per server " << c.per_server
                                         << " channels " << c.channels << " chunks " << chunks << " window " << window);
